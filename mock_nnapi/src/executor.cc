@@ -1,0 +1,141 @@
+#include "executor.h"
+
+#include <limits>
+#include <new>
+
+namespace mock_nnapi {
+
+std::optional<size_t> PreparedByteSize(int32_t type, const Dimensions& dimensions) {
+  size_t size = ElementSize(type);
+  if (size == 0) return std::nullopt;
+  for (uint32_t dimension : dimensions) {
+    if (dimension != 0 && size > std::numeric_limits<size_t>::max() / dimension) {
+      return std::nullopt;
+    }
+    size *= dimension;
+  }
+  return size;
+}
+
+namespace {
+
+constexpr uint32_t kNotAnOutput = std::numeric_limits<uint32_t>::max();
+
+class ModelRun : public OperationContext::OutputAllocator {
+ public:
+  ModelRun(const Model& model, const std::vector<ExecutorArgument>& inputs,
+           const std::vector<ExecutorArgument>& outputs, std::vector<OutputShape>* shapes)
+      : model_(model),
+        outputs_(outputs),
+        shapes_(shapes),
+        infos_(model.operands().size()),
+        storage_(model.operands().size()),
+        model_output_index_(model.operands().size(), kNotAnOutput) {
+    for (uint32_t i = 0; i < infos_.size(); ++i) infos_[i] = model.StaticOperandInfo(i);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      OperandInfo& info = infos_[model.inputs()[i]];
+      info.data = inputs[i].data;
+      info.length = inputs[i].length;
+      info.dimensions = inputs[i].dimensions;
+      info.rank_known = true;
+      info.omitted = inputs[i].omitted;
+    }
+    shapes_->assign(outputs.size(), OutputShape{});
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const uint32_t operand = model.outputs()[i];
+      model_output_index_[operand] = static_cast<uint32_t>(i);
+      OperandInfo& info = infos_[operand];
+      info.dimensions = outputs[i].dimensions;
+      info.rank_known = outputs[i].rank_known;
+      (*shapes_)[i].dimensions = outputs[i].dimensions;
+    }
+  }
+
+  int Run(ExecutionObserver* observer) {
+    for (uint32_t op_index : model_.run_order()) {
+      const Operation& operation = model_.operations()[op_index];
+      const OperationRegistration* registration = FindOperation(operation.type);
+      NN_CHECK(registration != nullptr, ANEURALNETWORKS_OP_FAILED)
+          << OperationTypeName(operation.type) << " is not implemented";
+      std::vector<OperandInfo*> inputs;
+      std::vector<OperandInfo*> outputs;
+      for (uint32_t index : operation.inputs) inputs.push_back(&infos_[index]);
+      for (uint32_t index : operation.outputs) outputs.push_back(&infos_[index]);
+      current_outputs_ = &operation.outputs;
+      OperationContext context(operation.type, OperationPhase::kPrepare, inputs, outputs, this);
+      const int prepared = registration->prepare(context);
+      if (prepared != ANEURALNETWORKS_NO_ERROR) {
+        // A model output too small for its computed shape stops the run; the shapes known so
+        // far are reported through getOutputOperandDimensions (like Android's CpuExecutor).
+        if (prepared == ANEURALNETWORKS_OUTPUT_INSUFFICIENT_SIZE) return prepared;
+        return prepared == ANEURALNETWORKS_OUT_OF_MEMORY ? prepared : ANEURALNETWORKS_OP_FAILED;
+      }
+      OperationContext execute_context(operation.type, OperationPhase::kExecute, inputs, outputs,
+                                       this);
+      const int executed = registration->execute(execute_context);
+      if (executed != ANEURALNETWORKS_NO_ERROR) return ANEURALNETWORKS_OP_FAILED;
+      if (observer != nullptr) {
+        std::vector<const OperandInfo*> in(inputs.begin(), inputs.end());
+        std::vector<const OperandInfo*> out(outputs.begin(), outputs.end());
+        observer->OnOperation(op_index, in, out);
+      }
+      // Temporaries nobody reads any more could be released here; models are small enough.
+    }
+    return ANEURALNETWORKS_NO_ERROR;
+  }
+
+  int Allocate(uint32_t output_index, OperandInfo* info) override {
+    const uint32_t operand = (*current_outputs_)[output_index];
+    std::optional<size_t> size = PreparedByteSize(info->type, info->dimensions);
+    NN_CHECK(size.has_value(), ANEURALNETWORKS_OP_FAILED)
+        << "operand " << operand << " size overflows: " << DimensionsToString(info->dimensions);
+    const uint32_t model_output = model_output_index_[operand];
+    if (model_output != kNotAnOutput) {
+      OutputShape& shape = (*shapes_)[model_output];
+      shape.dimensions = info->dimensions;
+      const ExecutorArgument& argument = outputs_[model_output];
+      info->data = argument.data;
+      info->length = argument.length;
+      if (argument.length < *size) {
+        shape.sufficient = false;
+        return CheckFailure(__FILE__, __LINE__, "output buffer large enough",
+                            ANEURALNETWORKS_OUTPUT_INSUFFICIENT_SIZE)
+               << "model output " << model_output << " needs " << *size << " bytes, buffer has "
+               << argument.length;
+      }
+      return ANEURALNETWORKS_NO_ERROR;
+    }
+    std::vector<uint8_t>& storage = storage_[operand];
+    try {
+      storage.resize(*size);
+    } catch (const std::bad_alloc&) {
+      return CheckFailure(__FILE__, __LINE__, "allocation", ANEURALNETWORKS_OUT_OF_MEMORY)
+             << "temporary operand " << operand << " needs " << *size << " bytes";
+    }
+    // Zero-sized temporaries still get a non-null address so kernels can tell "no value" apart.
+    static uint8_t zero_sized_placeholder = 0;
+    info->data = storage.empty() ? &zero_sized_placeholder : storage.data();
+    info->length = *size;
+    return ANEURALNETWORKS_NO_ERROR;
+  }
+
+ private:
+  const Model& model_;
+  const std::vector<ExecutorArgument>& outputs_;
+  std::vector<OutputShape>* shapes_;
+  std::vector<OperandInfo> infos_;
+  std::vector<std::vector<uint8_t>> storage_;
+  std::vector<uint32_t> model_output_index_;
+  const std::vector<uint32_t>* current_outputs_ = nullptr;
+};
+
+}  // namespace
+
+int ExecuteModel(const Model& model, const std::vector<ExecutorArgument>& inputs,
+                 const std::vector<ExecutorArgument>& outputs, std::vector<OutputShape>* shapes,
+                 ExecutionObserver* observer) {
+  ModelRun run(model, inputs, outputs, shapes);
+  return run.Run(observer);
+}
+
+}  // namespace mock_nnapi

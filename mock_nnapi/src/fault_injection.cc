@@ -1,0 +1,129 @@
+#include "fault_injection.h"
+
+#include <map>
+#include <mutex>
+#include <set>
+
+namespace mock_nnapi {
+
+std::atomic<bool> g_faults_armed{false};
+
+namespace {
+
+struct Fault {
+  int code;
+  int32_t remaining;  // < 0: always
+};
+
+std::mutex& FaultMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+std::map<std::string, Fault>& Faults() {
+  static std::map<std::string, Fault> faults;
+  return faults;
+}
+
+std::atomic<uint64_t> g_injected_count{0};
+
+// Every NNAPI function that returns a result code (the ones a fault can replace).
+const std::set<std::string>& FaultableFunctions() {
+  static const std::set<std::string> names = {
+      "ANeuralNetworksMemory_createFromFd",
+      "ANeuralNetworksModel_create",
+      "ANeuralNetworksModel_finish",
+      "ANeuralNetworksModel_addOperand",
+      "ANeuralNetworksModel_setOperandValue",
+      "ANeuralNetworksModel_setOperandValueFromMemory",
+      "ANeuralNetworksModel_addOperation",
+      "ANeuralNetworksModel_identifyInputsAndOutputs",
+      "ANeuralNetworksCompilation_create",
+      "ANeuralNetworksCompilation_setPreference",
+      "ANeuralNetworksCompilation_finish",
+      "ANeuralNetworksExecution_create",
+      "ANeuralNetworksExecution_setInput",
+      "ANeuralNetworksExecution_setInputFromMemory",
+      "ANeuralNetworksExecution_setOutput",
+      "ANeuralNetworksExecution_setOutputFromMemory",
+      "ANeuralNetworksExecution_startCompute",
+      "ANeuralNetworksEvent_wait",
+      "ANeuralNetworksModel_relaxComputationFloat32toFloat16",
+      "ANeuralNetworks_getDeviceCount",
+      "ANeuralNetworks_getDevice",
+      "ANeuralNetworksDevice_getName",
+      "ANeuralNetworksDevice_getType",
+      "ANeuralNetworksDevice_getVersion",
+      "ANeuralNetworksDevice_getFeatureLevel",
+      "ANeuralNetworksModel_getSupportedOperationsForDevices",
+      "ANeuralNetworksCompilation_createForDevices",
+      "ANeuralNetworksCompilation_setCaching",
+      "ANeuralNetworksExecution_compute",
+      "ANeuralNetworksExecution_getOutputOperandRank",
+      "ANeuralNetworksExecution_getOutputOperandDimensions",
+      "ANeuralNetworksBurst_create",
+      "ANeuralNetworksExecution_burstCompute",
+      "ANeuralNetworksMemory_createFromAHardwareBuffer",
+      "ANeuralNetworksExecution_setMeasureTiming",
+      "ANeuralNetworksExecution_getDuration",
+      "ANeuralNetworksModel_setOperandSymmPerChannelQuantParams",
+      "ANeuralNetworksMemoryDesc_create",
+      "ANeuralNetworksMemoryDesc_addInputRole",
+      "ANeuralNetworksMemoryDesc_addOutputRole",
+      "ANeuralNetworksMemoryDesc_setDimensions",
+      "ANeuralNetworksMemoryDesc_finish",
+      "ANeuralNetworksMemory_createFromDesc",
+      "ANeuralNetworksMemory_copy",
+      "ANeuralNetworksDevice_wait",
+      "ANeuralNetworksModel_setOperandValueFromModel",
+      "ANeuralNetworksCompilation_setPriority",
+      "ANeuralNetworksCompilation_setTimeout",
+      "ANeuralNetworksExecution_setTimeout",
+      "ANeuralNetworksExecution_setLoopTimeout",
+      "ANeuralNetworksEvent_createFromSyncFenceFd",
+      "ANeuralNetworksEvent_getSyncFenceFd",
+      "ANeuralNetworksExecution_startComputeWithDependencies",
+      "ANeuralNetworksExecution_enableInputAndOutputPadding",
+      "ANeuralNetworksCompilation_getPreferredMemoryAlignmentForInput",
+      "ANeuralNetworksCompilation_getPreferredMemoryPaddingForInput",
+      "ANeuralNetworksCompilation_getPreferredMemoryAlignmentForOutput",
+      "ANeuralNetworksCompilation_getPreferredMemoryPaddingForOutput",
+      "ANeuralNetworksExecution_setReusable",
+  };
+  return names;
+}
+
+}  // namespace
+
+bool IsFaultableFunction(const std::string& function) {
+  return FaultableFunctions().count(function) > 0;
+}
+
+std::optional<int> TakeInjectedFault(const char* function) {
+  std::lock_guard<std::mutex> lock(FaultMutex());
+  auto it = Faults().find(function);
+  if (it == Faults().end()) return std::nullopt;
+  const int code = it->second.code;
+  if (it->second.remaining > 0 && --it->second.remaining == 0) Faults().erase(it);
+  g_injected_count++;
+  return code;
+}
+
+bool InjectFault(const std::string& function, int code, int32_t count) {
+  if (!IsFaultableFunction(function) || count == 0) return false;
+  std::lock_guard<std::mutex> lock(FaultMutex());
+  Faults()[function] = Fault{code, count};
+  g_faults_armed = true;
+  return true;
+}
+
+void ClearFaults() {
+  std::lock_guard<std::mutex> lock(FaultMutex());
+  Faults().clear();
+  g_faults_armed = false;
+  g_injected_count = 0;
+}
+
+uint64_t InjectedFaultCount() { return g_injected_count.load(); }
+
+}  // namespace mock_nnapi

@@ -1,0 +1,34 @@
+// Fault injection in the spirit of TFLite's NnApiHandler: make a named NNAPI function return a
+// chosen result code for the next N calls (or always) until cleared.
+#ifndef MOCK_NNAPI_SRC_FAULT_INJECTION_H_
+#define MOCK_NNAPI_SRC_FAULT_INJECTION_H_
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace mock_nnapi {
+
+// True once any fault was armed (keeps the common path to one atomic load).
+extern std::atomic<bool> g_faults_armed;
+
+// The injected result code for `function` if a fault is armed for it (consumes one use).
+std::optional<int> TakeInjectedFault(const char* function);
+// Arms a fault; false if `function` is not an NNAPI function that returns a result code.
+bool InjectFault(const std::string& function, int code, int32_t count);
+void ClearFaults();
+uint64_t InjectedFaultCount();
+bool IsFaultableFunction(const std::string& function);
+
+}  // namespace mock_nnapi
+
+// First statement of every NNAPI entry point that returns a result code.
+#define NN_INJECTION_POINT(function)                                      \
+  if (::mock_nnapi::g_faults_armed.load(std::memory_order_relaxed)) {     \
+    if (auto injected_code = ::mock_nnapi::TakeInjectedFault(function)) { \
+      return *injected_code;                                              \
+    }                                                                     \
+  }
+
+#endif  // MOCK_NNAPI_SRC_FAULT_INJECTION_H_

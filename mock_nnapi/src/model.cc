@@ -1,0 +1,345 @@
+#include "model.h"
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <limits>
+#include <set>
+
+#include "memory.h"
+
+namespace mock_nnapi {
+namespace {
+// Constant values are stored 8-byte aligned in the pool so kernels can read them in place.
+size_t AlignUp(size_t value) { return (value + 7) & ~static_cast<size_t>(7); }
+}  // namespace
+
+int Model::CheckMutable(const char* function) const {
+  NN_CHECK(!finished_, ANEURALNETWORKS_BAD_STATE) << function << " called after finish";
+  NN_CHECK(!invalid_, ANEURALNETWORKS_BAD_STATE) << function << " called on an invalid model";
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+int Model::CheckOperandIndex(int32_t index, const char* function) const {
+  NN_CHECK(index >= 0 && static_cast<size_t>(index) < operands_.size(), ANEURALNETWORKS_BAD_DATA)
+      << function << ": operand index " << index << " out of range (model has " << operands_.size()
+      << " operands)";
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+int Model::AddOperand(const ANeuralNetworksOperandType& type) {
+  NN_RETURN_IF_ERROR(CheckMutable("ANeuralNetworksModel_addOperand"));
+  NN_CHECK(IsKnownOperandType(type.type), ANEURALNETWORKS_BAD_DATA)
+      << "addOperand: invalid operand type " << type.type;
+  NN_CHECK((type.dimensions == nullptr) == (type.dimensionCount == 0), ANEURALNETWORKS_BAD_DATA)
+      << "addOperand: dimensions pointer and dimensionCount " << type.dimensionCount << " disagree";
+  if (IsScalarType(type.type)) {
+    NN_CHECK_EQ(type.dimensionCount, 0u, ANEURALNETWORKS_BAD_DATA)
+        << "addOperand: scalar " << OperandTypeName(type.type) << " with dimensions";
+  }
+  NN_RETURN_IF_ERROR(ValidateQuantizationParameters(type.type, type.scale, type.zeroPoint));
+  NN_CHECK_LT(operands_.size(), static_cast<size_t>(std::numeric_limits<int32_t>::max()),
+              ANEURALNETWORKS_BAD_DATA)
+      << "addOperand: too many operands";
+  Operand operand;
+  operand.type = type.type;
+  operand.dimensions.assign(type.dimensions, type.dimensions + type.dimensionCount);
+  operand.rank_known = IsScalarType(type.type) || type.dimensionCount > 0;
+  operand.scale = type.scale;
+  operand.zero_point = type.zeroPoint;
+  operands_.push_back(std::move(operand));
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+int Model::SetOperandValue(int32_t index, const void* buffer, size_t length) {
+  NN_RETURN_IF_ERROR(CheckMutable("ANeuralNetworksModel_setOperandValue"));
+  NN_RETURN_IF_ERROR(CheckOperandIndex(index, "setOperandValue"));
+  Operand& operand = operands_[index];
+  NN_CHECK(operand.lifetime != OperandLifetime::kModelInput &&
+               operand.lifetime != OperandLifetime::kModelOutput,
+           ANEURALNETWORKS_BAD_DATA)
+      << "setOperandValue: operand " << index << " is a model input or output";
+  if (buffer == nullptr) {
+    // (NULL, 0) marks an omitted optional operand; (NULL, n) is rejected by the C entry point.
+    operand.lifetime = OperandLifetime::kNoValue;
+    operand.value_length = 0;
+    return ANEURALNETWORKS_NO_ERROR;
+  }
+  NN_CHECK(operand.type != ANEURALNETWORKS_MODEL, ANEURALNETWORKS_BAD_DATA)
+      << "setOperandValue: operand " << index << " is a MODEL; use setOperandValueFromModel";
+  std::optional<size_t> needed = ByteSize(operand.type, operand.dimensions);
+  if (operand.type == ANEURALNETWORKS_OEM_SCALAR) needed = length;
+  NN_CHECK(needed.has_value(), ANEURALNETWORKS_BAD_DATA)
+      << "setOperandValue: operand " << index << " has unspecified dimensions "
+      << DimensionsToString(operand.dimensions);
+  NN_CHECK_EQ(*needed, length, ANEURALNETWORKS_BAD_DATA)
+      << "setOperandValue: operand " << index << " needs " << *needed << " bytes";
+  if (length <= ANEURALNETWORKS_MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES) {
+    const size_t offset = AlignUp(value_pool_.size());
+    value_pool_.resize(offset + length);
+    std::memcpy(value_pool_.data() + offset, buffer, length);
+    operand.lifetime = OperandLifetime::kConstantCopy;
+    operand.value_offset = offset;
+  } else {
+    operand.lifetime = OperandLifetime::kConstantPointer;
+    operand.value_pointer = buffer;
+  }
+  operand.value_length = length;
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+int Model::SetOperandValueFromMemory(int32_t index, const Memory* memory, size_t offset,
+                                     size_t length) {
+  NN_RETURN_IF_ERROR(CheckMutable("ANeuralNetworksModel_setOperandValueFromMemory"));
+  NN_RETURN_IF_ERROR(CheckOperandIndex(index, "setOperandValueFromMemory"));
+  NN_CHECK(!memory->from_desc(), ANEURALNETWORKS_BAD_DATA)
+      << "setOperandValueFromMemory: a memory created from a descriptor cannot hold constants";
+  Operand& operand = operands_[index];
+  std::optional<size_t> needed = ByteSize(operand.type, operand.dimensions);
+  NN_CHECK(needed.has_value(), ANEURALNETWORKS_BAD_DATA)
+      << "setOperandValueFromMemory: operand " << index << " has unspecified dimensions";
+  NN_CHECK_EQ(*needed, length, ANEURALNETWORKS_BAD_DATA)
+      << "setOperandValueFromMemory: operand " << index << " needs " << *needed << " bytes";
+  NN_CHECK(offset <= memory->size() && length <= memory->size() - offset, ANEURALNETWORKS_BAD_DATA)
+      << "setOperandValueFromMemory: offset " << offset << " + length " << length
+      << " exceeds the memory's " << memory->size() << " bytes";
+  operand.lifetime = OperandLifetime::kConstantMemory;
+  operand.memory = memory;
+  operand.memory_offset = offset;
+  operand.value_length = length;
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+int Model::SetOperandValueFromModel(int32_t index, const Model* value) {
+  NN_RETURN_IF_ERROR(CheckMutable("ANeuralNetworksModel_setOperandValueFromModel"));
+  NN_RETURN_IF_ERROR(CheckOperandIndex(index, "setOperandValueFromModel"));
+  NN_CHECK(value->finished() && !value->invalid(), ANEURALNETWORKS_BAD_DATA)
+      << "setOperandValueFromModel: the referenced model must be finished and valid";
+  Operand& operand = operands_[index];
+  NN_CHECK_EQ(operand.type, ANEURALNETWORKS_MODEL, ANEURALNETWORKS_BAD_DATA)
+      << "setOperandValueFromModel: operand " << index << " is not of type MODEL";
+  operand.lifetime = OperandLifetime::kModelReference;
+  operand.referenced_model = value;
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+int Model::SetOperandSymmPerChannelQuantParams(
+    int32_t index, const ANeuralNetworksSymmPerChannelQuantParams& params) {
+  NN_RETURN_IF_ERROR(CheckMutable("ANeuralNetworksModel_setOperandSymmPerChannelQuantParams"));
+  NN_RETURN_IF_ERROR(CheckOperandIndex(index, "setOperandSymmPerChannelQuantParams"));
+  Operand& operand = operands_[index];
+  NN_CHECK_EQ(operand.type, ANEURALNETWORKS_TENSOR_QUANT8_SYMM_PER_CHANNEL,
+              ANEURALNETWORKS_BAD_DATA)
+      << "setOperandSymmPerChannelQuantParams: operand " << index << " has type "
+      << OperandTypeName(operand.type);
+  NN_CHECK_LT(params.channelDim, operand.dimensions.size(), ANEURALNETWORKS_BAD_DATA)
+      << "channelDim out of range for operand " << index;
+  NN_CHECK_EQ(params.scaleCount, operand.dimensions[params.channelDim], ANEURALNETWORKS_BAD_DATA)
+      << "scaleCount must equal the size of the channel dimension";
+  NN_CHECK(params.scales != nullptr || params.scaleCount == 0, ANEURALNETWORKS_UNEXPECTED_NULL)
+      << "scales is NULL";
+  ChannelQuantization quant;
+  quant.channel_dim = params.channelDim;
+  quant.scales.assign(params.scales, params.scales + params.scaleCount);
+  for (float scale : quant.scales) {
+    NN_CHECK(scale > 0.f, ANEURALNETWORKS_BAD_DATA) << "per-channel scales must be positive";
+  }
+  operand.channel_quant = std::move(quant);
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+OperandInfo Model::StaticOperandInfo(uint32_t index) const {
+  const Operand& operand = operands_[index];
+  OperandInfo info;
+  info.type = operand.type;
+  info.dimensions = operand.dimensions;
+  info.rank_known = operand.rank_known;
+  info.scale = operand.scale;
+  info.zero_point = operand.zero_point;
+  info.channel_quant = operand.channel_quant ? &*operand.channel_quant : nullptr;
+  info.omitted = operand.lifetime == OperandLifetime::kNoValue;
+  info.data = const_cast<uint8_t*>(ConstantData(operand));
+  info.length = info.data ? operand.value_length : 0;
+  return info;
+}
+
+int Model::ValidateOperation(const Operation& operation, int64_t* feature_level) const {
+  const OperationRegistration* registration = FindOperation(operation.type);
+  NN_CHECK(registration != nullptr, ANEURALNETWORKS_BAD_DATA)
+      << "operation " << OperationTypeName(operation.type) << " is not implemented by mock_nnapi";
+  std::vector<OperandInfo> infos;
+  infos.reserve(operation.inputs.size() + operation.outputs.size());
+  for (uint32_t index : operation.inputs) infos.push_back(StaticOperandInfo(index));
+  for (uint32_t index : operation.outputs) infos.push_back(StaticOperandInfo(index));
+  std::vector<OperandInfo*> inputs;
+  std::vector<OperandInfo*> outputs;
+  for (size_t i = 0; i < infos.size(); ++i) {
+    (i < operation.inputs.size() ? inputs : outputs).push_back(&infos[i]);
+  }
+  OperationContext context(operation.type, OperationPhase::kValidate, inputs, outputs);
+  NN_RETURN_IF_ERROR(registration->validate(context));
+  if (feature_level) *feature_level = context.min_feature_level;
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+int Model::AddOperation(int32_t type, uint32_t input_count, const uint32_t* inputs,
+                        uint32_t output_count, const uint32_t* outputs) {
+  NN_RETURN_IF_ERROR(CheckMutable("ANeuralNetworksModel_addOperation"));
+  const bool known = (type >= ANEURALNETWORKS_ADD && type <= ANEURALNETWORKS_REVERSE) ||
+                     type == ANEURALNETWORKS_OEM_OPERATION;
+  NN_CHECK(known, ANEURALNETWORKS_BAD_DATA) << "addOperation: invalid operation type " << type;
+  for (uint32_t i = 0; i < input_count; ++i) {
+    NN_CHECK_LT(inputs[i], operands_.size(), ANEURALNETWORKS_BAD_DATA)
+        << "addOperation " << OperationTypeName(type) << ": input " << i;
+  }
+  for (uint32_t i = 0; i < output_count; ++i) {
+    NN_CHECK_LT(outputs[i], operands_.size(), ANEURALNETWORKS_BAD_DATA)
+        << "addOperation " << OperationTypeName(type) << ": output " << i;
+  }
+  Operation operation;
+  operation.type = type;
+  operation.inputs.assign(inputs, inputs + input_count);
+  operation.outputs.assign(outputs, outputs + output_count);
+  NN_RETURN_IF_ERROR(ValidateOperation(operation, &operation.feature_level));
+  operations_.push_back(std::move(operation));
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+int Model::IdentifyInputsAndOutputs(uint32_t input_count, const uint32_t* inputs,
+                                    uint32_t output_count, const uint32_t* outputs) {
+  NN_RETURN_IF_ERROR(CheckMutable("ANeuralNetworksModel_identifyInputsAndOutputs"));
+  std::set<uint32_t> seen;
+  auto check = [&](uint32_t index, const char* role) -> int {
+    NN_CHECK_LT(index, operands_.size(), ANEURALNETWORKS_BAD_DATA)
+        << "identifyInputsAndOutputs: " << role << " operand index";
+    const Operand& operand = operands_[index];
+    NN_CHECK(operand.lifetime == OperandLifetime::kTemporary, ANEURALNETWORKS_BAD_DATA)
+        << "identifyInputsAndOutputs: " << role << " operand " << index
+        << " is a constant, an omitted value or already an input or output";
+    NN_CHECK(seen.insert(index).second, ANEURALNETWORKS_BAD_DATA)
+        << "identifyInputsAndOutputs: operand " << index << " listed twice";
+    return ANEURALNETWORKS_NO_ERROR;
+  };
+  for (uint32_t i = 0; i < input_count; ++i) NN_RETURN_IF_ERROR(check(inputs[i], "input"));
+  for (uint32_t i = 0; i < output_count; ++i) NN_RETURN_IF_ERROR(check(outputs[i], "output"));
+  inputs_.assign(inputs, inputs + input_count);
+  outputs_.assign(outputs, outputs + output_count);
+  for (uint32_t index : inputs_) operands_[index].lifetime = OperandLifetime::kModelInput;
+  for (uint32_t index : outputs_) operands_[index].lifetime = OperandLifetime::kModelOutput;
+  identified_ = true;
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+int Model::RelaxComputationFloat32toFloat16(bool allow) {
+  NN_RETURN_IF_ERROR(CheckMutable("ANeuralNetworksModel_relaxComputationFloat32toFloat16"));
+  relaxed_ = allow;
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+const uint8_t* Model::ConstantData(const Operand& operand) const {
+  switch (operand.lifetime) {
+    case OperandLifetime::kConstantCopy:
+      return value_pool_.data() + operand.value_offset;
+    case OperandLifetime::kConstantPointer:
+      return static_cast<const uint8_t*>(operand.value_pointer);
+    case OperandLifetime::kConstantMemory:
+      return operand.memory->data() + operand.memory_offset;
+    default:
+      return nullptr;
+  }
+}
+
+int Model::SortIntoRunOrder() {
+  // Kahn's algorithm over operands: an operation can run once all of its inputs are available.
+  std::vector<bool> available(operands_.size(), false);
+  for (size_t i = 0; i < operands_.size(); ++i) {
+    const OperandLifetime lifetime = operands_[i].lifetime;
+    available[i] =
+        lifetime != OperandLifetime::kTemporary && lifetime != OperandLifetime::kModelOutput;
+  }
+  std::vector<uint32_t> missing(operations_.size(), 0);
+  std::vector<std::vector<uint32_t>> readers(operands_.size());
+  std::deque<uint32_t> ready;
+  for (uint32_t op = 0; op < operations_.size(); ++op) {
+    for (uint32_t input : operations_[op].inputs) {
+      if (!available[input]) {
+        ++missing[op];
+        readers[input].push_back(op);
+      }
+    }
+    if (missing[op] == 0) ready.push_back(op);
+  }
+  run_order_.clear();
+  while (!ready.empty()) {
+    const uint32_t op = ready.front();
+    ready.pop_front();
+    run_order_.push_back(op);
+    for (uint32_t output : operations_[op].outputs) {
+      for (uint32_t reader : readers[output]) {
+        if (--missing[reader] == 0) ready.push_back(reader);
+      }
+    }
+  }
+  NN_CHECK_EQ(run_order_.size(), operations_.size(), ANEURALNETWORKS_BAD_DATA)
+      << "the model's operations form a cycle or read an operand nothing writes";
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+int Model::Finish() {
+  NN_CHECK(!finished_, ANEURALNETWORKS_BAD_STATE) << "ANeuralNetworksModel_finish called twice";
+  NN_CHECK(!invalid_, ANEURALNETWORKS_BAD_STATE) << "ANeuralNetworksModel_finish: invalid model";
+  auto fail = [this](int code) {
+    invalid_ = true;
+    return code;
+  };
+  auto validate = [this]() -> int {
+    NN_CHECK(!operations_.empty(), ANEURALNETWORKS_BAD_DATA) << "finish: the model is empty";
+    NN_CHECK(!outputs_.empty(), ANEURALNETWORKS_BAD_DATA)
+        << "finish: the model has no outputs (identifyInputsAndOutputs not called?)";
+    for (Operand& operand : operands_) operand.writer_count = 0;
+    for (const Operation& operation : operations_) {
+      for (uint32_t output : operation.outputs) {
+        Operand& operand = operands_[output];
+        NN_CHECK(operand.lifetime == OperandLifetime::kTemporary ||
+                     operand.lifetime == OperandLifetime::kModelOutput,
+                 ANEURALNETWORKS_BAD_DATA)
+            << "finish: " << OperationTypeName(operation.type) << " writes operand " << output
+            << ", which is a model input or a constant";
+        ++operand.writer_count;
+      }
+    }
+    for (size_t i = 0; i < operands_.size(); ++i) {
+      const Operand& operand = operands_[i];
+      const bool written = operand.lifetime == OperandLifetime::kTemporary ||
+                           operand.lifetime == OperandLifetime::kModelOutput;
+      if (written) {
+        NN_CHECK_EQ(operand.writer_count, 1u, ANEURALNETWORKS_BAD_DATA)
+            << "finish: operand " << i << " must be written by exactly one operation";
+      }
+    }
+    return ANEURALNETWORKS_NO_ERROR;
+  };
+  int code = validate();
+  if (code != ANEURALNETWORKS_NO_ERROR) return fail(code);
+  code = SortIntoRunOrder();
+  if (code != ANEURALNETWORKS_NO_ERROR) return fail(code);
+  // Large values were only referenced so far; take a copy now (the caller may free them).
+  for (Operand& operand : operands_) {
+    if (operand.lifetime != OperandLifetime::kConstantPointer) continue;
+    const size_t offset = AlignUp(value_pool_.size());
+    value_pool_.resize(offset + operand.value_length);
+    std::memcpy(value_pool_.data() + offset, operand.value_pointer, operand.value_length);
+    operand.lifetime = OperandLifetime::kConstantCopy;
+    operand.value_offset = offset;
+    operand.value_pointer = nullptr;
+  }
+  // Constants may have changed since addOperation: validate each operation once more.
+  for (Operation& operation : operations_) {
+    code = ValidateOperation(operation, &operation.feature_level);
+    if (code != ANEURALNETWORKS_NO_ERROR) return fail(code);
+  }
+  finished_ = true;
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+}  // namespace mock_nnapi

@@ -1,0 +1,172 @@
+// The operation interface: every NNAPI operation is one registration with three steps.
+//
+//   validate(context)  types, counts, ranks and constant arguments, using only what is known when
+//                      the operation is added (shapes may contain unknown dimensions). Returns
+//                      NO_ERROR or BAD_DATA and raises `context.min_feature_level` to the feature
+//                      level that the given combination of types and options needs.
+//   prepare(context)   computes each output's shape from the concrete input shapes and calls
+//                      context.SetOutputShape (which allocates temporaries and checks that model
+//                      outputs fit their buffers).
+//   execute(context)   computes the outputs; typically a switch on the input type.
+//
+// Each operation lives in one file under ops/ and registers itself with one line:
+//
+//   NN_REGISTER_OPERATION(ANEURALNETWORKS_ADD, "ADD", ValidateBinary, PrepareBinary,
+//                         ExecuteAdd);
+#ifndef MOCK_NNAPI_SRC_OPERATION_H_
+#define MOCK_NNAPI_SRC_OPERATION_H_
+
+#include <android/NeuralNetworksTypes.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "check.h"
+#include "operand_types.h"
+
+namespace mock_nnapi {
+
+struct ChannelQuantization {
+  uint32_t channel_dim = 0;
+  std::vector<float> scales;
+};
+
+// What an operation sees of one of its operands. During validation only constants carry data;
+// during prepare and execute every input carries data and outputs carry their buffers.
+struct OperandInfo {
+  int32_t type = 0;
+  Dimensions dimensions;
+  // False for a tensor declared with dimensionCount 0 whose rank is not yet known.
+  bool rank_known = true;
+  float scale = 0.f;
+  int32_t zero_point = 0;
+  const ChannelQuantization* channel_quant = nullptr;
+  // Omitted optional operand (setOperandValue(NULL, 0)).
+  bool omitted = false;
+  uint8_t* data = nullptr;
+  size_t length = 0;
+
+  uint32_t rank() const { return static_cast<uint32_t>(dimensions.size()); }
+  uint32_t dim(uint32_t i) const { return dimensions[i]; }
+  bool IsFullySpecified() const { return rank_known && !HasUnknownDimension(dimensions); }
+  template <typename T>
+  const T* Data() const {
+    return reinterpret_cast<const T*>(data);
+  }
+  template <typename T>
+  T* MutableData() const {
+    return reinterpret_cast<T*>(data);
+  }
+};
+
+enum class OperationPhase { kValidate, kPrepare, kExecute };
+
+class OperationContext;
+using ValidateFunction = int (*)(OperationContext& context);
+using PrepareFunction = int (*)(OperationContext& context);
+using ExecuteFunction = int (*)(OperationContext& context);
+
+class OperationContext {
+ public:
+  // Resolves a model output's or temporary's storage once its shape is known (executor-defined).
+  class OutputAllocator {
+   public:
+    virtual ~OutputAllocator() = default;
+    virtual int Allocate(uint32_t output_index, OperandInfo* info) = 0;
+  };
+
+  OperationContext(int32_t type, OperationPhase phase, std::vector<OperandInfo*> inputs,
+                   std::vector<OperandInfo*> outputs, OutputAllocator* allocator = nullptr)
+      : type_(type),
+        phase_(phase),
+        inputs_(std::move(inputs)),
+        outputs_(std::move(outputs)),
+        allocator_(allocator) {}
+
+  int32_t type() const { return type_; }
+  OperationPhase phase() const { return phase_; }
+  std::string name() const { return OperationTypeName(type_); }
+  uint32_t InputCount() const { return static_cast<uint32_t>(inputs_.size()); }
+  uint32_t OutputCount() const { return static_cast<uint32_t>(outputs_.size()); }
+  const OperandInfo& Input(uint32_t i) const { return *inputs_[i]; }
+  const OperandInfo& Output(uint32_t i) const { return *outputs_[i]; }
+  OperandInfo& MutableOutput(uint32_t i) { return *outputs_[i]; }
+  int32_t InputType(uint32_t i) const { return inputs_[i]->type; }
+  bool IsOmitted(uint32_t i) const { return i >= inputs_.size() || inputs_[i]->omitted; }
+  // True when the input's value is known (a constant during validation; always later).
+  bool HasInputValue(uint32_t i) const {
+    return i < inputs_.size() && !inputs_[i]->omitted && inputs_[i]->data != nullptr;
+  }
+  // The value of a scalar input; only call when HasInputValue(i).
+  template <typename T>
+  T InputScalar(uint32_t i) const {
+    T value;
+    std::memcpy(&value, inputs_[i]->data, sizeof(T));
+    return value;
+  }
+  template <typename T>
+  T InputScalarOr(uint32_t i, T fallback) const {
+    return HasInputValue(i) ? InputScalar<T>(i) : fallback;
+  }
+
+  // Prepare: fixes the shape of output i (and its quantisation when the operation defines it).
+  int SetOutputShape(uint32_t i, const Dimensions& dimensions);
+
+  // Validate: the operation needs at least `level`.
+  void RequireFeatureLevel(int64_t level) {
+    if (level > min_feature_level) min_feature_level = level;
+  }
+
+  int64_t min_feature_level = kFeatureLevel1;
+
+ private:
+  int32_t type_;
+  OperationPhase phase_;
+  std::vector<OperandInfo*> inputs_;
+  std::vector<OperandInfo*> outputs_;
+  OutputAllocator* allocator_;
+};
+
+struct OperationRegistration {
+  int32_t type;
+  const char* name;
+  ValidateFunction validate;
+  PrepareFunction prepare;
+  ExecuteFunction execute;
+};
+
+// The registration for `type`, or nullptr when the mock does not implement it.
+const OperationRegistration* FindOperation(int32_t type);
+std::vector<const OperationRegistration*> AllOperations();
+
+struct OperationRegistrar {
+  explicit OperationRegistrar(const OperationRegistration& registration);
+};
+
+// ---- Helpers shared by the validate functions ------------------------------------------------
+
+// Checks the number of inputs (any of `allowed`) and outputs.
+int CheckOperandCounts(const OperationContext& context, std::initializer_list<uint32_t> allowed,
+                       uint32_t outputs);
+// Checks that input i has one of the listed types.
+int CheckInputType(const OperationContext& context, uint32_t i,
+                   std::initializer_list<int32_t> allowed);
+// Checks that output i has the same type as input `input`.
+int CheckOutputTypeMatches(const OperationContext& context, uint32_t output, uint32_t input);
+// Checks a known rank against an upper bound (skipped while the rank is unknown).
+int CheckRankAtMost(const OperationContext& context, const OperandInfo& operand, uint32_t rank,
+                    const char* what);
+// Fused activation: INT32 scalar with a FuseCode value when known.
+int CheckFusedActivation(const OperationContext& context, uint32_t i);
+
+}  // namespace mock_nnapi
+
+#define NN_OPERATION_CONCAT_INNER_(a, b) a##b
+#define NN_OPERATION_CONCAT_(a, b) NN_OPERATION_CONCAT_INNER_(a, b)
+#define NN_REGISTER_OPERATION(type, name, validate, prepare, execute)                       \
+  static const ::mock_nnapi::OperationRegistrar NN_OPERATION_CONCAT_(kRegistrar, __LINE__)( \
+      ::mock_nnapi::OperationRegistration{type, name, validate, prepare, execute})
+
+#endif  // MOCK_NNAPI_SRC_OPERATION_H_

@@ -1,0 +1,102 @@
+// Helpers shared by operation kernels: fused activations, quantisation, broadcasting.
+#ifndef MOCK_NNAPI_SRC_OPS_COMMON_H_
+#define MOCK_NNAPI_SRC_OPS_COMMON_H_
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "../operation.h"
+#include "half.h"
+
+namespace mock_nnapi {
+
+using nnapi_common::Half;
+
+// Applies a FuseCode to a real value.
+inline float ApplyActivation(float value, int32_t activation) {
+  switch (activation) {
+    case ANEURALNETWORKS_FUSED_RELU:
+      return std::max(value, 0.f);
+    case ANEURALNETWORKS_FUSED_RELU1:
+      return std::min(std::max(value, -1.f), 1.f);
+    case ANEURALNETWORKS_FUSED_RELU6:
+      return std::min(std::max(value, 0.f), 6.f);
+    default:
+      return value;
+  }
+}
+
+// Real value of a quantised element.
+template <typename Q>
+inline float Dequantize(Q value, float scale, int32_t zero_point) {
+  return scale * (static_cast<int32_t>(value) - zero_point);
+}
+
+// Nearest quantised element (ties away from zero, like std::round), saturated to Q's range.
+template <typename Q>
+inline Q Quantize(float value, float scale, int32_t zero_point) {
+  const float scaled = std::round(value / scale) + static_cast<float>(zero_point);
+  const float low = static_cast<float>(std::numeric_limits<Q>::min());
+  const float high = static_cast<float>(std::numeric_limits<Q>::max());
+  return static_cast<Q>(std::min(std::max(scaled, low), high));
+}
+
+// Numpy-style broadcast of two shapes (trailing dimensions aligned; equal, or one of them 1).
+// Returns false when the shapes are incompatible.
+bool BroadcastShapes(const Dimensions& a, const Dimensions& b, Dimensions* out);
+
+// Calls body(out_index, a_index, b_index) for every element of `out` (the broadcast of a and b),
+// in row-major order of `out`.
+template <typename Body>
+void ForEachBroadcast(const Dimensions& out, const Dimensions& a, const Dimensions& b,
+                      Body&& body) {
+  const size_t rank = out.size();
+  // Strides of a and b in out's index space (0 where broadcast).
+  std::vector<size_t> stride_a(rank, 0);
+  std::vector<size_t> stride_b(rank, 0);
+  size_t running_a = 1;
+  size_t running_b = 1;
+  for (size_t i = rank; i-- > 0;) {
+    const size_t offset_a = rank - a.size();
+    const size_t offset_b = rank - b.size();
+    const size_t da = i >= offset_a ? a[i - offset_a] : 1;
+    const size_t db = i >= offset_b ? b[i - offset_b] : 1;
+    stride_a[i] = da == 1 ? 0 : running_a;
+    stride_b[i] = db == 1 ? 0 : running_b;
+    running_a *= da;
+    running_b *= db;
+  }
+  size_t total = 1;
+  for (uint32_t d : out) total *= d;
+  if (total == 0) return;
+  if (rank == 0) {
+    body(size_t{0}, size_t{0}, size_t{0});
+    return;
+  }
+  const size_t inner = out[rank - 1];
+  const size_t inner_a = stride_a[rank - 1];
+  const size_t inner_b = stride_b[rank - 1];
+  std::vector<size_t> counter(rank, 0);
+  size_t base_a = 0;
+  size_t base_b = 0;
+  for (size_t out_index = 0; out_index < total; out_index += inner) {
+    for (size_t j = 0; j < inner; ++j)
+      body(out_index + j, base_a + j * inner_a, base_b + j * inner_b);
+    // Advance the odometer over all but the innermost dimension.
+    for (size_t d = rank - 1; d-- > 0;) {
+      ++counter[d];
+      base_a += stride_a[d];
+      base_b += stride_b[d];
+      if (counter[d] < out[d]) break;
+      base_a -= stride_a[d] * counter[d];
+      base_b -= stride_b[d] * counter[d];
+      counter[d] = 0;
+    }
+  }
+}
+
+}  // namespace mock_nnapi
+
+#endif  // MOCK_NNAPI_SRC_OPS_COMMON_H_

@@ -1,0 +1,32 @@
+// Process-wide counters of what the mock did, read through the MockNnapi_* control API so that
+// tests can prove work really went through NNAPI.
+#ifndef MOCK_NNAPI_SRC_STATISTICS_H_
+#define MOCK_NNAPI_SRC_STATISTICS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace mock_nnapi {
+
+enum class Counter {
+  kModelsFinished,
+  kCompilationsFinished,
+  kCompilationCacheHits,
+  kCompilationCacheMisses,
+  kExecutionsStarted,
+  kExecutionsCompleted,
+  kExecutionsFailed,
+  kOperationsExecuted,
+};
+
+void Increment(Counter counter, uint64_t amount = 1);
+void CountOperationExecuted(int32_t operation_type);
+uint64_t OperationExecutedCount(int32_t operation_type);
+// Counter value by name ("executions_completed", ...), nullopt for an unknown name.
+std::optional<uint64_t> CounterByName(const std::string& name);
+void ResetCounters();
+
+}  // namespace mock_nnapi
+
+#endif  // MOCK_NNAPI_SRC_STATISTICS_H_

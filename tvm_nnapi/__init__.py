@@ -1,0 +1,41 @@
+"""tvm_nnapi: run TVM Relax subgraphs on Android's NNAPI through BYOC.
+
+Typical use::
+
+    import tvm_nnapi
+    mod = tvm_nnapi.partition(mod)            # offload what NNAPI can run
+    ex = tvm_nnapi.build(mod, target="llvm")  # RunCodegen + relax.build
+    vm = tvm.relax.VirtualMachine(ex, tvm.cpu())
+
+On a host (x86) the NNAPI calls go to the mock_nnapi library built with this package; on
+Android to the system libneuralnetworks.so. ``$TVM_NNAPI_LIBRARY`` selects another library.
+"""
+
+from __future__ import annotations
+
+from ._runtime import configure_nnapi_library, load_runtime_library
+from .build import build, offload_summary
+from .codegen import nnapi_codegen
+from .errors import CodegenError, NnapiBackendError
+from .partition import PartitionResult, nnapi_subgraphs, partition, partition_with_report
+from .patterns import PartitionOptions, Refusal, RefusalKind
+
+__version__ = "0.1.0"
+
+load_runtime_library()
+
+__all__ = [
+    "CodegenError",
+    "NnapiBackendError",
+    "PartitionOptions",
+    "PartitionResult",
+    "Refusal",
+    "RefusalKind",
+    "build",
+    "configure_nnapi_library",
+    "nnapi_codegen",
+    "nnapi_subgraphs",
+    "offload_summary",
+    "partition",
+    "partition_with_report",
+]

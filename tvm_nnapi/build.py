@@ -1,0 +1,65 @@
+"""Building a Relax module with its NNAPI subgraphs, and summarising what runs where."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import tvm
+from tvm import IRModule, relax
+
+from .partition import CODEGEN_NAME, nnapi_subgraphs, partition
+from .patterns import PartitionOptions
+
+
+def build(
+    mod: IRModule,
+    target: str | tvm.target.Target = "llvm",
+    options: PartitionOptions | None = None,
+    entry_functions: Sequence[str] | None = None,
+) -> relax.VMExecutable:
+    """Partition (unless already partitioned), run the NNAPI codegen and ``relax.build``."""
+    if not nnapi_subgraphs(mod):
+        mod = partition(mod, options, entry_functions)
+    mod = relax.transform.RunCodegen()(mod)
+    return relax.build(mod, target=target)
+
+
+@dataclass
+class OffloadSummary:
+    """Operator counts of a partitioned module: per NNAPI subgraph and left on the host."""
+
+    subgraphs: dict[str, Counter] = field(default_factory=dict)
+    host: Counter = field(default_factory=Counter)
+
+    @property
+    def offloaded_operators(self) -> int:
+        return sum(sum(c.values()) for c in self.subgraphs.values())
+
+    @property
+    def host_operators(self) -> int:
+        return sum(self.host.values())
+
+
+def _calls(expr: relax.Expr) -> list[relax.Call]:
+    found: list[relax.Call] = []
+    relax.analysis.post_order_visit(
+        expr, lambda node: found.append(node) if isinstance(node, relax.Call) else None
+    )
+    return found
+
+
+def offload_summary(mod: IRModule) -> OffloadSummary:
+    """Count Relax operators inside NNAPI subgraphs and in the host functions."""
+    summary = OffloadSummary()
+    for gvar, func in mod.functions.items():
+        if not isinstance(func, relax.Function):
+            continue
+        attrs = func.attrs or {}
+        ops = Counter(call.op.name for call in _calls(func.body) if isinstance(call.op, tvm.ir.Op))
+        if attrs.get("Codegen") == CODEGEN_NAME:
+            summary.subgraphs[gvar.name_hint] = ops
+        elif "Composite" not in attrs and "Primitive" not in attrs:
+            summary.host.update(ops)
+    return summary

@@ -1,0 +1,217 @@
+"""Build the NNAPI graph JSON (format "tvm-nnapi-graph", version 1; see docs/graph-json.md).
+
+:class:`GraphBuilder` collects NNAPI operands and operations for one subgraph. Shapes may contain
+symbolic dimensions: a TVM shape variable (``tirx.Var``) becomes a named symbol, and compound
+expressions such as ``n * 32`` become expression strings that the runtime evaluates once the
+symbols are bound from the input shapes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+GRAPH_FORMAT = "tvm-nnapi-graph"
+GRAPH_VERSION = 1
+
+#: NNAPI tensor operand type for each dtype the backend handles.
+TENSOR_TYPES: dict[str, str] = {
+    "float32": "TENSOR_FLOAT32",
+    "float16": "TENSOR_FLOAT16",
+    "int32": "TENSOR_INT32",
+    "bool": "TENSOR_BOOL8",
+    "uint8": "TENSOR_QUANT8_ASYMM",
+    "int8": "TENSOR_QUANT8_ASYMM_SIGNED",
+}
+
+#: Alignment of constants inside the blob (bytes).
+CONSTANT_ALIGNMENT = 64
+
+Dim = int | str
+
+
+class UnsupportedShapeError(ValueError):
+    """A shape expression cannot be expressed in the graph JSON."""
+
+
+def dimension(expr: Any, symbols: list[str], var_map: dict[Any, Dim] | None = None) -> Dim:
+    """Convert a TVM ``PrimExpr`` (or int) to a graph dimension, registering new symbols.
+
+    ``var_map`` replaces shape variables by dimensions of the caller (a composite function's
+    own variables stand for expressions of the subgraph's inputs).
+    """
+    from tvm import tirx
+
+    if isinstance(expr, int):
+        return expr
+    if isinstance(expr, tirx.IntImm):
+        return int(expr.value)
+    if isinstance(expr, tirx.Var) and var_map and expr in var_map:
+        return var_map[expr]
+    return _expression(expr, symbols, var_map or {})
+
+
+def _expression(expr: Any, symbols: list[str], var_map: dict[Any, Dim]) -> str:
+    from tvm import tirx
+
+    if isinstance(expr, tirx.IntImm):
+        return str(int(expr.value))
+    if isinstance(expr, tirx.Var):
+        if expr in var_map:
+            return f"({var_map[expr]})"
+        name = str(expr.name)
+        if name not in symbols:
+            symbols.append(name)
+        return name
+    binary = {
+        tirx.Add: "+",
+        tirx.Sub: "-",
+        tirx.Mul: "*",
+        tirx.FloorDiv: "//",
+        tirx.FloorMod: "%",
+    }
+    for node_type, op in binary.items():
+        if isinstance(expr, node_type):
+            lhs = _expression(expr.a, symbols, var_map)
+            rhs = _expression(expr.b, symbols, var_map)
+            return f"({lhs} {op} {rhs})"
+    if isinstance(expr, tirx.Min | tirx.Max):
+        name = "min" if isinstance(expr, tirx.Min) else "max"
+        lhs = _expression(expr.a, symbols, var_map)
+        rhs = _expression(expr.b, symbols, var_map)
+        return f"{name}({lhs}, {rhs})"
+    if isinstance(expr, tirx.Cast):
+        return _expression(expr.value, symbols, var_map)
+    raise UnsupportedShapeError(f"shape expression {expr} ({type(expr).__name__}) is not supported")
+
+
+@dataclass
+class Operand:
+    type: str
+    shape: list[Dim] | None = None
+    scale: float = 0.0
+    zero_point: int = 0
+    constant: tuple[int, int] | None = None  # (offset, nbytes) in the blob
+    value: Any = None
+    omitted: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"type": self.type}
+        if self.shape is not None:
+            entry["shape"] = list(self.shape)
+        if self.scale:
+            entry["scale"] = self.scale
+        if self.zero_point:
+            entry["zero_point"] = self.zero_point
+        if self.constant is not None:
+            entry["constant"] = {"offset": self.constant[0], "nbytes": self.constant[1]}
+        if self.value is not None:
+            entry["value"] = self.value
+        if self.omitted:
+            entry["omitted"] = True
+        return entry
+
+
+@dataclass
+class Operation:
+    op: str
+    inputs: list[int]
+    outputs: list[int]
+    source: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"op": self.op, "inputs": self.inputs, "outputs": self.outputs}
+        if self.source:
+            entry["source"] = self.source
+        return entry
+
+
+@dataclass
+class GraphBuilder:
+    """Collects one NNAPI subgraph. Operand ids are indices into :attr:`operands`."""
+
+    symbol: str
+    operands: list[Operand] = field(default_factory=list)
+    operations: list[Operation] = field(default_factory=list)
+    inputs: list[int] = field(default_factory=list)
+    outputs: list[int] = field(default_factory=list)
+    symbols: list[str] = field(default_factory=list)
+    constants: bytearray = field(default_factory=bytearray)
+    relax_fp32_to_fp16: bool = False
+
+    def _add(self, operand: Operand) -> int:
+        self.operands.append(operand)
+        return len(self.operands) - 1
+
+    def shape(self, dims: Sequence[Any], var_map: dict[Any, Dim] | None = None) -> list[Dim]:
+        return [dimension(d, self.symbols, var_map) for d in dims]
+
+    def add_tensor(self, dtype: str, shape: Sequence[Dim], scale: float = 0.0, zp: int = 0) -> int:
+        """A tensor operand (temporary or output) of a TVM dtype and a converted shape."""
+        return self._add(Operand(tensor_type(dtype), list(shape), scale, zp))
+
+    def add_input(self, dtype: str, shape: Sequence[Dim]) -> int:
+        operand = self.add_tensor(dtype, shape)
+        self.inputs.append(operand)
+        return operand
+
+    def add_constant(self, array: np.ndarray) -> int:
+        """A tensor constant stored in the module's constant blob."""
+        array = np.ascontiguousarray(array)
+        dtype = str(array.dtype)
+        padding = -len(self.constants) % CONSTANT_ALIGNMENT
+        self.constants.extend(b"\0" * padding)
+        offset = len(self.constants)
+        self.constants.extend(array.tobytes())
+        shape = [int(d) for d in array.shape] or [1]
+        return self._add(Operand(tensor_type(dtype), shape, constant=(offset, array.nbytes)))
+
+    def add_scalar(self, type: str, value: Any) -> int:
+        """An inline scalar: INT32, FLOAT32, FLOAT16 or BOOL."""
+        if type in ("FLOAT32", "FLOAT16"):
+            value = float(value)
+        elif type == "BOOL":
+            value = bool(value)
+        elif not isinstance(value, str):
+            value = int(value)
+        return self._add(Operand(type, value=value))
+
+    def add_int_vector(self, values: Sequence[Any]) -> int:
+        """An inline 1-D TENSOR_INT32 (entries may be symbolic expressions)."""
+        entries = [dimension(v, self.symbols) for v in values]
+        return self._add(Operand("TENSOR_INT32", [len(entries)], value=entries))
+
+    def add_omitted(self, type: str) -> int:
+        return self._add(Operand(type, [] if type.startswith("TENSOR") else None, omitted=True))
+
+    def add_operation(
+        self, op: str, inputs: Sequence[int], outputs: Sequence[int], source: str = ""
+    ) -> None:
+        self.operations.append(Operation(op, list(inputs), list(outputs), source))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": GRAPH_FORMAT,
+            "version": GRAPH_VERSION,
+            "symbol": self.symbol,
+            "symbols": list(self.symbols),
+            "relax_fp32_to_fp16": self.relax_fp32_to_fp16,
+            "operands": [o.to_json() for o in self.operands],
+            "operations": [o.to_json() for o in self.operations],
+            "inputs": list(self.inputs),
+            "outputs": list(self.outputs),
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), separators=(",", ":"))
+
+
+def tensor_type(dtype: str) -> str:
+    try:
+        return TENSOR_TYPES[dtype]
+    except KeyError:
+        raise ValueError(f"dtype {dtype} has no NNAPI tensor type") from None

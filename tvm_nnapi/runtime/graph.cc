@@ -1,0 +1,789 @@
+#include "graph.h"
+
+#include <tvm/ffi/container/array.h>
+#include <tvm/ffi/container/map.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/extra/json.h>
+#include <tvm/ffi/string.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <sstream>
+
+namespace tvm_nnapi {
+
+namespace ffi = tvm::ffi;
+
+// ---- Names
+// ---------------------------------------------------------------------------------------
+
+namespace {
+const char* const kOperandTypeNames[] = {
+    "FLOAT32",
+    "INT32",
+    "UINT32",
+    "TENSOR_FLOAT32",
+    "TENSOR_INT32",
+    "TENSOR_QUANT8_ASYMM",
+    "BOOL",
+    "TENSOR_QUANT16_SYMM",
+    "TENSOR_FLOAT16",
+    "TENSOR_BOOL8",
+    "FLOAT16",
+    "TENSOR_QUANT8_SYMM_PER_CHANNEL",
+    "TENSOR_QUANT16_ASYMM",
+    "TENSOR_QUANT8_SYMM",
+    "TENSOR_QUANT8_ASYMM_SIGNED",
+};
+const size_t kElementSizes[] = {4, 4, 4, 4, 4, 1, 1, 2, 2, 1, 2, 1, 2, 1, 1};
+
+const char* const kOperationNames[] = {
+    "ADD",
+    "AVERAGE_POOL_2D",
+    "CONCATENATION",
+    "CONV_2D",
+    "DEPTHWISE_CONV_2D",
+    "DEPTH_TO_SPACE",
+    "DEQUANTIZE",
+    "EMBEDDING_LOOKUP",
+    "FLOOR",
+    "FULLY_CONNECTED",
+    "HASHTABLE_LOOKUP",
+    "L2_NORMALIZATION",
+    "L2_POOL_2D",
+    "LOCAL_RESPONSE_NORMALIZATION",
+    "LOGISTIC",
+    "LSH_PROJECTION",
+    "LSTM",
+    "MAX_POOL_2D",
+    "MUL",
+    "RELU",
+    "RELU1",
+    "RELU6",
+    "RESHAPE",
+    "RESIZE_BILINEAR",
+    "RNN",
+    "SOFTMAX",
+    "SPACE_TO_DEPTH",
+    "SVDF",
+    "TANH",
+    "BATCH_TO_SPACE_ND",
+    "DIV",
+    "MEAN",
+    "PAD",
+    "SPACE_TO_BATCH_ND",
+    "SQUEEZE",
+    "STRIDED_SLICE",
+    "SUB",
+    "TRANSPOSE",
+    "ABS",
+    "ARGMAX",
+    "ARGMIN",
+    "AXIS_ALIGNED_BBOX_TRANSFORM",
+    "BIDIRECTIONAL_SEQUENCE_LSTM",
+    "BIDIRECTIONAL_SEQUENCE_RNN",
+    "BOX_WITH_NMS_LIMIT",
+    "CAST",
+    "CHANNEL_SHUFFLE",
+    "DETECTION_POSTPROCESSING",
+    "EQUAL",
+    "EXP",
+    "EXPAND_DIMS",
+    "GATHER",
+    "GENERATE_PROPOSALS",
+    "GREATER",
+    "GREATER_EQUAL",
+    "GROUPED_CONV_2D",
+    "HEATMAP_MAX_KEYPOINT",
+    "INSTANCE_NORMALIZATION",
+    "LESS",
+    "LESS_EQUAL",
+    "LOG",
+    "LOGICAL_AND",
+    "LOGICAL_NOT",
+    "LOGICAL_OR",
+    "LOG_SOFTMAX",
+    "MAXIMUM",
+    "MINIMUM",
+    "NEG",
+    "NOT_EQUAL",
+    "PAD_V2",
+    "POW",
+    "PRELU",
+    "QUANTIZE",
+    "QUANTIZED_16BIT_LSTM",
+    "RANDOM_MULTINOMIAL",
+    "REDUCE_ALL",
+    "REDUCE_ANY",
+    "REDUCE_MAX",
+    "REDUCE_MIN",
+    "REDUCE_PROD",
+    "REDUCE_SUM",
+    "ROI_ALIGN",
+    "ROI_POOLING",
+    "RSQRT",
+    "SELECT",
+    "SIN",
+    "SLICE",
+    "SPLIT",
+    "SQRT",
+    "TILE",
+    "TOPK_V2",
+    "TRANSPOSE_CONV_2D",
+    "UNIDIRECTIONAL_SEQUENCE_LSTM",
+    "UNIDIRECTIONAL_SEQUENCE_RNN",
+    "RESIZE_NEAREST_NEIGHBOR",
+    "QUANTIZED_LSTM",
+    "IF",
+    "WHILE",
+    "ELU",
+    "HARD_SWISH",
+    "FILL",
+    "RANK",
+    "BATCH_MATMUL",
+    "PACK",
+    "MIRROR_PAD",
+    "REVERSE",
+};
+
+template <size_t N>
+int32_t IndexOf(const char* const (&names)[N], const std::string& name) {
+  for (size_t i = 0; i < N; ++i) {
+    if (name == names[i]) return static_cast<int32_t>(i);
+  }
+  return -1;
+}
+
+bool IsScalarCode(int32_t type) {
+  return type == 0 || type == 1 || type == 2 || type == 6 || type == 10;
+}
+}  // namespace
+
+int32_t OperandTypeCode(const std::string& name) { return IndexOf(kOperandTypeNames, name); }
+int32_t OperationCode(const std::string& name) { return IndexOf(kOperationNames, name); }
+size_t OperandElementSize(int32_t type) {
+  if (type < 0 || type >= static_cast<int32_t>(sizeof(kElementSizes) / sizeof(size_t))) return 0;
+  return kElementSizes[type];
+}
+
+// ---- Dimension expressions -------------------------------------------------------------------
+
+struct DimExpr::Node {
+  enum class Op { kConstant, kSymbol, kAdd, kSub, kMul, kFloorDiv, kFloorMod, kMin, kMax };
+  Op op = Op::kConstant;
+  int64_t value = 0;  // constant value or symbol id
+  std::shared_ptr<const Node> lhs;
+  std::shared_ptr<const Node> rhs;
+};
+
+namespace {
+
+using Node = DimExpr::Node;
+using NodePtr = std::shared_ptr<const Node>;
+
+int64_t FloorDiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+int64_t EvaluateNode(const Node& node, const std::vector<int64_t>& values) {
+  switch (node.op) {
+    case Node::Op::kConstant:
+      return node.value;
+    case Node::Op::kSymbol:
+      return values.at(static_cast<size_t>(node.value));
+    default:
+      break;
+  }
+  const int64_t a = EvaluateNode(*node.lhs, values);
+  const int64_t b = EvaluateNode(*node.rhs, values);
+  switch (node.op) {
+    case Node::Op::kAdd:
+      return a + b;
+    case Node::Op::kSub:
+      return a - b;
+    case Node::Op::kMul:
+      return a * b;
+    case Node::Op::kFloorDiv:
+    case Node::Op::kFloorMod:
+      if (b == 0) TVM_FFI_THROW(ValueError) << "division by zero in a shape expression";
+      return node.op == Node::Op::kFloorDiv ? FloorDiv(a, b) : a - FloorDiv(a, b) * b;
+    case Node::Op::kMin:
+      return std::min(a, b);
+    default:
+      return std::max(a, b);
+  }
+}
+
+std::string NodeToString(const Node& node, const std::vector<std::string>& symbols) {
+  switch (node.op) {
+    case Node::Op::kConstant:
+      return std::to_string(node.value);
+    case Node::Op::kSymbol:
+      return symbols.at(static_cast<size_t>(node.value));
+    case Node::Op::kMin:
+    case Node::Op::kMax:
+      return std::string(node.op == Node::Op::kMin ? "min(" : "max(") +
+             NodeToString(*node.lhs, symbols) + ", " + NodeToString(*node.rhs, symbols) + ")";
+    default:
+      break;
+  }
+  const char* op = node.op == Node::Op::kAdd        ? " + "
+                   : node.op == Node::Op::kSub      ? " - "
+                   : node.op == Node::Op::kMul      ? " * "
+                   : node.op == Node::Op::kFloorDiv ? " // "
+                                                    : " % ";
+  return "(" + NodeToString(*node.lhs, symbols) + op + NodeToString(*node.rhs, symbols) + ")";
+}
+
+// Recursive-descent parser for: expr := term (('+'|'-') term)*
+//                               term := factor (('*'|'//'|'%') factor)*
+//                               factor := INT | NAME | '(' expr ')' | ('min'|'max') '(' expr ','
+//                               expr ')'
+class ExprParser {
+ public:
+  ExprParser(const std::string& text, const std::vector<std::string>& symbols,
+             const std::string& context)
+      : text_(text), symbols_(symbols), context_(context) {}
+
+  NodePtr Parse() {
+    NodePtr node = ParseExpr();
+    SkipSpace();
+    if (pos_ != text_.size()) Fail("unexpected '" + text_.substr(pos_) + "'");
+    return node;
+  }
+
+ private:
+  [[noreturn]] void Fail(const std::string& why) {
+    TVM_FFI_THROW(ValueError) << context_ << ": bad shape expression '" << text_ << "': " << why;
+  }
+  void SkipSpace() {
+    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+  }
+  bool Accept(const std::string& token) {
+    SkipSpace();
+    if (text_.compare(pos_, token.size(), token) == 0) {
+      pos_ += token.size();
+      return true;
+    }
+    return false;
+  }
+  static NodePtr Binary(Node::Op op, NodePtr lhs, NodePtr rhs) {
+    auto node = std::make_shared<Node>();
+    node->op = op;
+    node->lhs = std::move(lhs);
+    node->rhs = std::move(rhs);
+    return node;
+  }
+  NodePtr ParseExpr() {
+    NodePtr node = ParseTerm();
+    while (true) {
+      if (Accept("+")) {
+        node = Binary(Node::Op::kAdd, node, ParseTerm());
+      } else if (Accept("-")) {
+        node = Binary(Node::Op::kSub, node, ParseTerm());
+      } else {
+        return node;
+      }
+    }
+  }
+  NodePtr ParseTerm() {
+    NodePtr node = ParseFactor();
+    while (true) {
+      if (Accept("//")) {
+        node = Binary(Node::Op::kFloorDiv, node, ParseFactor());
+      } else if (Accept("*")) {
+        node = Binary(Node::Op::kMul, node, ParseFactor());
+      } else if (Accept("%")) {
+        node = Binary(Node::Op::kFloorMod, node, ParseFactor());
+      } else {
+        return node;
+      }
+    }
+  }
+  NodePtr ParseFactor() {
+    if (++depth_ > 64) Fail("nested too deeply");
+    SkipSpace();
+    if (pos_ >= text_.size()) Fail("unexpected end");
+    NodePtr result;
+    const char c = text_[pos_];
+    if (Accept("(")) {
+      result = ParseExpr();
+      if (!Accept(")")) Fail("missing ')'");
+    } else if (std::isdigit(static_cast<unsigned char>(c))) {
+      size_t end = pos_;
+      while (end < text_.size() && std::isdigit(static_cast<unsigned char>(text_[end]))) ++end;
+      auto node = std::make_shared<Node>();
+      try {
+        node->value = std::stoll(text_.substr(pos_, end - pos_));
+      } catch (const std::exception&) {
+        Fail("integer out of range");
+      }
+      pos_ = end;
+      result = node;
+    } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+      size_t end = pos_;
+      while (end < text_.size() &&
+             (std::isalnum(static_cast<unsigned char>(text_[end])) || text_[end] == '_')) {
+        ++end;
+      }
+      const std::string name = text_.substr(pos_, end - pos_);
+      pos_ = end;
+      if ((name == "min" || name == "max") && Accept("(")) {
+        NodePtr lhs = ParseExpr();
+        if (!Accept(",")) Fail("expected ','");
+        NodePtr rhs = ParseExpr();
+        if (!Accept(")")) Fail("missing ')'");
+        result = Binary(name == "min" ? Node::Op::kMin : Node::Op::kMax, lhs, rhs);
+      } else {
+        auto it = std::find(symbols_.begin(), symbols_.end(), name);
+        if (it == symbols_.end()) Fail("unknown symbol '" + name + "' (not in \"symbols\")");
+        auto node = std::make_shared<Node>();
+        node->op = Node::Op::kSymbol;
+        node->value = it - symbols_.begin();
+        result = node;
+      }
+    } else {
+      Fail(std::string("unexpected '") + c + "'");
+    }
+    --depth_;
+    return result;
+  }
+
+  const std::string& text_;
+  const std::vector<std::string>& symbols_;
+  const std::string& context_;
+  size_t pos_ = 0;
+  int depth_ = 0;
+};
+
+}  // namespace
+
+DimExpr DimExpr::Constant(int64_t value) {
+  auto node = std::make_shared<Node>();
+  node->value = value;
+  DimExpr expr;
+  expr.root_ = node;
+  return expr;
+}
+
+DimExpr DimExpr::Parse(const std::string& text, const std::vector<std::string>& symbols,
+                       const std::string& context) {
+  DimExpr expr;
+  expr.root_ = ExprParser(text, symbols, context).Parse();
+  return expr;
+}
+
+bool DimExpr::is_constant() const { return root_->op == Node::Op::kConstant; }
+int DimExpr::symbol() const {
+  return root_->op == Node::Op::kSymbol ? static_cast<int>(root_->value) : -1;
+}
+int64_t DimExpr::Evaluate(const std::vector<int64_t>& values) const {
+  return EvaluateNode(*root_, values);
+}
+std::string DimExpr::ToString(const std::vector<std::string>& symbols) const {
+  return NodeToString(*root_, symbols);
+}
+
+// ---- JSON reading helpers ----------------------------------------------------------------------
+
+namespace {
+
+using JsonObject = ffi::Map<ffi::Any, ffi::Any>;
+using JsonArray = ffi::Array<ffi::Any>;
+
+[[noreturn]] void Malformed(const std::string& where, const std::string& why) {
+  TVM_FFI_THROW(ValueError) << "malformed NNAPI graph JSON: " << where << ": " << why;
+}
+
+std::optional<ffi::Any> Field(const JsonObject& object, const char* key) {
+  auto it = object.find(ffi::String(key));
+  if (it == object.end()) return std::nullopt;
+  return (*it).second;
+}
+
+ffi::Any RequiredField(const JsonObject& object, const char* key, const std::string& where) {
+  std::optional<ffi::Any> value = Field(object, key);
+  if (!value.has_value()) Malformed(where, std::string("missing field \"") + key + "\"");
+  return *value;
+}
+
+JsonObject AsObject(const ffi::Any& value, const std::string& where) {
+  auto object = value.try_cast<JsonObject>();
+  if (!object.has_value()) Malformed(where, "expected an object");
+  return *object;
+}
+
+JsonArray AsArray(const ffi::Any& value, const std::string& where) {
+  auto array = value.try_cast<JsonArray>();
+  if (!array.has_value()) Malformed(where, "expected an array");
+  return *array;
+}
+
+std::string AsString(const ffi::Any& value, const std::string& where) {
+  auto text = value.try_cast<ffi::String>();
+  if (!text.has_value()) Malformed(where, "expected a string");
+  return std::string(*text);
+}
+
+bool IsInteger(const ffi::Any& value) { return value.type_index() == ffi::TypeIndex::kTVMFFIInt; }
+
+int64_t AsInteger(const ffi::Any& value, const std::string& where) {
+  if (!IsInteger(value)) Malformed(where, "expected an integer");
+  return value.cast<int64_t>();
+}
+
+double AsNumber(const ffi::Any& value, const std::string& where) {
+  if (IsInteger(value)) return static_cast<double>(value.cast<int64_t>());
+  if (value.type_index() == ffi::TypeIndex::kTVMFFIFloat) return value.cast<double>();
+  if (value.type_index() == ffi::TypeIndex::kTVMFFIBool) return value.cast<bool>() ? 1.0 : 0.0;
+  Malformed(where, "expected a number");
+}
+
+uint32_t AsOperandId(const ffi::Any& value, size_t operand_count, const std::string& where) {
+  const int64_t id = AsInteger(value, where);
+  if (id < 0 || static_cast<uint64_t>(id) >= operand_count) {
+    Malformed(where, "operand id " + std::to_string(id) + " does not exist (the graph has " +
+                         std::to_string(operand_count) + " operands)");
+  }
+  return static_cast<uint32_t>(id);
+}
+
+DimExpr AsDimExpr(const ffi::Any& value, const std::vector<std::string>& symbols,
+                  const std::string& where) {
+  if (IsInteger(value)) return DimExpr::Constant(value.cast<int64_t>());
+  if (auto text = value.try_cast<ffi::String>()) {
+    return DimExpr::Parse(std::string(*text), symbols, where);
+  }
+  Malformed(where, "expected an integer or a shape expression string");
+}
+
+std::vector<uint32_t> AsOperandIdList(const ffi::Any& value, size_t operand_count,
+                                      const std::string& where) {
+  std::vector<uint32_t> ids;
+  JsonArray array = AsArray(value, where);
+  for (size_t i = 0; i < array.size(); ++i) {
+    ids.push_back(AsOperandId(array[i], operand_count, where + "[" + std::to_string(i) + "]"));
+  }
+  return ids;
+}
+
+// Largest element count we accept for one operand (2^40 elements); guards overflow.
+constexpr int64_t kMaxElements = int64_t{1} << 40;
+
+}  // namespace
+
+// ---- Graph
+// ---------------------------------------------------------------------------------------
+
+Graph Graph::Parse(const std::string& json, uint64_t constants_size) {
+  ffi::String error;
+  ffi::Any root_value = ffi::json::Parse(ffi::String(json), &error);
+  if (!error.empty()) Malformed("document", std::string(error));
+  JsonObject root = AsObject(root_value, "document");
+  Graph graph;
+  const std::string format = AsString(RequiredField(root, "format", "document"), "\"format\"");
+  if (format != kGraphFormat) {
+    Malformed("\"format\"", "is '" + format + "', expected '" + kGraphFormat + "'");
+  }
+  graph.version =
+      static_cast<int>(AsInteger(RequiredField(root, "version", "document"), "version"));
+  if (graph.version != kGraphVersion) {
+    Malformed("\"version\"", "graph version " + std::to_string(graph.version) +
+                                 " is not supported by this runtime (it reads version " +
+                                 std::to_string(kGraphVersion) + ")");
+  }
+  graph.symbol = AsString(RequiredField(root, "symbol", "document"), "\"symbol\"");
+  if (auto symbols = Field(root, "symbols")) {
+    JsonArray array = AsArray(*symbols, "\"symbols\"");
+    for (size_t i = 0; i < array.size(); ++i) {
+      std::string name = AsString(array[i], "symbols[" + std::to_string(i) + "]");
+      if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_')) {
+        Malformed("symbols[" + std::to_string(i) + "]", "'" + name + "' is not an identifier");
+      }
+      if (std::find(graph.symbols.begin(), graph.symbols.end(), name) != graph.symbols.end()) {
+        Malformed("symbols[" + std::to_string(i) + "]", "'" + name + "' is declared twice");
+      }
+      graph.symbols.push_back(name);
+    }
+  }
+  if (auto relax = Field(root, "relax_fp32_to_fp16")) {
+    graph.relax_fp32_to_fp16 = AsNumber(*relax, "\"relax_fp32_to_fp16\"") != 0;
+  }
+
+  JsonArray operands = AsArray(RequiredField(root, "operands", "document"), "\"operands\"");
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const std::string where = "operand " + std::to_string(i);
+    JsonObject object = AsObject(operands[i], where);
+    GraphOperand operand;
+    operand.name = where;
+    const std::string type_name = AsString(RequiredField(object, "type", where), where + " type");
+    operand.type = OperandTypeCode(type_name);
+    if (operand.type < 0) Malformed(where, "unknown operand type '" + type_name + "'");
+    operand.is_scalar = IsScalarCode(operand.type);
+    if (auto shape = Field(object, "shape")) {
+      JsonArray dims = AsArray(*shape, where + " shape");
+      if (operand.is_scalar && !dims.empty()) Malformed(where, "a scalar has no shape");
+      if (dims.size() > 6) Malformed(where, "rank " + std::to_string(dims.size()) + " > 6");
+      for (size_t d = 0; d < dims.size(); ++d) {
+        DimExpr dim =
+            AsDimExpr(dims[d], graph.symbols, where + " shape[" + std::to_string(d) + "]");
+        if (dim.is_constant() && (dim.Evaluate({}) < 0 || dim.Evaluate({}) > kMaxElements)) {
+          Malformed(where, "dimension " + std::to_string(d) + " is out of range");
+        }
+        operand.shape.push_back(dim);
+      }
+    } else if (!operand.is_scalar) {
+      Malformed(where, "a tensor needs a \"shape\"");
+    }
+    if (auto scale = Field(object, "scale")) operand.scale = AsNumber(*scale, where + " scale");
+    if (auto zero_point = Field(object, "zero_point")) {
+      operand.zero_point = static_cast<int32_t>(AsInteger(*zero_point, where + " zero_point"));
+    }
+    if (auto channel = Field(object, "channel_quant")) {
+      JsonObject quant = AsObject(*channel, where + " channel_quant");
+      operand.channel_dim = static_cast<uint32_t>(
+          AsInteger(RequiredField(quant, "channel_dim", where), where + " channel_dim"));
+      JsonArray scales = AsArray(RequiredField(quant, "scales", where), where + " scales");
+      for (size_t s = 0; s < scales.size(); ++s) {
+        operand.channel_scales.push_back(static_cast<float>(AsNumber(scales[s], where)));
+      }
+    }
+    const bool has_constant = Field(object, "constant").has_value();
+    const bool has_value = Field(object, "value").has_value();
+    const bool omitted = Field(object, "omitted").has_value();
+    if (int(has_constant) + int(has_value) + int(omitted) > 1) {
+      Malformed(where, "at most one of \"constant\", \"value\" and \"omitted\" may be given");
+    }
+    if (has_constant) {
+      operand.kind = GraphOperand::Kind::kConstant;
+      JsonObject constant = AsObject(*Field(object, "constant"), where + " constant");
+      const int64_t offset = AsInteger(RequiredField(constant, "offset", where), where + " offset");
+      const int64_t nbytes = AsInteger(RequiredField(constant, "nbytes", where), where + " nbytes");
+      if (offset < 0 || nbytes < 0 || static_cast<uint64_t>(offset) > constants_size ||
+          static_cast<uint64_t>(nbytes) > constants_size - static_cast<uint64_t>(offset)) {
+        Malformed(where, "constant range [" + std::to_string(offset) + ", +" +
+                             std::to_string(nbytes) + ") lies outside the " +
+                             std::to_string(constants_size) + "-byte constant blob");
+      }
+      operand.offset = static_cast<uint64_t>(offset);
+      operand.nbytes = static_cast<uint64_t>(nbytes);
+      int64_t elements = 1;
+      for (const DimExpr& dim : operand.shape) {
+        if (!dim.is_constant()) Malformed(where, "a constant needs a static shape");
+        elements *= dim.Evaluate({});
+        if (elements > kMaxElements) Malformed(where, "constant is too large");
+      }
+      const uint64_t expected = static_cast<uint64_t>(elements) * OperandElementSize(operand.type);
+      if (expected != operand.nbytes) {
+        Malformed(where, "constant has " + std::to_string(operand.nbytes) +
+                             " bytes, its type and "
+                             "shape need " +
+                             std::to_string(expected));
+      }
+    } else if (has_value) {
+      operand.kind = GraphOperand::Kind::kValue;
+      ffi::Any value = *Field(object, "value");
+      std::vector<ffi::Any> items;
+      if (auto array = value.try_cast<JsonArray>()) {
+        if (operand.is_scalar) Malformed(where, "a scalar value cannot be an array");
+        for (size_t k = 0; k < array->size(); ++k) items.push_back((*array)[k]);
+      } else {
+        if (!operand.is_scalar) Malformed(where, "a tensor value must be an array");
+        items.push_back(value);
+      }
+      const bool is_float =
+          operand.type == 0 || operand.type == 3 || operand.type == 8 || operand.type == 10;
+      for (size_t k = 0; k < items.size(); ++k) {
+        const std::string item_where = where + " value[" + std::to_string(k) + "]";
+        if (is_float) {
+          operand.float_values.push_back(AsNumber(items[k], item_where));
+        } else if (items[k].type_index() == ffi::TypeIndex::kTVMFFIBool) {
+          operand.int_values.push_back(DimExpr::Constant(items[k].cast<bool>() ? 1 : 0));
+        } else {
+          operand.int_values.push_back(AsDimExpr(items[k], graph.symbols, item_where));
+        }
+      }
+      if (!operand.is_scalar) {
+        if (operand.shape.size() != 1 || !operand.shape[0].is_constant() ||
+            operand.shape[0].Evaluate({}) != static_cast<int64_t>(items.size())) {
+          Malformed(where, "an inline tensor value must be 1-D with as many entries as values");
+        }
+      }
+    } else if (omitted) {
+      operand.kind = GraphOperand::Kind::kOmitted;
+    }
+    graph.operands.push_back(std::move(operand));
+  }
+
+  JsonArray operations = AsArray(RequiredField(root, "operations", "document"), "\"operations\"");
+  if (operations.empty()) Malformed("\"operations\"", "the graph has no operations");
+  for (size_t i = 0; i < operations.size(); ++i) {
+    std::string where = "operation " + std::to_string(i);
+    JsonObject object = AsObject(operations[i], where);
+    GraphOperation operation;
+    operation.op = AsString(RequiredField(object, "op", where), where + " op");
+    if (auto source = Field(object, "source")) operation.source = AsString(*source, where);
+    where +=
+        " (" + operation.op + (operation.source.empty() ? "" : " from " + operation.source) + ")";
+    operation.type = OperationCode(operation.op);
+    if (operation.type < 0) Malformed(where, "unknown NNAPI operation '" + operation.op + "'");
+    operation.inputs = AsOperandIdList(RequiredField(object, "inputs", where),
+                                       graph.operands.size(), where + " inputs");
+    operation.outputs = AsOperandIdList(RequiredField(object, "outputs", where),
+                                        graph.operands.size(), where + " outputs");
+    if (operation.outputs.empty()) Malformed(where, "an operation needs outputs");
+    graph.operations.push_back(std::move(operation));
+  }
+  graph.inputs = AsOperandIdList(RequiredField(root, "inputs", "document"), graph.operands.size(),
+                                 "\"inputs\"");
+  graph.outputs = AsOperandIdList(RequiredField(root, "outputs", "document"), graph.operands.size(),
+                                  "\"outputs\"");
+  if (graph.outputs.empty()) Malformed("\"outputs\"", "the graph has no outputs");
+
+  // Roles of the listed inputs/outputs.
+  for (uint32_t id : graph.inputs) {
+    GraphOperand& operand = graph.operands[id];
+    if (operand.kind != GraphOperand::Kind::kTemporary) {
+      Malformed(operand.name, "listed as an input but is a constant, a value or listed twice");
+    }
+    if (operand.is_scalar) Malformed(operand.name, "scalar graph inputs are not supported");
+    operand.kind = GraphOperand::Kind::kInput;
+  }
+  for (uint32_t id : graph.outputs) {
+    GraphOperand& operand = graph.operands[id];
+    if (operand.kind != GraphOperand::Kind::kTemporary) {
+      Malformed(operand.name, "listed as an output but is an input, a constant or listed twice");
+    }
+    operand.kind = GraphOperand::Kind::kOutput;
+  }
+
+  // Every temporary and output is written exactly once, and the operations are acyclic.
+  std::vector<int> writers(graph.operands.size(), 0);
+  for (size_t i = 0; i < graph.operations.size(); ++i) {
+    for (uint32_t id : graph.operations[i].outputs) {
+      const GraphOperand& operand = graph.operands[id];
+      if (operand.kind != GraphOperand::Kind::kTemporary &&
+          operand.kind != GraphOperand::Kind::kOutput) {
+        Malformed(graph.Describe(graph.operations[i]),
+                  "writes " + operand.name + ", which is an input, a constant or a value");
+      }
+      if (++writers[id] > 1) {
+        Malformed(graph.Describe(graph.operations[i]), operand.name + " is written twice");
+      }
+    }
+  }
+  for (size_t id = 0; id < graph.operands.size(); ++id) {
+    const GraphOperand& operand = graph.operands[id];
+    if ((operand.kind == GraphOperand::Kind::kTemporary ||
+         operand.kind == GraphOperand::Kind::kOutput) &&
+        writers[id] == 0) {
+      Malformed(operand.name, "is never written by an operation (dangling operand)");
+    }
+  }
+  {
+    std::vector<bool> ready(graph.operands.size());
+    for (size_t id = 0; id < graph.operands.size(); ++id) ready[id] = writers[id] == 0;
+    std::vector<bool> done(graph.operations.size(), false);
+    size_t remaining = graph.operations.size();
+    bool progress = true;
+    while (remaining > 0 && progress) {
+      progress = false;
+      for (size_t i = 0; i < graph.operations.size(); ++i) {
+        if (done[i]) continue;
+        const auto& inputs = graph.operations[i].inputs;
+        if (std::all_of(inputs.begin(), inputs.end(), [&](uint32_t id) { return ready[id]; })) {
+          done[i] = true;
+          --remaining;
+          progress = true;
+          for (uint32_t id : graph.operations[i].outputs) ready[id] = true;
+        }
+      }
+    }
+    if (remaining > 0) {
+      for (size_t i = 0; i < graph.operations.size(); ++i) {
+        if (!done[i]) Malformed(graph.Describe(graph.operations[i]), "is part of a cycle");
+      }
+    }
+  }
+
+  // Every symbol must be bindable: it appears as a whole dimension of some input.
+  for (size_t s = 0; s < graph.symbols.size(); ++s) {
+    bool bound = false;
+    for (uint32_t id : graph.inputs) {
+      for (const DimExpr& dim : graph.operands[id].shape) bound = bound || dim.symbol() == int(s);
+    }
+    if (!bound) {
+      Malformed("symbol '" + graph.symbols[s] + "'",
+                "does not appear as a dimension of any input, so it cannot be bound at run time");
+    }
+  }
+  return graph;
+}
+
+std::string Graph::Describe(const GraphOperation& operation) const {
+  const size_t index = static_cast<size_t>(&operation - operations.data());
+  std::string text = "operation " + std::to_string(index) + " (" + operation.op;
+  if (!operation.source.empty()) text += " from " + operation.source;
+  return text + ")";
+}
+
+std::vector<int64_t> Graph::BindSymbols(
+    const std::vector<std::vector<int64_t>>& input_shapes) const {
+  std::vector<int64_t> binding(symbols.size(), -1);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const GraphOperand& operand = operands[inputs[i]];
+    const std::vector<int64_t>& shape = input_shapes[i];
+    if (shape.size() != operand.shape.size()) {
+      TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << symbol << "': input " << i << " has rank "
+                                << shape.size() << ", the graph expects " << operand.shape.size();
+    }
+    for (size_t d = 0; d < shape.size(); ++d) {
+      const int s = operand.shape[d].symbol();
+      if (s < 0) continue;
+      if (binding[s] >= 0 && binding[s] != shape[d]) {
+        TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << symbol << "': symbol '" << symbols[s]
+                                  << "' is " << binding[s] << " from an earlier input but "
+                                  << shape[d] << " in input " << i << " dimension " << d;
+      }
+      binding[s] = shape[d];
+    }
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::vector<int64_t> expected = ConcreteShape(inputs[i], binding);
+    if (expected != input_shapes[i]) {
+      std::ostringstream message;
+      message << "NNAPI subgraph '" << symbol << "': input " << i << " has shape (";
+      for (size_t d = 0; d < input_shapes[i].size(); ++d) {
+        message << (d ? ", " : "") << input_shapes[i][d];
+      }
+      message << "), which does not match the graph's (";
+      for (size_t d = 0; d < expected.size(); ++d) {
+        message << (d ? ", " : "") << operands[inputs[i]].shape[d].ToString(symbols);
+      }
+      message << ")";
+      TVM_FFI_THROW(ValueError) << message.str();
+    }
+  }
+  return binding;
+}
+
+std::vector<int64_t> Graph::ConcreteShape(uint32_t operand,
+                                          const std::vector<int64_t>& binding) const {
+  std::vector<int64_t> shape;
+  for (const DimExpr& dim : operands[operand].shape) {
+    const int64_t value = dim.Evaluate(binding);
+    if (value < 0 || value > kMaxElements) {
+      TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << symbol << "': " << operands[operand].name
+                                << " gets dimension " << value << " from " << dim.ToString(symbols);
+    }
+    shape.push_back(value);
+  }
+  return shape;
+}
+
+}  // namespace tvm_nnapi

@@ -1,0 +1,450 @@
+#include "nnapi_module.h"
+
+#include <dlpack/dlpack.h>
+#include <tvm/ffi/cast.h>
+#include <tvm/ffi/container/map.h>
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/function.h>
+#include <tvm/ffi/reflection/registry.h>
+
+#include <cstring>
+#include <sstream>
+
+#include "half.h"
+
+namespace tvm_nnapi {
+
+namespace ffi = tvm::ffi;
+
+namespace {
+
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  std::ostringstream text;
+  text << "(";
+  for (size_t i = 0; i < shape.size(); ++i) text << (i ? ", " : "") << shape[i];
+  text << ")";
+  return text.str();
+}
+
+// The DLPack dtype that holds an NNAPI tensor type.
+bool DTypeMatches(int32_t type, const DLDataType& dtype) {
+  auto is = [&](uint8_t code, uint8_t bits) {
+    return dtype.code == code && dtype.bits == bits && dtype.lanes == 1;
+  };
+  switch (type) {
+    case ANEURALNETWORKS_TENSOR_FLOAT32:
+      return is(kDLFloat, 32);
+    case ANEURALNETWORKS_TENSOR_FLOAT16:
+      return is(kDLFloat, 16);
+    case ANEURALNETWORKS_TENSOR_INT32:
+      return is(kDLInt, 32);
+    case ANEURALNETWORKS_TENSOR_QUANT8_ASYMM:
+      return is(kDLUInt, 8);
+    case ANEURALNETWORKS_TENSOR_QUANT8_ASYMM_SIGNED:
+    case ANEURALNETWORKS_TENSOR_QUANT8_SYMM:
+      return is(kDLInt, 8);
+    case ANEURALNETWORKS_TENSOR_BOOL8:
+      return is(kDLBool, 8) || is(kDLUInt, 1) || is(kDLUInt, 8);
+    default:
+      return false;
+  }
+}
+
+bool IsCompact(const DLTensor& tensor) {
+  if (tensor.strides == nullptr) return true;
+  int64_t expected = 1;
+  for (int i = tensor.ndim - 1; i >= 0; --i) {
+    if (tensor.shape[i] != 1 && tensor.strides[i] != expected) return false;
+    expected *= tensor.shape[i];
+  }
+  return true;
+}
+
+template <typename T>
+void AppendBytes(std::vector<uint8_t>* out, T value) {
+  const auto* bytes = reinterpret_cast<const uint8_t*>(&value);
+  out->insert(out->end(), bytes, bytes + sizeof(T));
+}
+
+}  // namespace
+
+// ---- CompiledModel ---------------------------------------------------------------------------
+
+void CompiledModel::Check(int code, const char* function, const std::string& what) const {
+  if (code == ANEURALNETWORKS_NO_ERROR) return;
+  std::ostringstream message;
+  message << "NNAPI subgraph '" << graph_.symbol << "': " << function;
+  if (!what.empty()) message << " for " << what;
+  message << " returned " << ResultCodeString(code);
+  if (nnapi_.MockNnapi_getLastError != nullptr) {
+    const char* detail = nnapi_.MockNnapi_getLastError();
+    if (detail != nullptr && detail[0] != '\0') message << " [mock_nnapi: " << detail << "]";
+  }
+  TVM_FFI_THROW(RuntimeError) << message.str();
+}
+
+CompiledModel::CompiledModel(const Nnapi& nnapi, const Graph& graph, const std::string& constants,
+                             const std::vector<int64_t>& binding)
+    : nnapi_(nnapi), graph_(graph) {
+  Check(nnapi.ANeuralNetworksModel_create(&model_), "ANeuralNetworksModel_create", "");
+  values_.reserve(graph.operands.size());
+  for (size_t id = 0; id < graph.operands.size(); ++id) {
+    const GraphOperand& operand = graph.operands[id];
+    std::vector<uint32_t> dims;
+    for (int64_t d : graph.ConcreteShape(static_cast<uint32_t>(id), binding)) {
+      dims.push_back(static_cast<uint32_t>(d));
+    }
+    ANeuralNetworksOperandType type{operand.type, static_cast<uint32_t>(dims.size()),
+                                    dims.empty() ? nullptr : dims.data(), operand.scale,
+                                    operand.zero_point};
+    Check(nnapi.ANeuralNetworksModel_addOperand(model_, &type), "ANeuralNetworksModel_addOperand",
+          operand.name);
+    if (operand.channel_dim.has_value()) {
+      if (nnapi.ANeuralNetworksModel_setOperandSymmPerChannelQuantParams == nullptr) {
+        TVM_FFI_THROW(RuntimeError) << "NNAPI subgraph '" << graph.symbol << "': " << operand.name
+                                    << " needs per-channel quantisation (feature level 3)";
+      }
+      ANeuralNetworksSymmPerChannelQuantParams params{
+          *operand.channel_dim, static_cast<uint32_t>(operand.channel_scales.size()),
+          operand.channel_scales.data()};
+      Check(nnapi.ANeuralNetworksModel_setOperandSymmPerChannelQuantParams(
+                model_, static_cast<int32_t>(id), &params),
+            "ANeuralNetworksModel_setOperandSymmPerChannelQuantParams", operand.name);
+    }
+    switch (operand.kind) {
+      case GraphOperand::Kind::kConstant:
+        // Large values are referenced, not copied: the module keeps `constants` alive.
+        Check(nnapi.ANeuralNetworksModel_setOperandValue(model_, static_cast<int32_t>(id),
+                                                         constants.data() + operand.offset,
+                                                         operand.nbytes),
+              "ANeuralNetworksModel_setOperandValue", operand.name);
+        break;
+      case GraphOperand::Kind::kValue: {
+        std::vector<uint8_t> bytes;
+        switch (operand.type) {
+          case ANEURALNETWORKS_FLOAT32:
+          case ANEURALNETWORKS_TENSOR_FLOAT32:
+            for (double v : operand.float_values) AppendBytes(&bytes, static_cast<float>(v));
+            break;
+          case ANEURALNETWORKS_FLOAT16:
+          case ANEURALNETWORKS_TENSOR_FLOAT16:
+            for (double v : operand.float_values) {
+              AppendBytes(&bytes, nnapi_common::FloatToHalfBits(static_cast<float>(v)));
+            }
+            break;
+          case ANEURALNETWORKS_BOOL:
+          case ANEURALNETWORKS_TENSOR_BOOL8:
+            for (const DimExpr& v : operand.int_values) {
+              AppendBytes(&bytes, static_cast<uint8_t>(v.Evaluate(binding) != 0));
+            }
+            break;
+          case ANEURALNETWORKS_INT32:
+          case ANEURALNETWORKS_UINT32:
+          case ANEURALNETWORKS_TENSOR_INT32:
+            for (const DimExpr& v : operand.int_values) {
+              AppendBytes(&bytes, static_cast<int32_t>(v.Evaluate(binding)));
+            }
+            break;
+          default:
+            TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << graph.symbol << "': " << operand.name
+                                      << " cannot hold an inline value";
+        }
+        values_.push_back(std::move(bytes));
+        Check(nnapi.ANeuralNetworksModel_setOperandValue(
+                  model_, static_cast<int32_t>(id), values_.back().data(), values_.back().size()),
+              "ANeuralNetworksModel_setOperandValue", operand.name);
+        break;
+      }
+      case GraphOperand::Kind::kOmitted:
+        Check(nnapi.ANeuralNetworksModel_setOperandValue(model_, static_cast<int32_t>(id), nullptr,
+                                                         0),
+              "ANeuralNetworksModel_setOperandValue", operand.name + " (omitted)");
+        break;
+      default:
+        break;
+    }
+  }
+  for (const GraphOperation& operation : graph.operations) {
+    Check(nnapi.ANeuralNetworksModel_addOperation(
+              model_, operation.type, static_cast<uint32_t>(operation.inputs.size()),
+              operation.inputs.data(), static_cast<uint32_t>(operation.outputs.size()),
+              operation.outputs.data()),
+          "ANeuralNetworksModel_addOperation", graph.Describe(operation));
+  }
+  Check(nnapi.ANeuralNetworksModel_identifyInputsAndOutputs(
+            model_, static_cast<uint32_t>(graph.inputs.size()), graph.inputs.data(),
+            static_cast<uint32_t>(graph.outputs.size()), graph.outputs.data()),
+        "ANeuralNetworksModel_identifyInputsAndOutputs", "");
+  if (graph.relax_fp32_to_fp16 && nnapi.ANeuralNetworksModel_relaxComputationFloat32toFloat16) {
+    Check(nnapi.ANeuralNetworksModel_relaxComputationFloat32toFloat16(model_, true),
+          "ANeuralNetworksModel_relaxComputationFloat32toFloat16", "");
+  }
+  Check(nnapi.ANeuralNetworksModel_finish(model_), "ANeuralNetworksModel_finish", "");
+  Check(nnapi.ANeuralNetworksCompilation_create(model_, &compilation_),
+        "ANeuralNetworksCompilation_create", "");
+  Check(nnapi.ANeuralNetworksCompilation_setPreference(compilation_,
+                                                       ANEURALNETWORKS_PREFER_FAST_SINGLE_ANSWER),
+        "ANeuralNetworksCompilation_setPreference", "");
+  Check(nnapi.ANeuralNetworksCompilation_finish(compilation_), "ANeuralNetworksCompilation_finish",
+        "");
+  for (uint32_t id : graph.inputs) input_shapes_.push_back(graph.ConcreteShape(id, binding));
+  for (uint32_t id : graph.outputs) output_shapes_.push_back(graph.ConcreteShape(id, binding));
+}
+
+CompiledModel::~CompiledModel() {
+  if (compilation_ != nullptr) nnapi_.ANeuralNetworksCompilation_free(compilation_);
+  if (model_ != nullptr) nnapi_.ANeuralNetworksModel_free(model_);
+}
+
+void CompiledModel::Execute(const std::vector<const void*>& inputs,
+                            const std::vector<size_t>& input_bytes,
+                            const std::vector<void*>& outputs,
+                            const std::vector<size_t>& output_bytes) const {
+  ANeuralNetworksExecution* execution = nullptr;
+  Check(nnapi_.ANeuralNetworksExecution_create(compilation_, &execution),
+        "ANeuralNetworksExecution_create", "");
+  // Free the execution on every path, including the throwing ones.
+  std::unique_ptr<ANeuralNetworksExecution, decltype(nnapi_.ANeuralNetworksExecution_free)> guard(
+      execution, nnapi_.ANeuralNetworksExecution_free);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Check(nnapi_.ANeuralNetworksExecution_setInput(execution, static_cast<int32_t>(i), nullptr,
+                                                   inputs[i], input_bytes[i]),
+          "ANeuralNetworksExecution_setInput", "input " + std::to_string(i));
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    Check(nnapi_.ANeuralNetworksExecution_setOutput(execution, static_cast<int32_t>(i), nullptr,
+                                                    outputs[i], output_bytes[i]),
+          "ANeuralNetworksExecution_setOutput", "output " + std::to_string(i));
+  }
+  if (nnapi_.ANeuralNetworksExecution_compute != nullptr) {
+    Check(nnapi_.ANeuralNetworksExecution_compute(execution), "ANeuralNetworksExecution_compute",
+          "");
+  } else {
+    ANeuralNetworksEvent* event = nullptr;
+    Check(nnapi_.ANeuralNetworksExecution_startCompute(execution, &event),
+          "ANeuralNetworksExecution_startCompute", "");
+    const int code = nnapi_.ANeuralNetworksEvent_wait(event);
+    nnapi_.ANeuralNetworksEvent_free(event);
+    Check(code, "ANeuralNetworksEvent_wait", "");
+  }
+}
+
+// ---- NnapiModuleObj -------------------------------------------------------------------------
+
+NnapiModuleObj::NnapiModuleObj(std::string symbol, std::string graph_json, std::string constants)
+    : symbol_(std::move(symbol)),
+      graph_json_(std::move(graph_json)),
+      constants_(std::move(constants)),
+      graph_(Graph::Parse(graph_json_, constants_.size())) {
+  if (graph_.symbol != symbol_) {
+    TVM_FFI_THROW(ValueError) << "NNAPI module symbol '" << symbol_
+                              << "' differs from its graph's symbol '" << graph_.symbol << "'";
+  }
+}
+
+ffi::Optional<ffi::Function> NnapiModuleObj::GetFunction(const ffi::String& name) {
+  ffi::ObjectPtr<ffi::Object> self = ffi::GetObjectPtr<ffi::Object>(this);
+  if (name == symbol_) {
+    return ffi::Function([self, this](ffi::PackedArgs args, ffi::Any* rv) { Run(args); });
+  }
+  if (name == "get_symbol") {
+    return ffi::Function([self, this](ffi::PackedArgs, ffi::Any* rv) { *rv = symbol_; });
+  }
+  if (name == "get_graph_json") {
+    return ffi::Function([self, this](ffi::PackedArgs, ffi::Any* rv) { *rv = graph_json_; });
+  }
+  if (name == "get_stats") {
+    return ffi::Function([self, this](ffi::PackedArgs, ffi::Any* rv) {
+      ffi::Map<ffi::String, int64_t> stats;
+      stats.Set("calls", calls_.load());
+      stats.Set("compilations", compilations_.load());
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stats.Set("cached_signatures", static_cast<int64_t>(compiled_.size()));
+      }
+      *rv = stats;
+    });
+  }
+  return std::nullopt;
+}
+
+std::shared_ptr<const CompiledModel> NnapiModuleObj::GetCompiled(
+    const std::vector<int64_t>& binding) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = compiled_.find(binding);
+  if (it != compiled_.end()) return it->second;
+  auto compiled = std::make_shared<const CompiledModel>(GetNnapi(), graph_, constants_, binding);
+  compilations_++;
+  compiled_.emplace(binding, compiled);
+  return compiled;
+}
+
+void NnapiModuleObj::Run(ffi::PackedArgs args) {
+  const size_t num_inputs = graph_.inputs.size();
+  const size_t num_outputs = graph_.outputs.size();
+  if (static_cast<size_t>(args.size()) != num_inputs + num_outputs) {
+    TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << symbol_ << "' takes " << num_inputs
+                              << " inputs and " << num_outputs << " outputs, got " << args.size()
+                              << " arguments";
+  }
+  std::vector<DLTensor*> tensors;
+  for (size_t i = 0; i < num_inputs + num_outputs; ++i) {
+    const bool is_input = i < num_inputs;
+    const size_t index = is_input ? i : i - num_inputs;
+    const std::string role = (is_input ? "input " : "output ") + std::to_string(index);
+    auto tensor = args[i].try_cast<DLTensor*>();
+    if (!tensor.has_value()) {
+      TVM_FFI_THROW(TypeError) << "NNAPI subgraph '" << symbol_ << "': " << role
+                               << " is not a tensor";
+    }
+    DLTensor* t = *tensor;
+    const GraphOperand& operand =
+        graph_.operands[is_input ? graph_.inputs[index] : graph_.outputs[index]];
+    if (t->device.device_type != kDLCPU) {
+      TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << symbol_ << "': " << role
+                                << " must be in host (CPU) memory";
+    }
+    if (!DTypeMatches(operand.type, t->dtype)) {
+      TVM_FFI_THROW(TypeError) << "NNAPI subgraph '" << symbol_ << "': " << role
+                               << " has the wrong dtype for " << operand.name;
+    }
+    if (!IsCompact(*t)) {
+      TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << symbol_ << "': " << role
+                                << " must be a compact (row-major) tensor";
+    }
+    tensors.push_back(t);
+  }
+  std::vector<std::vector<int64_t>> input_shapes;
+  for (size_t i = 0; i < num_inputs; ++i) {
+    input_shapes.emplace_back(tensors[i]->shape, tensors[i]->shape + tensors[i]->ndim);
+  }
+  const std::vector<int64_t> binding = graph_.BindSymbols(input_shapes);
+  std::shared_ptr<const CompiledModel> compiled = GetCompiled(binding);
+
+  std::vector<const void*> inputs;
+  std::vector<size_t> input_bytes;
+  std::vector<void*> outputs;
+  std::vector<size_t> output_bytes;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    DLTensor* t = tensors[i];
+    size_t bytes = (t->dtype.bits * t->dtype.lanes + 7) / 8;
+    for (int d = 0; d < t->ndim; ++d) bytes *= static_cast<size_t>(t->shape[d]);
+    uint8_t* data = static_cast<uint8_t*>(t->data) + t->byte_offset;
+    if (i < num_inputs) {
+      inputs.push_back(data);
+      input_bytes.push_back(bytes);
+    } else {
+      const std::vector<int64_t>& expected = compiled->output_shapes()[i - num_inputs];
+      const std::vector<int64_t> actual(t->shape, t->shape + t->ndim);
+      if (actual != expected) {
+        TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << symbol_ << "': output " << i - num_inputs
+                                  << " has shape " << ShapeString(actual) << ", the graph produces "
+                                  << ShapeString(expected);
+      }
+      outputs.push_back(data);
+      output_bytes.push_back(bytes);
+    }
+  }
+  compiled->Execute(inputs, input_bytes, outputs, output_bytes);
+  calls_++;
+}
+
+// ---- Serialization
+// -------------------------------------------------------------------------------
+
+namespace {
+constexpr char kMagic[8] = {'T', 'V', 'M', 'N', 'N', 'A', 'P', 'I'};
+constexpr uint32_t kSerializationVersion = 1;
+
+void WriteU64(std::string* out, uint64_t value) {
+  out->append(reinterpret_cast<const char*>(&value), sizeof(value));
+}
+
+class Reader {
+ public:
+  explicit Reader(const ffi::Bytes& bytes) : data_(bytes.data()), size_(bytes.size()) {}
+  void Read(void* out, size_t n, const char* what) {
+    if (n > size_ - pos_) {
+      TVM_FFI_THROW(ValueError) << "corrupt NNAPI module: truncated while reading " << what << " ("
+                                << size_ << " bytes in all)";
+    }
+    std::memcpy(out, data_ + pos_, n);
+    pos_ += n;
+  }
+  std::string ReadString(const char* what) {
+    uint64_t length = 0;
+    Read(&length, sizeof(length), what);
+    if (length > size_ - pos_) {
+      TVM_FFI_THROW(ValueError) << "corrupt NNAPI module: " << what << " claims " << length
+                                << " bytes, only " << size_ - pos_ << " remain";
+    }
+    std::string text(data_ + pos_, length);
+    pos_ += length;
+    return text;
+  }
+  bool AtEnd() const { return pos_ == size_; }
+
+ private:
+  const char* data_;
+  size_t size_;
+  size_t pos_ = 0;
+};
+}  // namespace
+
+ffi::Bytes NnapiModuleObj::SaveToBytes() const {
+  std::string out(kMagic, sizeof(kMagic));
+  out.append(reinterpret_cast<const char*>(&kSerializationVersion), sizeof(uint32_t));
+  for (const std::string* part : {&symbol_, &graph_json_, &constants_}) {
+    WriteU64(&out, part->size());
+    out += *part;
+  }
+  return ffi::Bytes(std::move(out));
+}
+
+ffi::Module NnapiModuleObj::LoadFromBytes(const ffi::Bytes& bytes) {
+  Reader reader(bytes);
+  char magic[sizeof(kMagic)];
+  reader.Read(magic, sizeof(magic), "the header");
+  if (std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) {
+    TVM_FFI_THROW(ValueError) << "corrupt NNAPI module: bad magic (not a tvm_nnapi module)";
+  }
+  uint32_t version = 0;
+  reader.Read(&version, sizeof(version), "the format version");
+  if (version != kSerializationVersion) {
+    TVM_FFI_THROW(ValueError) << "NNAPI module format version " << version
+                              << " is not supported (this runtime reads version "
+                              << kSerializationVersion << ")";
+  }
+  std::string symbol = reader.ReadString("the symbol");
+  std::string graph_json = reader.ReadString("the graph JSON");
+  std::string constants = reader.ReadString("the constants");
+  if (!reader.AtEnd()) {
+    TVM_FFI_THROW(ValueError) << "corrupt NNAPI module: trailing bytes after the constants";
+  }
+  return ffi::Module(ffi::make_object<NnapiModuleObj>(std::move(symbol), std::move(graph_json),
+                                                      std::move(constants)));
+}
+
+ffi::Module CreateNnapiModule(const ffi::String& symbol, const ffi::String& graph_json,
+                              const ffi::Bytes& constants) {
+  return ffi::Module(
+      ffi::make_object<NnapiModuleObj>(std::string(symbol), std::string(graph_json),
+                                       std::string(constants.data(), constants.size())));
+}
+
+TVM_FFI_STATIC_INIT_BLOCK() {
+  namespace refl = tvm::ffi::reflection;
+  refl::GlobalDef()
+      .def("ffi.Module.load_from_bytes.nnapi", NnapiModuleObj::LoadFromBytes)
+      .def("tvm_nnapi.runtime.create", CreateNnapiModule)
+      .def("tvm_nnapi.runtime.parse_graph",
+           [](const ffi::String& graph_json, int64_t constants_size) -> int64_t {
+             Graph graph = Graph::Parse(std::string(graph_json), constants_size);
+             return static_cast<int64_t>(graph.operations.size());
+           })
+      .def("tvm_nnapi.runtime.nnapi_library",
+           []() -> ffi::String { return GetNnapi().library_path; });
+}
+
+}  // namespace tvm_nnapi
