@@ -48,6 +48,10 @@ def dimension(expr: Any, symbols: list[str], var_map: dict[Any, Dim] | None = No
 
     if isinstance(expr, int):
         return expr
+    if isinstance(expr, str):
+        if expr.isidentifier() and expr not in symbols:
+            symbols.append(expr)
+        return expr
     if isinstance(expr, tirx.IntImm):
         return int(expr.value)
     if isinstance(expr, tirx.Var) and var_map and expr in var_map:
@@ -150,11 +154,11 @@ class GraphBuilder:
     def shape(self, dims: Sequence[Any], var_map: dict[Any, Dim] | None = None) -> list[Dim]:
         return [dimension(d, self.symbols, var_map) for d in dims]
 
-    def add_tensor(self, dtype: str, shape: Sequence[Dim], scale: float = 0.0, zp: int = 0) -> int:
-        """A tensor operand (temporary or output) of a TVM dtype and a converted shape."""
-        return self._add(Operand(tensor_type(dtype), list(shape), scale, zp))
+    def add_tensor(self, dtype: str, shape: Sequence[Any], scale: float = 0.0, zp: int = 0) -> int:
+        """A tensor operand (temporary or output) of a TVM dtype and shape."""
+        return self._add(Operand(tensor_type(dtype), self.shape(shape), scale, zp))
 
-    def add_input(self, dtype: str, shape: Sequence[Dim]) -> int:
+    def add_input(self, dtype: str, shape: Sequence[Any]) -> int:
         operand = self.add_tensor(dtype, shape)
         self.inputs.append(operand)
         return operand

@@ -52,10 +52,10 @@ def _merge_composites(mod: IRModule) -> IRModule:
     TVM's pass groups only ``main``; we present each entry function to it as ``main``, together
     with just the composite functions it calls, then restore its name.
     """
-    for gvar in list(mod.get_global_vars()):
+    entries = [g.name_hint for g, f in mod.functions.items() if _is_entry(f)]
+    for name in entries:
+        gvar = mod.get_global_var(name)
         func = mod[gvar]
-        if not _is_entry(func):
-            continue
         used = {g.name_hint for g in relax.analysis.all_global_vars(func)}
         composites = {
             g: f

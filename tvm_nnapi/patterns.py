@@ -175,6 +175,7 @@ def check_device_support(spec: PatternSpec, options: PartitionOptions) -> CheckR
 
 # ---- elementwise binary --------------------------------------------------------------------------
 
+
 def _binary_pattern(op: str) -> Callable[[], tuple[DFPattern, dict[str, DFPattern]]]:
     def make() -> tuple[DFPattern, dict[str, DFPattern]]:
         lhs, rhs = wildcard(), wildcard()

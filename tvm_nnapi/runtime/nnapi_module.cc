@@ -443,6 +443,13 @@ TVM_FFI_STATIC_INIT_BLOCK() {
              Graph graph = Graph::Parse(std::string(graph_json), constants_size);
              return static_cast<int64_t>(graph.operations.size());
            })
+      .def("tvm_nnapi.runtime.module_to_bytes",
+           [](const ffi::Module& module) -> ffi::Bytes {
+             if (std::string(module->kind()) != "nnapi") {
+               TVM_FFI_THROW(TypeError) << "expected an nnapi module, got " << module->kind();
+             }
+             return module->SaveToBytes();
+           })
       .def("tvm_nnapi.runtime.nnapi_library",
            []() -> ffi::String { return GetNnapi().library_path; });
 }

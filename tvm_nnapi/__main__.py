@@ -1,0 +1,7 @@
+"""``python -m tvm_nnapi``: the same command line as ``tvm-nnapi``."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
