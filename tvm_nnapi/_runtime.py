@@ -31,14 +31,24 @@ def configure_nnapi_library() -> str:
     return path
 
 
+#: Environment variable naming another build of the runtime library (development builds).
+RUNTIME_LIBRARY_ENV = "TVM_NNAPI_RUNTIME_LIBRARY"
+
+
 @functools.cache
 def load_runtime_library() -> ctypes.CDLL:
     """Load ``libtvm_nnapi_runtime.so`` (registers the "nnapi" module kind with tvm-ffi)."""
     import tvm_ffi  # noqa: F401  (loads libtvm_ffi.so first)
 
     configure_nnapi_library()
-    path = find_packaged_file("tvm_nnapi", "lib/libtvm_nnapi_runtime.so")
-    return ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+    override = os.environ.get(RUNTIME_LIBRARY_ENV)
+    if override:
+        if not os.path.isfile(override):
+            raise FileNotFoundError(f"{RUNTIME_LIBRARY_ENV}={override} does not name a file")
+        path = override
+    else:
+        path = str(find_packaged_file("tvm_nnapi", "lib/libtvm_nnapi_runtime.so"))
+    return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
 
 
 def runtime_function(name: str):

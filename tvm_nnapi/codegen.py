@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import tvm
 import tvm_ffi
 from tvm import relax, tirx
 
-from . import converters
+from . import converters, ops  # noqa: F401  (ops registers the converters)
 from ._runtime import runtime_function
+from .converters import ConvertContext, Value
 from .errors import CodegenError
 from .graph_json import Dim, GraphBuilder
 
@@ -23,12 +25,16 @@ def lower_function(func: relax.Function) -> GraphBuilder:
     """Lower one ``Codegen="nnapi"`` function to a :class:`GraphBuilder`."""
     symbol = str(func.attrs["global_symbol"])
     builder = GraphBuilder(symbol)
-    ctx = converters.ConvertContext(builder)
-    for param in func.params:
-        param_type = param.ty
-        if not isinstance(param_type, relax.TensorType):
-            raise CodegenError(symbol, param.name, f"parameter type {param_type} is not a tensor")
-        ctx.values[param] = builder.add_input(str(param_type.dtype), ctx.shape(param))
+    ctx = ConvertContext(builder)
+    for index, param in enumerate(func.params):
+        if isinstance(param.ty, relax.TensorType):
+            ctx.values[param] = builder.add_input(ctx.dtype(param), ctx.shape(param))
+        elif isinstance(param.ty, relax.ShapeType | tvm.ir.PrimType):
+            # Shape information only (e.g. a reshape target), already in the operand shapes.
+            builder.skip_arguments.append(index)
+            ctx.values[param] = converters.UNAVAILABLE
+        else:
+            raise CodegenError(symbol, param.name, f"parameter type {param.ty} is not supported")
     composites: dict[relax.Var, relax.Function] = {}
     body = func.body
     for block in body.blocks:
@@ -38,73 +44,82 @@ def lower_function(func: relax.Function) -> GraphBuilder:
                 composites[binding.var] = value
             elif isinstance(value, relax.Call) and value.op in composites:
                 ctx.values[binding.var] = _lower_composite(ctx, composites[value.op], value)
-            elif isinstance(value, relax.Var) and value in ctx.values:
-                ctx.values[binding.var] = ctx.values[value]
             else:
-                raise CodegenError(
-                    symbol, binding.var.name, f"unexpected binding {type(value).__name__}"
-                )
-    results = body.body
-    fields = results.fields if isinstance(results, relax.Tuple) else [results]
-    for field in fields:
+                ctx.values[binding.var] = _lower_plumbing(ctx, binding)
+    for field in _fields(body.body):
         operand = ctx.operand(field)
-        if operand in builder.inputs or operand in builder.outputs:
+        if operand in builder.inputs:
+            # NNAPI cannot return an input as an output; the partitioner never produces this.
             raise CodegenError(symbol, converters.describe(field), "an input is returned as is")
         builder.outputs.append(operand)
     return builder
 
 
-def _lower_composite(
-    ctx: converters.ConvertContext, composite: relax.Function, call: relax.Call
-) -> int:
+def _fields(expr: relax.Expr) -> list[relax.Expr]:
+    return list(expr.fields) if isinstance(expr, relax.Tuple) else [expr]
+
+
+def _lower_plumbing(ctx: ConvertContext, binding: relax.Binding) -> Value:
+    """Bindings that only move values around: aliases, tuples and tuple items."""
+    value = binding.value
+    if isinstance(value, relax.Var):
+        return ctx.values[value]
+    if isinstance(value, relax.Tuple):
+        return tuple(ctx.operand(field) for field in value.fields)
+    if isinstance(value, relax.TupleGetItem):
+        items = (
+            ctx.values.get(value.tuple_value) if isinstance(value.tuple_value, relax.Var) else None
+        )
+        if not isinstance(items, tuple):
+            raise ctx.fail(value.tuple_value, "tuple item of something that is not a tuple")
+        return items[int(value.index)]
+    raise CodegenError(ctx.symbol, binding.var.name, f"unexpected binding {type(value).__name__}")
+
+
+def _lower_composite(ctx: ConvertContext, composite: relax.Function, call: relax.Call) -> Value:
     name = str(composite.attrs["Composite"])
-    outer_values = dict(ctx.values)
+    arguments = [ctx.values[a] if isinstance(a, relax.Var) else ctx.operand(a) for a in call.args]
+    outer_values = ctx.values
     outer_vars = ctx.shape_vars
     # Bind the composite's parameters (and their shape variables) to the caller's arguments.
-    inner: dict[relax.Var, int] = {}
     shape_vars: dict[tirx.Var, Dim] = dict(outer_vars)
     for param, arg in zip(composite.params, call.args, strict=True):
-        inner[param] = ctx.operand(arg)
         _match_shape_vars(param, arg, shape_vars, ctx)
-    ctx.values = inner
+    ctx.values = dict(zip(composite.params, arguments, strict=True))
     ctx.shape_vars = shape_vars
     try:
-        result = None
+        fused = converters.find_composite_converter(name)
+        if fused is not None:
+            return fused(ctx, composite, arguments)
         for block in composite.body.blocks:
             for binding in block.bindings:
                 value = binding.value
                 if isinstance(value, relax.Call) and hasattr(value.op, "name"):
-                    convert = converters.find_converter(value.op.name)
+                    convert = converters.find_converter(str(value.op.name))
                     if convert is None:
                         raise ctx.fail(value, f"no converter (composite {name})")
-                    result = convert(ctx, value)
-                    ctx.values[binding.var] = result
-                elif isinstance(value, relax.Var):
-                    ctx.values[binding.var] = ctx.operand(value)
+                    ctx.values[binding.var] = convert(ctx, value)
                 else:
-                    raise CodegenError(ctx.symbol, binding.var.name, "unexpected binding")
-        result = ctx.operand(composite.body.body)
+                    ctx.values[binding.var] = _lower_plumbing(ctx, binding)
+        result = composite.body.body
+        if isinstance(result, relax.Tuple):
+            return tuple(ctx.operand(field) for field in result.fields)
+        return ctx.values[result] if isinstance(result, relax.Var) else ctx.operand(result)
     finally:
         ctx.values = outer_values
         ctx.shape_vars = outer_vars
-    return result
 
 
 def _match_shape_vars(
-    param: relax.Var,
-    arg: relax.Expr,
-    shape_vars: dict[tirx.Var, Dim],
-    ctx: converters.ConvertContext,
+    param: relax.Var, arg: relax.Expr, shape_vars: dict[tirx.Var, Dim], ctx: ConvertContext
 ) -> None:
     """Map the composite parameter's shape variables to the argument's graph dimensions."""
-    inner = param.ty
-    outer = arg.ty
+    inner, outer = param.ty, arg.ty
     if not (isinstance(inner, relax.TensorType) and isinstance(outer, relax.TensorType)):
         return
     if inner.shape is None or outer.shape is None:
         return
-    outer_dims = ctx.shape(arg)
-    for inner_dim, outer_dim in zip(inner.shape.values, outer_dims, strict=False):
+    for inner_dim, outer_dim in zip(inner.shape.values, ctx.shape(arg), strict=False):
         if isinstance(inner_dim, tirx.Var) and inner_dim not in shape_vars:
             shape_vars[inner_dim] = outer_dim
 

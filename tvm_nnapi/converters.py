@@ -1,13 +1,15 @@
-"""Lowering of Relax operators (inside NNAPI composite functions) to NNAPI operations.
+"""The lowering context shared by the converters in :mod:`tvm_nnapi.ops`.
 
-A converter receives the :class:`ConvertContext` of the subgraph being built and the Relax call,
-and returns the operand id of the call's result. One converter per Relax operator (or family);
-register with :func:`converter`.
+A converter receives the :class:`ConvertContext` of the subgraph being built and a Relax call
+(or, for fused patterns, the whole composite function) and emits NNAPI operations into the
+:class:`GraphBuilder`, returning the operand id(s) of the result. Register per Relax operator
+with :func:`converter`, or per composite pattern with :func:`composite_converter`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import tvm
@@ -16,7 +18,18 @@ from tvm import relax, tirx
 from .errors import CodegenError
 from .graph_json import Dim, GraphBuilder
 
+# NNAPI FuseCode values.
 FUSED_NONE = 0
+FUSED_RELU = 1
+FUSED_RELU1 = 2
+FUSED_RELU6 = 3
+
+# Scalar operand type holding a float attribute for a tensor of each dtype.
+FLOAT_SCALAR = {"float32": "FLOAT32", "float16": "FLOAT16"}
+
+Value = int | tuple[int, ...]
+# A tuple item a converter cannot provide (e.g. batch_norm's moving statistics).
+UNAVAILABLE = -1
 
 
 class ConvertContext:
@@ -24,43 +37,132 @@ class ConvertContext:
 
     def __init__(self, builder: GraphBuilder) -> None:
         self.builder = builder
-        self.values: dict[relax.Var, int] = {}
-        # Substitution of a composite function's shape variables by the caller's expressions.
+        self.values: dict[relax.Var, Value] = {}
+        # Substitution of a composite function's shape variables by the caller's dimensions.
         self.shape_vars: dict[tirx.Var, Dim] = {}
+        # Static shapes and dtypes of every operand this context created (for converters that
+        # need the shape of an operand rather than of a Relax expression).
+        self._constants: dict[int, np.ndarray] = {}
 
     @property
     def symbol(self) -> str:
         return self.builder.symbol
 
-    def fail(self, call: relax.Call, reason: str) -> CodegenError:
-        return CodegenError(self.symbol, describe(call), reason)
+    def fail(self, expr: relax.Expr, reason: str) -> CodegenError:
+        return CodegenError(self.symbol, describe(expr), reason)
+
+    # ---- types and shapes ------------------------------------------------------------------
+
+    def tensor_type(self, expr: relax.Expr) -> relax.TensorType:
+        expr_type = expr.ty
+        if not isinstance(expr_type, relax.TensorType) or expr_type.shape is None:
+            raise self.fail(expr, "needs a tensor with a known shape")
+        return expr_type
 
     def shape(self, expr: relax.Expr) -> list[Dim]:
         """The graph shape of a tensor expression (symbolic dimensions as expressions)."""
-        expr_type = expr.ty
-        if not isinstance(expr_type, relax.TensorType) or expr_type.shape is None:
-            raise CodegenError(self.symbol, describe(expr), "needs a tensor with a known shape")
-        return self.builder.shape(list(expr_type.shape.values), self.shape_vars)
+        return self.builder.shape(list(self.tensor_type(expr).shape.values), self.shape_vars)
 
     def dtype(self, expr: relax.Expr) -> str:
-        return str(expr.ty.dtype)
+        return str(self.tensor_type(expr).dtype)
+
+    def rank(self, expr: relax.Expr) -> int:
+        return len(self.tensor_type(expr).shape.values)
+
+    # ---- operands ----------------------------------------------------------------------------
 
     def operand(self, expr: relax.Expr) -> int:
-        """Operand id of an argument: a known variable or a constant."""
+        """Operand id of a tensor argument: a known variable or a constant."""
         if isinstance(expr, relax.Var):
             if expr not in self.values:
                 raise CodegenError(self.symbol, expr.name, "is used before it is defined")
-            return self.values[expr]
+            value = self.values[expr]
+            if isinstance(value, tuple):
+                raise self.fail(expr, "a tuple is used where a tensor is expected")
+            if value == UNAVAILABLE:
+                raise self.fail(expr, "this value (e.g. batch_norm statistics) is not computed")
+            return value
         if isinstance(expr, tvm.ir.Constant):
-            array = expr.value.numpy()
-            if array.ndim == 0:
-                array = array.reshape(1)
-            return self.builder.add_constant(np.ascontiguousarray(array))
-        raise CodegenError(self.symbol, describe(expr), "argument kind is not supported")
+            return self.constant(constant_value(expr))
+        raise self.fail(expr, f"argument kind {type(expr).__name__} is not supported")
 
-    def output(self, call: relax.Expr) -> int:
-        """A new tensor operand shaped like the call's result."""
-        return self.builder.add_tensor(self.dtype(call), self.shape(call))
+    def operands(self, expr: relax.Expr) -> tuple[int, ...]:
+        """Operand ids of a tuple argument (e.g. the inputs of concat)."""
+        if isinstance(expr, relax.Tuple):
+            return tuple(self.operand(field) for field in expr.fields)
+        if isinstance(expr, relax.Var) and isinstance(self.values.get(expr), tuple):
+            return self.values[expr]  # type: ignore[return-value]
+        return (self.operand(expr),)
+
+    def constant(self, array: np.ndarray) -> int:
+        """A tensor constant (rank-0 values become 1-element tensors)."""
+        array = np.ascontiguousarray(array)
+        if array.ndim == 0:
+            array = array.reshape(1)
+        operand = self.builder.add_constant(array)
+        self._constants[operand] = array
+        return operand
+
+    def constant_array(self, operand: int) -> np.ndarray | None:
+        """The value of an operand created by :meth:`constant`, else None."""
+        return self._constants.get(operand)
+
+    def output(self, expr: relax.Expr) -> int:
+        """A new tensor operand shaped like the expression's result."""
+        return self.builder.add_tensor(self.dtype(expr), self.shape(expr))
+
+    def tensor(self, dtype: str, shape: Sequence[Any]) -> int:
+        return self.builder.add_tensor(dtype, shape)
+
+    def int32(self, value: Any) -> int:
+        return self.builder.add_scalar("INT32", value)
+
+    def bool(self, value: bool) -> int:
+        return self.builder.add_scalar("BOOL", bool(value))
+
+    def float_scalar(self, value: float, dtype: str) -> int:
+        """A FLOAT32 or FLOAT16 scalar matching a tensor dtype."""
+        return self.builder.add_scalar(FLOAT_SCALAR[dtype], float(value))
+
+    def int_vector(self, values: Sequence[Any]) -> int:
+        return self.builder.add_int_vector(list(values))
+
+    def emit(self, op: str, inputs: Sequence[int], outputs: Sequence[int], source: str) -> None:
+        self.builder.add_operation(op, inputs, outputs, source)
+
+    def unary(self, op: str, x: int, like: relax.Expr, source: str) -> int:
+        out = self.output(like)
+        self.emit(op, [x], [out], source)
+        return out
+
+    def binary(self, op: str, a: int, b: int, like: relax.Expr, source: str) -> int:
+        """ADD/SUB/MUL/DIV with no activation, result shaped like ``like``."""
+        out = self.output(like)
+        self.emit(op, [a, b, self.int32(FUSED_NONE)], [out], source)
+        return out
+
+    def transpose(
+        self, operand: int, dtype: str, shape: Sequence[Dim], perm: Sequence[int], source: str
+    ) -> int:
+        """A transposed operand: done at compile time for constants, else a TRANSPOSE op."""
+        array = self.constant_array(operand)
+        if array is not None:
+            return self.constant(np.transpose(array, perm))
+        out = self.tensor(dtype, [shape[p] for p in perm])
+        self.emit("TRANSPOSE", [operand, self.int_vector(list(perm))], [out], source)
+        return out
+
+    def reshape(self, operand: int, dtype: str, shape: Sequence[Dim], source: str) -> int:
+        array = self.constant_array(operand)
+        if array is not None and all(isinstance(d, int) for d in shape):
+            return self.constant(array.reshape([int(d) for d in shape]))
+        out = self.tensor(dtype, shape)
+        self.emit("RESHAPE", [operand, self.int_vector(list(shape))], [out], source)
+        return out
+
+
+def constant_value(expr: relax.Expr) -> np.ndarray:
+    return expr.value.numpy()
 
 
 def describe(expr: relax.Expr) -> str:
@@ -71,14 +173,41 @@ def describe(expr: relax.Expr) -> str:
     return type(expr).__name__
 
 
-Converter = Callable[[ConvertContext, relax.Call], int]
+def int_attr(value: Any) -> int:
+    return int(value.value) if hasattr(value, "value") else int(value)
+
+
+def int_tuple(values: Any) -> list[int]:
+    return [int_attr(v) for v in values]
+
+
+def normalize_axis(axis: int, rank: int) -> int:
+    return axis + rank if axis < 0 else axis
+
+
+Converter = Callable[[ConvertContext, relax.Call], Value]
+CompositeConverter = Callable[[ConvertContext, relax.Function, list[Value]], Value]
 _CONVERTERS: dict[str, Converter] = {}
+_COMPOSITE_CONVERTERS: dict[str, CompositeConverter] = {}
 
 
 def converter(*relax_ops: str) -> Callable[[Converter], Converter]:
+    """Register a converter for calls of the given Relax operators."""
+
     def register(function: Converter) -> Converter:
         for op in relax_ops:
             _CONVERTERS[op] = function
+        return function
+
+    return register
+
+
+def composite_converter(*names: str) -> Callable[[CompositeConverter], CompositeConverter]:
+    """Register a converter for whole composite functions (fused patterns)."""
+
+    def register(function: CompositeConverter) -> CompositeConverter:
+        for name in names:
+            _COMPOSITE_CONVERTERS[name] = function
         return function
 
     return register
@@ -88,21 +217,15 @@ def find_converter(relax_op: str) -> Converter | None:
     return _CONVERTERS.get(relax_op)
 
 
-# ---- elementwise binary ------------------------------------------------------------------------
-
-_BINARY = {
-    "relax.add": "ADD",
-    "relax.subtract": "SUB",
-    "relax.multiply": "MUL",
-    "relax.divide": "DIV",
-}
+def find_composite_converter(name: str) -> CompositeConverter | None:
+    return _COMPOSITE_CONVERTERS.get(name)
 
 
-@converter(*_BINARY)
-def convert_binary(ctx: ConvertContext, call: relax.Call) -> int:
-    lhs = ctx.operand(call.args[0])
-    rhs = ctx.operand(call.args[1])
-    activation = ctx.builder.add_scalar("INT32", FUSED_NONE)
-    out = ctx.output(call)
-    ctx.builder.add_operation(_BINARY[call.op.name], [lhs, rhs, activation], [out], call.op.name)
-    return out
+def composite_calls(func: relax.Function) -> dict[str, relax.Call]:
+    """The operator calls inside a composite function by operator name (last one wins)."""
+    calls = {}
+    for block in func.body.blocks:
+        for binding in block.bindings:
+            if isinstance(binding.value, relax.Call) and hasattr(binding.value.op, "name"):
+                calls[str(binding.value.op.name)] = binding.value
+    return calls

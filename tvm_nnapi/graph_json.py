@@ -146,6 +146,9 @@ class GraphBuilder:
     symbols: list[str] = field(default_factory=list)
     constants: bytearray = field(default_factory=bytearray)
     relax_fp32_to_fp16: bool = False
+    # Positions of function parameters that are not tensors (e.g. a reshape's target shape):
+    # the VM passes them, the runtime skips them.
+    skip_arguments: list[int] = field(default_factory=list)
 
     def _add(self, operand: Operand) -> int:
         self.operands.append(operand)
@@ -208,6 +211,7 @@ class GraphBuilder:
             "operations": [o.to_json() for o in self.operations],
             "inputs": list(self.inputs),
             "outputs": list(self.outputs),
+            **({"skip_arguments": list(self.skip_arguments)} if self.skip_arguments else {}),
         }
 
     def to_json(self) -> str:

@@ -87,18 +87,17 @@ def _unsupported_operators(mod: IRModule, known: set[tuple[str, str]]) -> list[R
             value = binding.value
             if not (isinstance(value, relax.Call) and isinstance(value.op, tvm.ir.Op)):
                 continue
-            name = value.op.name
-            key = (binding.var.name, name)
-            if key in known or name in offloadable:
+            name = str(value.op.name)
+            if (binding.var.name, name) in known:
                 continue
-            refusals.append(
-                Refusal(
-                    name,
-                    binding.var.name,
-                    RefusalKind.UNSUPPORTED_OPERATOR,
-                    f"no NNAPI pattern for {name} (in {gvar.name_hint})",
-                )
-            )
+            if name in offloadable:
+                # A pattern exists for the operator but not for this form (argument kinds).
+                kind = RefusalKind.ATTRIBUTE
+                reason = f"this form of {name} is not offloaded (in {gvar.name_hint})"
+            else:
+                kind = RefusalKind.UNSUPPORTED_OPERATOR
+                reason = f"no NNAPI pattern for {name} (in {gvar.name_hint})"
+            refusals.append(Refusal(name, binding.var.name, kind, reason))
     return refusals
 
 

@@ -95,18 +95,25 @@ def _record(operator: str, binding: str, kind: RefusalKind, reason: str) -> None
         collector.refusals[(binding, operator)] = Refusal(operator, binding, kind, reason)
 
 
-# A check returns None to accept, or (kind, reason) to refuse.
+# A check returns None to accept, or (kind, reason) to refuse. It gets the matched root call, the
+# options and the pattern context (context.annotated_expr has the pattern's named parts).
 CheckResult = tuple[RefusalKind, str] | None
-Check = Callable[[relax.Call, PartitionOptions], CheckResult]
+Check = Callable[[relax.Call, PartitionOptions, PatternCheckContext], CheckResult]
 
 
 @dataclass(frozen=True)
 class PatternSpec:
+    """One entry of the table. ``make_pattern`` returns the pattern and its annotations, which
+    must name the root call ``"root"`` (the operator whose refusal is reported)."""
+
     name: str  # "nnapi.add"
-    relax_op: str  # "relax.add"
+    relax_op: str  # "relax.add": the root operator
     nnapi_ops: tuple[str, ...]  # NNAPI operations the converter emits
     make_pattern: Callable[[], tuple[DFPattern, dict[str, DFPattern]]]
     check: Check
+    # Larger first: a fused pattern (conv2d + bias + relu) must be tried before the single
+    # operators it contains, whatever the module import order.
+    priority: int = 0
 
 
 _SPECS: list[PatternSpec] = []
@@ -135,11 +142,16 @@ def check_tensors(
     options: PartitionOptions,
     max_rank: int = 4,
     allow_rank0_constants: bool = True,
+    inputs: list[relax.Expr] | None = None,
 ) -> CheckResult:
-    """Common checks: tensor operands, allowed dtypes (with their feature level), known rank."""
-    values = [*call.args, call]
+    """Common checks: tensor operands, allowed dtypes (with their feature level), known rank.
+
+    ``inputs`` defaults to the call's arguments; pass the tensor arguments explicitly for
+    operators whose other arguments are attributes (shapes, bounds).
+    """
+    values = [*(call.args if inputs is None else inputs), call]
     for index, value in enumerate(values):
-        role = "output" if index == len(call.args) else f"input {index}"
+        role = "output" if index == len(values) - 1 else f"input {index}"
         tensor_type = tensor_info(value)
         if tensor_type is None:
             return RefusalKind.ATTRIBUTE, f"{role} is not a tensor ({value.ty})"
@@ -173,46 +185,6 @@ def check_device_support(spec: PatternSpec, options: PartitionOptions) -> CheckR
     return None
 
 
-# ---- elementwise binary --------------------------------------------------------------------------
-
-
-def _binary_pattern(op: str) -> Callable[[], tuple[DFPattern, dict[str, DFPattern]]]:
-    def make() -> tuple[DFPattern, dict[str, DFPattern]]:
-        lhs, rhs = wildcard(), wildcard()
-        call = is_op(op)(lhs, rhs)
-        return call, {"lhs": lhs, "rhs": rhs, "root": call}
-
-    return make
-
-
-def _binary_check(first_level: int, int32: bool) -> Check:
-    dtypes = {"float32": first_level, "float16": FEATURE_LEVEL_3}
-    if int32:
-        dtypes["int32"] = FEATURE_LEVEL_4
-
-    def check(call: relax.Call, options: PartitionOptions) -> CheckResult:
-        return check_tensors(call, dtypes, options)
-
-    return check
-
-
-for _relax_op, _nnapi_op, _level, _int32 in [
-    ("add", "ADD", FEATURE_LEVEL_1, True),
-    ("subtract", "SUB", FEATURE_LEVEL_2, True),
-    ("multiply", "MUL", FEATURE_LEVEL_1, True),
-    ("divide", "DIV", FEATURE_LEVEL_2, False),
-]:
-    register(
-        PatternSpec(
-            name=f"nnapi.{_relax_op}",
-            relax_op=f"relax.{_relax_op}",
-            nnapi_ops=(_nnapi_op,),
-            make_pattern=_binary_pattern(f"relax.{_relax_op}"),
-            check=_binary_check(_level, _int32),
-        )
-    )
-
-
 # ---- building the table --------------------------------------------------------------------------
 
 
@@ -221,10 +193,10 @@ def _binding_name(context: PatternCheckContext, call: relax.Expr) -> str:
     return var.name if var is not None else "?"
 
 
-def _make_check(spec: PatternSpec, root: DFPattern, options: PartitionOptions):
+def _make_check(spec: PatternSpec, options: PartitionOptions):
     def check(context: PatternCheckContext) -> bool:
         call = context.annotated_expr["root"]
-        result = spec.check(call, options) or check_device_support(spec, options)
+        result = spec.check(call, options, context) or check_device_support(spec, options)
         if result is None:
             return True
         kind, reason = result
@@ -235,17 +207,53 @@ def _make_check(spec: PatternSpec, root: DFPattern, options: PartitionOptions):
 
 
 def pattern_table(options: PartitionOptions | None = None) -> list[FusionPattern]:
-    """The FusionPatterns for ``FuseOpsByPattern``, in priority order."""
+    """The FusionPatterns for ``FuseOpsByPattern``, highest priority first (then registration
+    order)."""
+    from . import ops  # noqa: F401  (registers the specs)
+
     options = options or PartitionOptions()
     table = []
-    for spec in _SPECS:
+    for spec in sorted(_SPECS, key=lambda s: -s.priority):
         pattern, annotations = spec.make_pattern()
-        table.append(
-            FusionPattern(spec.name, pattern, annotations, _make_check(spec, pattern, options))
-        )
+        table.append(FusionPattern(spec.name, pattern, annotations, _make_check(spec, options)))
     return table
 
 
 def offloadable_relax_ops() -> set[str]:
     """Relax operators that some pattern can offload."""
+    from . import ops  # noqa: F401  (registers the specs)
+
     return {spec.relax_op for spec in _SPECS}
+
+
+def single_op_pattern(op: str, arity: int) -> Callable[[], tuple[DFPattern, dict[str, DFPattern]]]:
+    """A pattern matching one call of ``op`` with ``arity`` arguments of any kind."""
+
+    def make() -> tuple[DFPattern, dict[str, DFPattern]]:
+        args = [wildcard() for _ in range(arity)]
+        call = is_op(op)(*args)
+        return call, {"root": call, **{f"arg{i}": a for i, a in enumerate(args)}}
+
+    return make
+
+
+def dtype_of(expr: relax.Expr) -> str:
+    tensor_type = tensor_info(expr)
+    return str(tensor_type.dtype) if tensor_type is not None else ""
+
+
+def static_shape(expr: relax.Expr) -> list[int] | None:
+    """The shape as ints, or None when any dimension is symbolic or unknown."""
+    tensor_type = tensor_info(expr)
+    if tensor_type is None or tensor_type.shape is None:
+        return None
+    dims = []
+    for value in tensor_type.shape.values:
+        if not hasattr(value, "value"):
+            return None
+        dims.append(int(value.value))
+    return dims
+
+
+def is_constant(expr: relax.Expr) -> bool:
+    return isinstance(expr, tvm.ir.Constant)

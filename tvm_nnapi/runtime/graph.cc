@@ -644,6 +644,20 @@ Graph Graph::Parse(const std::string& json, uint64_t constants_size) {
   graph.outputs = AsOperandIdList(RequiredField(root, "outputs", "document"), graph.operands.size(),
                                   "\"outputs\"");
   if (graph.outputs.empty()) Malformed("\"outputs\"", "the graph has no outputs");
+  if (auto skip = Field(root, "skip_arguments")) {
+    JsonArray positions = AsArray(*skip, "\"skip_arguments\"");
+    const size_t parameters = graph.inputs.size() + positions.size();
+    for (size_t i = 0; i < positions.size(); ++i) {
+      const std::string where = "skip_arguments[" + std::to_string(i) + "]";
+      const int64_t position = AsInteger(positions[i], where);
+      if (position < 0 || static_cast<size_t>(position) >= parameters ||
+          (i > 0 && position <= static_cast<int64_t>(graph.skip_arguments.back()))) {
+        Malformed(where, "positions must be increasing and below the parameter count " +
+                             std::to_string(parameters));
+      }
+      graph.skip_arguments.push_back(static_cast<uint32_t>(position));
+    }
+  }
 
   // Roles of the listed inputs/outputs.
   for (uint32_t id : graph.inputs) {

@@ -82,6 +82,9 @@ struct Graph {
   std::vector<GraphOperation> operations;
   std::vector<uint32_t> inputs;
   std::vector<uint32_t> outputs;
+  // Positions among the function's parameters that are not tensors (shape values the VM
+  // passes); the runtime skips them. Sorted.
+  std::vector<uint32_t> skip_arguments;
   // Relaxed fp32 computation allowed (ANeuralNetworksModel_relaxComputationFloat32toFloat16).
   bool relax_fp32_to_fp16 = false;
 

@@ -283,17 +283,25 @@ std::shared_ptr<const CompiledModel> NnapiModuleObj::GetCompiled(
 void NnapiModuleObj::Run(ffi::PackedArgs args) {
   const size_t num_inputs = graph_.inputs.size();
   const size_t num_outputs = graph_.outputs.size();
-  if (static_cast<size_t>(args.size()) != num_inputs + num_outputs) {
+  const size_t num_skipped = graph_.skip_arguments.size();
+  if (static_cast<size_t>(args.size()) != num_inputs + num_skipped + num_outputs) {
     TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << symbol_ << "' takes " << num_inputs
-                              << " inputs and " << num_outputs << " outputs, got " << args.size()
-                              << " arguments";
+                              << " tensor inputs, " << num_skipped << " shape arguments and "
+                              << num_outputs << " outputs, got " << args.size() << " arguments";
   }
+  // Tensors in order: inputs (skipping shape arguments), then outputs.
   std::vector<DLTensor*> tensors;
-  for (size_t i = 0; i < num_inputs + num_outputs; ++i) {
+  size_t next_skip = 0;
+  for (size_t position = 0; position < static_cast<size_t>(args.size()); ++position) {
+    if (next_skip < num_skipped && graph_.skip_arguments[next_skip] == position) {
+      ++next_skip;
+      continue;
+    }
+    const size_t i = tensors.size();
     const bool is_input = i < num_inputs;
     const size_t index = is_input ? i : i - num_inputs;
     const std::string role = (is_input ? "input " : "output ") + std::to_string(index);
-    auto tensor = args[i].try_cast<DLTensor*>();
+    auto tensor = args[position].try_cast<DLTensor*>();
     if (!tensor.has_value()) {
       TVM_FFI_THROW(TypeError) << "NNAPI subgraph '" << symbol_ << "': " << role
                                << " is not a tensor";

@@ -1,0 +1,179 @@
+// Helpers shared by the elementwise operation family (unary.cc, activations.cc,
+// elementwise_binary.cc, comparisons.cc, select.cc, cast_quantize.cc), on top of common.h.
+#ifndef MOCK_NNAPI_SRC_OPS_ELEMENTWISE_HELPERS_H_
+#define MOCK_NNAPI_SRC_OPS_ELEMENTWISE_HELPERS_H_
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+#include <string>
+
+#include "common.h"
+
+namespace mock_nnapi {
+namespace elementwise {
+
+// A tensor type an operation accepts and the feature level that combination needs.
+struct TypeLevel {
+  int32_t type;
+  int64_t level;
+};
+
+// Checks that input `i` has one of the types of `table` and raises the operation's feature level
+// to the one that type needs.
+inline int CheckInputTypeLevel(OperationContext& context, uint32_t i,
+                               std::initializer_list<TypeLevel> table) {
+  const int32_t type = context.InputType(i);
+  for (const TypeLevel& entry : table) {
+    if (entry.type == type) {
+      context.RequireFeatureLevel(entry.level);
+      return ANEURALNETWORKS_NO_ERROR;
+    }
+  }
+  std::string allowed;
+  for (const TypeLevel& entry : table) {
+    if (!allowed.empty()) allowed += ", ";
+    allowed += OperandTypeName(entry.type);
+  }
+  NN_FAIL(ANEURALNETWORKS_BAD_DATA) << context.name() << " input " << i << " has type "
+                                    << OperandTypeName(type) << "; expected one of " << allowed;
+}
+
+// Checks that input `i` has the same type as input `reference`.
+inline int CheckInputTypeMatches(const OperationContext& context, uint32_t i, uint32_t reference) {
+  NN_CHECK_EQ(context.InputType(i), context.InputType(reference), ANEURALNETWORKS_BAD_DATA)
+      << context.name() << " input " << i << " has type " << OperandTypeName(context.InputType(i))
+      << " but input " << reference << " has " << OperandTypeName(context.InputType(reference));
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+// Checks that output `i` has type `type`.
+inline int CheckOutputType(const OperationContext& context, uint32_t i, int32_t type) {
+  NN_CHECK_EQ(context.Output(i).type, type, ANEURALNETWORKS_BAD_DATA)
+      << context.name() << " output " << i << " has type "
+      << OperandTypeName(context.Output(i).type) << "; expected " << OperandTypeName(type);
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+// Validation-time broadcast check of two inputs, when both shapes are fully known.
+inline int CheckBroadcastableIfKnown(const OperationContext& context, uint32_t a, uint32_t b) {
+  const OperandInfo& x = context.Input(a);
+  const OperandInfo& y = context.Input(b);
+  if (!x.IsFullySpecified() || !y.IsFullySpecified()) return ANEURALNETWORKS_NO_ERROR;
+  Dimensions out;
+  NN_CHECK(BroadcastShapes(x.dimensions, y.dimensions, &out), ANEURALNETWORKS_BAD_DATA)
+      << context.name() << " cannot broadcast " << DimensionsToString(x.dimensions) << " with "
+      << DimensionsToString(y.dimensions);
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+// Run-time checks of Android's CPU executor before an operation runs: no input may be omitted
+// (checkNoOmittedOperand), and no input may have a zero dimension unless the operation is
+// registered with allowZeroSizedInput (checkNoZeroSizedInput). Failures are OP_FAILED.
+inline int CheckRunnableInputs(const OperationContext& context, bool allow_zero_sized) {
+  for (uint32_t i = 0; i < context.InputCount(); ++i) {
+    NN_CHECK(!context.IsOmitted(i), ANEURALNETWORKS_OP_FAILED)
+        << context.name() << " input " << i << " is required but omitted";
+    if (allow_zero_sized || !IsTensorType(context.InputType(i))) continue;
+    for (uint32_t dimension : context.Input(i).dimensions) {
+      NN_CHECK_NE(dimension, 0u, ANEURALNETWORKS_OP_FAILED)
+          << context.name() << " does not support zero-sized input " << i << " "
+          << DimensionsToString(context.Input(i).dimensions);
+    }
+  }
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+// Run-time rank check (the rank may have been unknown during validation).
+inline int CheckPreparedRankAtMost(const OperationContext& context, uint32_t i, uint32_t rank) {
+  NN_CHECK_LE(context.Input(i).rank(), rank, ANEURALNETWORKS_OP_FAILED)
+      << context.name() << " input " << i << " rank";
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+// An operation that fixes its output quantisation: the declared output must carry exactly those
+// parameters. Android's CPU executor compares them when the output shape is set and fails the
+// execution with OP_FAILED on a mismatch.
+inline int CheckOutputQuantization(const OperationContext& context, uint32_t i, float scale,
+                                   int32_t zero_point) {
+  const OperandInfo& output = context.Output(i);
+  NN_CHECK(output.scale == scale && output.zero_point == zero_point, ANEURALNETWORKS_OP_FAILED)
+      << context.name() << " output " << i << " has scale " << output.scale << " and zeroPoint "
+      << output.zero_point << "; the operation produces scale " << scale << " and zeroPoint "
+      << zero_point;
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+// Output 0 takes the shape of input `i`.
+inline int PrepareSameShape(OperationContext& context, uint32_t i = 0) {
+  return context.SetOutputShape(0, context.Input(i).dimensions);
+}
+
+// Output 0 takes the broadcast shape of inputs a and b.
+inline int PrepareBroadcast(OperationContext& context, uint32_t a, uint32_t b) {
+  const OperandInfo& x = context.Input(a);
+  const OperandInfo& y = context.Input(b);
+  Dimensions out;
+  NN_CHECK(BroadcastShapes(x.dimensions, y.dimensions, &out), ANEURALNETWORKS_OP_FAILED)
+      << context.name() << " cannot broadcast " << DimensionsToString(x.dimensions) << " with "
+      << DimensionsToString(y.dimensions);
+  return context.SetOutputShape(0, out);
+}
+
+inline size_t ElementCountOf(const Dimensions& dimensions) {
+  size_t count = 1;
+  for (uint32_t dimension : dimensions) count *= dimension;
+  return count;
+}
+
+// Quantises a real result the way Android's reference kernels do: zero_point + round(value /
+// scale) (ties away from zero), saturated to Q's range; NaN saturates to the maximum like
+// std::min(max, NaN) does there.
+template <typename Q>
+inline Q QuantizeResult(float value, float scale, int32_t zero_point) {
+  if (std::isnan(value)) return std::numeric_limits<Q>::max();
+  return Quantize<Q>(value, scale, zero_point);
+}
+
+// Re-expresses a quantised value in another scale and zero point.
+template <typename Q>
+inline Q Requantize(Q value, const OperandInfo& from, const OperandInfo& to) {
+  return QuantizeResult<Q>(Dequantize(value, from.scale, from.zero_point), to.scale, to.zero_point);
+}
+
+// Calls body(T{}) with T the C++ element type of a floating-point tensor type; false otherwise.
+template <typename Body>
+bool DispatchFloat(int32_t type, Body&& body) {
+  switch (type) {
+    case ANEURALNETWORKS_TENSOR_FLOAT32:
+      body(float{});
+      return true;
+    case ANEURALNETWORKS_TENSOR_FLOAT16:
+      body(Half{});
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Calls body(Q{}) with Q the C++ element type of an asymmetric 8-bit quantised tensor type.
+template <typename Body>
+bool DispatchQuant8(int32_t type, Body&& body) {
+  switch (type) {
+    case ANEURALNETWORKS_TENSOR_QUANT8_ASYMM:
+      body(uint8_t{});
+      return true;
+    case ANEURALNETWORKS_TENSOR_QUANT8_ASYMM_SIGNED:
+      body(int8_t{});
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace elementwise
+}  // namespace mock_nnapi
+
+#endif  // MOCK_NNAPI_SRC_OPS_ELEMENTWISE_HELPERS_H_

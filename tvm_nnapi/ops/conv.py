@@ -1,0 +1,220 @@
+"""conv2d (+ bias + activation) and conv2d_transpose.
+
+Relax conv2d -> NNAPI, with every attribute explicit (explicit padding form):
+  groups == 1                      CONV_2D          filter [O, kH, kW, I]   (13 inputs, dilation)
+  groups == C_in (depthwise)       DEPTHWISE_CONV_2D filter [1, kH, kW, O]  (14 inputs, multiplier)
+  other groups                     GROUPED_CONV_2D  filter [O, kH, kW, I/g] (12 inputs, no dilation)
+Relax's (h, w) strides and dilations become NNAPI's (w, h) operand order and Relax's padding
+(top, left, bottom, right) becomes (left, right, top, bottom). NCHW data uses NNAPI's layout
+flag (feature level 3), never a silent assumption; the filter is rearranged from the Relax
+kernel layout (at compile time for constants, else with TRANSPOSE). A following add of a
+per-channel constant bias and relu / clip(0, 6) / clip(-1, 1) are fused into the operation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from tvm import relax
+from tvm.relax.dpl import is_const, is_op, wildcard
+from tvm.relax.transform import PatternCheckContext
+
+from ..converters import ConvertContext, composite_calls, composite_converter, int_tuple
+from ..patterns import (
+    FEATURE_LEVEL_1,
+    FEATURE_LEVEL_3,
+    CheckResult,
+    PartitionOptions,
+    PatternSpec,
+    RefusalKind,
+    check_tensors,
+    register,
+    static_shape,
+    tensor_info,
+)
+from .elementwise import activation_code
+
+_DTYPES = {"float32": FEATURE_LEVEL_1, "float16": FEATURE_LEVEL_3}
+
+
+def _conv_pattern(op: str, with_bias: bool, with_activation: bool):
+    def make():
+        data, weight = wildcard(), wildcard()
+        conv = is_op(op)(data, weight)
+        annotations = {"root": conv, "data": data, "weight": weight}
+        out = conv
+        if with_bias:
+            bias = is_const()
+            out = is_op("relax.add")(out, bias)
+            annotations["bias"] = bias
+        if with_activation:
+            out = is_op("relax.nn.relu")(out) | is_op("relax.clip")(out, wildcard(), wildcard())
+            annotations["activation"] = out
+        return out, annotations
+
+    return make
+
+
+def _channel_axis(layout: str) -> int:
+    return layout.index("C")
+
+
+def _check_bias(conv: relax.Call, bias: relax.Expr) -> CheckResult:
+    out = static_shape(conv)
+    shape = static_shape(bias)
+    if out is None or shape is None:
+        return RefusalKind.DYNAMIC_SHAPE, "bias fusion needs static shapes"
+    axis = _channel_axis(str(conv.attrs.out_layout or conv.attrs.data_layout))
+    aligned = [1] * (len(out) - len(shape)) + list(shape)
+    if len(aligned) != len(out) or any(d != 1 for i, d in enumerate(aligned) if i != axis):
+        return RefusalKind.ATTRIBUTE, f"bias of shape {shape} is not per output channel"
+    if aligned[axis] != out[axis]:
+        return RefusalKind.ATTRIBUTE, "bias length differs from the output channels"
+    return None
+
+
+def _check_conv(
+    call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
+) -> CheckResult:
+    attrs = call.attrs
+    data_layout = str(attrs.data_layout)
+    out_layout = str(attrs.out_layout or data_layout)
+    result = check_tensors(call, _DTYPES, options, inputs=list(call.args))
+    if result is not None:
+        return result
+    if data_layout not in ("NCHW", "NHWC") or out_layout != data_layout:
+        return RefusalKind.ATTRIBUTE, f"layout {data_layout} -> {out_layout} is not NHWC or NCHW"
+    kernel_layout = str(attrs.kernel_layout)
+    if sorted(kernel_layout) != sorted("OIHW"):
+        return RefusalKind.ATTRIBUTE, f"kernel layout {kernel_layout} is not supported"
+    if attrs.out_dtype is not None and str(attrs.out_dtype) not in (
+        "",
+        "void",
+        str(tensor_info(call).dtype),
+    ):
+        return RefusalKind.DTYPE, f"out_dtype {attrs.out_dtype} differs from the input dtype"
+    needs_fl3 = data_layout == "NCHW" or int_tuple(attrs.dilation) != [1, 1]
+    groups = int(attrs.groups)
+    data_shape = static_shape(call.args[0])
+    weight_shape = static_shape(call.args[1])
+    if weight_shape is None:
+        return RefusalKind.DYNAMIC_SHAPE, "the filter shape must be static"
+    if data_shape is None or data_shape[_channel_axis(data_layout)] is None:
+        return RefusalKind.DYNAMIC_SHAPE, "the input channels must be static"
+    in_channels = data_shape[_channel_axis(data_layout)]
+    out_channels = weight_shape[kernel_layout.index("O")]
+    if str(call.op.name) == "relax.nn.conv2d_transpose":
+        if groups != 1:
+            return RefusalKind.ATTRIBUTE, "grouped conv2d_transpose has no NNAPI operation"
+        if int_tuple(attrs.dilation) != [1, 1]:
+            return RefusalKind.ATTRIBUTE, "TRANSPOSE_CONV_2D has no dilation"
+        if int_tuple(attrs.output_padding) != [0, 0]:
+            return RefusalKind.ATTRIBUTE, "TRANSPOSE_CONV_2D has no output_padding"
+        needs_fl3 = True
+    elif groups != 1:
+        depthwise = groups == in_channels and out_channels % in_channels == 0
+        needs_fl3 = needs_fl3 or not depthwise
+        if not depthwise and int_tuple(attrs.dilation) != [1, 1]:
+            return RefusalKind.ATTRIBUTE, "GROUPED_CONV_2D has no dilation"
+    if needs_fl3 and options.feature_level < FEATURE_LEVEL_3:
+        return RefusalKind.FEATURE_LEVEL, "NCHW, dilation and grouped convolutions need FL3"
+    if "bias" in ctx.annotated_expr:
+        result = _check_bias(call, ctx.annotated_expr["bias"])
+        if result is not None:
+            return result
+    if "activation" in ctx.annotated_expr:
+        activation = ctx.annotated_expr["activation"]
+        if activation_code(activation) is None:
+            return RefusalKind.ATTRIBUTE, "only relu, relu6 and relu1 can be fused"
+    return None
+
+
+for _op, _nnapi in [
+    ("relax.nn.conv2d", ("CONV_2D", "DEPTHWISE_CONV_2D", "GROUPED_CONV_2D")),
+    ("relax.nn.conv2d_transpose", ("TRANSPOSE_CONV_2D",)),
+]:
+    for _bias, _act in [(True, True), (True, False), (False, True), (False, False)]:
+        _suffix = ("_bias" if _bias else "") + ("_act" if _act else "")
+        register(
+            PatternSpec(
+                name=f"nnapi.{_op.rsplit('.', 1)[1]}{_suffix}",
+                relax_op=_op,
+                nnapi_ops=_nnapi,
+                make_pattern=_conv_pattern(_op, _bias, _act),
+                check=_check_conv,
+                priority=2 * _bias + _act,
+            )
+        )
+
+
+def _filter(ctx: ConvertContext, expr: relax.Expr, layout: str, target: str, source: str) -> int:
+    """The filter operand rearranged from the Relax kernel layout to ``target`` (e.g. OHWI)."""
+    operand = ctx.operand(expr)
+    perm = [layout.index(axis) for axis in target]
+    if perm == list(range(4)):
+        return operand
+    return ctx.transpose(operand, ctx.dtype(expr), ctx.shape(expr), perm, source)
+
+
+def _bias(ctx: ConvertContext, add: relax.Call | None, channels: int, dtype: str) -> int:
+    if add is None:
+        return ctx.constant(np.zeros(channels, dtype=dtype))
+    value = add.args[1].value.numpy().reshape(-1).astype(dtype)
+    return ctx.constant(value)
+
+
+def _conv_names() -> list[str]:
+    names = []
+    for base in ("conv2d", "conv2d_transpose"):
+        for suffix in ("", "_bias", "_act", "_bias_act"):
+            names.append(f"nnapi.{base}{suffix}")
+    return names
+
+
+@composite_converter(*_conv_names())
+def convert_conv(ctx: ConvertContext, composite: relax.Function, arguments: list) -> int:
+    calls = composite_calls(composite)
+    transpose = "relax.nn.conv2d_transpose" in calls
+    conv = calls["relax.nn.conv2d_transpose" if transpose else "relax.nn.conv2d"]
+    add = calls.get("relax.add")
+    activation = calls.get("relax.nn.relu", calls.get("relax.clip"))
+    result = next(call for call in (activation, add, conv) if call is not None)
+    attrs = conv.attrs
+    source = str(conv.op.name)
+    layout = str(attrs.data_layout)
+    kernel_layout = str(attrs.kernel_layout)
+    dtype = ctx.dtype(conv)
+    stride_h, stride_w = int_tuple(attrs.strides)
+    dilation_h, dilation_w = int_tuple(attrs.dilation)
+    pad_top, pad_left, pad_bottom, pad_right = int_tuple(attrs.padding)
+    groups = int(attrs.groups)
+    weight_shape = [int(d) for d in ctx.shape(conv.args[1])]
+    out_channels = weight_shape[kernel_layout.index("O")]
+    data = ctx.operand(conv.args[0])
+    in_channels = ctx.shape(conv.args[0])[_channel_axis(layout)]
+    bias = _bias(ctx, add, out_channels, dtype)
+    pads = [ctx.int32(v) for v in (pad_left, pad_right, pad_top, pad_bottom)]
+    strides = [ctx.int32(stride_w), ctx.int32(stride_h)]
+    fuse = ctx.int32(activation_code(activation))
+    nchw = ctx.bool(layout == "NCHW")
+    out = ctx.output(result)
+    if transpose:
+        # Relax's conv2d_transpose kernel is [I, O, kH, kW] in its "IOHW" layout.
+        weight = _filter(ctx, conv.args[1], kernel_layout, "OHWI", source)
+        inputs = [data, weight, bias, *pads, *strides, fuse, nchw]
+        ctx.emit("TRANSPOSE_CONV_2D", inputs, [out], source)
+    elif groups == 1:
+        weight = _filter(ctx, conv.args[1], kernel_layout, "OHWI", source)
+        dilations = [ctx.int32(dilation_w), ctx.int32(dilation_h)]
+        inputs = [data, weight, bias, *pads, *strides, fuse, nchw, *dilations]
+        ctx.emit("CONV_2D", inputs, [out], source)
+    elif groups == in_channels and out_channels % groups == 0:
+        weight = _filter(ctx, conv.args[1], kernel_layout, "IHWO", source)
+        multiplier = ctx.int32(out_channels // groups)
+        dilations = [ctx.int32(dilation_w), ctx.int32(dilation_h)]
+        inputs = [data, weight, bias, *pads, *strides, multiplier, fuse, nchw, *dilations]
+        ctx.emit("DEPTHWISE_CONV_2D", inputs, [out], source)
+    else:
+        weight = _filter(ctx, conv.args[1], kernel_layout, "OHWI", source)
+        inputs = [data, weight, bias, *pads, *strides, ctx.int32(groups), fuse, nchw]
+        ctx.emit("GROUPED_CONV_2D", inputs, [out], source)
+    return out

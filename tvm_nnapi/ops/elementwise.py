@@ -1,0 +1,336 @@
+"""Elementwise operators: arithmetic, comparisons, logic, unary math, activations, casts."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from tvm import relax
+from tvm.relax.transform import PatternCheckContext
+
+from ..converters import (
+    FUSED_NONE,
+    FUSED_RELU,
+    FUSED_RELU1,
+    FUSED_RELU6,
+    ConvertContext,
+    converter,
+)
+from ..patterns import (
+    FEATURE_LEVEL_1,
+    FEATURE_LEVEL_2,
+    FEATURE_LEVEL_3,
+    FEATURE_LEVEL_4,
+    CheckResult,
+    PartitionOptions,
+    PatternSpec,
+    RefusalKind,
+    check_tensors,
+    dtype_of,
+    register,
+    single_op_pattern,
+    tensor_info,
+)
+
+FLOAT = {"float32": FEATURE_LEVEL_1, "float16": FEATURE_LEVEL_3}
+FLOAT_FL3 = {"float32": FEATURE_LEVEL_3, "float16": FEATURE_LEVEL_3}
+
+
+def _spec(relax_op: str, nnapi_ops: tuple[str, ...], arity: int, check) -> None:
+    register(
+        PatternSpec(
+            name=f"nnapi.{relax_op.removeprefix('relax.').replace('.', '_')}",
+            relax_op=relax_op,
+            nnapi_ops=nnapi_ops,
+            make_pattern=single_op_pattern(relax_op, arity),
+            check=check,
+        )
+    )
+
+
+def _dtype_check(dtypes: dict[str, int], output_dtypes: dict[str, int] | None = None):
+    """Accept the listed input dtypes (and output dtypes, if they differ), rank <= 4."""
+
+    def check(call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext) -> CheckResult:
+        result = check_tensors(call, {**dtypes, **(output_dtypes or {})}, options)
+        if result is not None:
+            return result
+        for arg in call.args:
+            if dtype_of(arg) not in dtypes:
+                return RefusalKind.DTYPE, f"input dtype {dtype_of(arg)} is not supported"
+        return None
+
+    return check
+
+
+# ---- binary arithmetic ---------------------------------------------------------------------------
+
+_ARITHMETIC = {
+    "relax.add": (
+        "ADD",
+        {"float32": FEATURE_LEVEL_1, "float16": FEATURE_LEVEL_3, "int32": FEATURE_LEVEL_4},
+    ),
+    "relax.subtract": (
+        "SUB",
+        {"float32": FEATURE_LEVEL_2, "float16": FEATURE_LEVEL_3, "int32": FEATURE_LEVEL_4},
+    ),
+    "relax.multiply": (
+        "MUL",
+        {"float32": FEATURE_LEVEL_1, "float16": FEATURE_LEVEL_3, "int32": FEATURE_LEVEL_4},
+    ),
+    "relax.divide": ("DIV", {"float32": FEATURE_LEVEL_2, "float16": FEATURE_LEVEL_3}),
+}
+for _op, (_nnapi, _dtypes) in _ARITHMETIC.items():
+    _spec(_op, (_nnapi,), 2, _dtype_check(_dtypes))
+
+
+@converter(*_ARITHMETIC)
+def convert_arithmetic(ctx: ConvertContext, call: relax.Call) -> int:
+    op = _ARITHMETIC[str(call.op.name)][0]
+    lhs, rhs = ctx.operand(call.args[0]), ctx.operand(call.args[1])
+    return ctx.binary(op, lhs, rhs, call, str(call.op.name))
+
+
+# ---- other binary operators ----------------------------------------------------------------------
+
+_BINARY = {
+    "relax.maximum": ("MAXIMUM", {**FLOAT_FL3, "int32": FEATURE_LEVEL_3}),
+    "relax.minimum": ("MINIMUM", {**FLOAT_FL3, "int32": FEATURE_LEVEL_3}),
+    "relax.power": ("POW", FLOAT_FL3),
+}
+for _op, (_nnapi, _dtypes) in _BINARY.items():
+    _spec(_op, (_nnapi,), 2, _dtype_check(_dtypes))
+
+_COMPARISONS = {
+    "relax.equal": "EQUAL",
+    "relax.not_equal": "NOT_EQUAL",
+    "relax.greater": "GREATER",
+    "relax.greater_equal": "GREATER_EQUAL",
+    "relax.less": "LESS",
+    "relax.less_equal": "LESS_EQUAL",
+}
+_COMPARABLE = {**FLOAT_FL3, "int32": FEATURE_LEVEL_3}
+for _op, _nnapi in _COMPARISONS.items():
+    _spec(_op, (_nnapi,), 2, _dtype_check(_COMPARABLE, {"bool": FEATURE_LEVEL_3}))
+
+_LOGICAL = {"relax.logical_and": "LOGICAL_AND", "relax.logical_or": "LOGICAL_OR"}
+for _op, _nnapi in _LOGICAL.items():
+    _spec(_op, (_nnapi,), 2, _dtype_check({"bool": FEATURE_LEVEL_3}))
+
+
+@converter(*_BINARY, *_COMPARISONS, *_LOGICAL)
+def convert_binary(ctx: ConvertContext, call: relax.Call) -> int:
+    name = str(call.op.name)
+    op = _BINARY[name][0] if name in _BINARY else _COMPARISONS.get(name) or _LOGICAL[name]
+    out = ctx.output(call)
+    ctx.emit(op, [ctx.operand(call.args[0]), ctx.operand(call.args[1])], [out], name)
+    return out
+
+
+# ---- unary operators -----------------------------------------------------------------------------
+
+_UNARY = {
+    "relax.exp": ("EXP", FLOAT_FL3),
+    "relax.log": ("LOG", FLOAT_FL3),
+    "relax.sqrt": ("SQRT", FLOAT_FL3),
+    "relax.rsqrt": ("RSQRT", FLOAT_FL3),
+    "relax.sin": ("SIN", FLOAT_FL3),
+    "relax.abs": ("ABS", FLOAT_FL3),
+    "relax.negative": ("NEG", {**FLOAT_FL3, "int32": FEATURE_LEVEL_3}),
+    "relax.floor": ("FLOOR", FLOAT),
+    "relax.tanh": ("TANH", FLOAT),
+    "relax.sigmoid": ("LOGISTIC", FLOAT),
+    "relax.nn.relu": ("RELU", FLOAT),
+    "relax.logical_not": ("LOGICAL_NOT", {"bool": FEATURE_LEVEL_3}),
+}
+for _op, (_nnapi, _dtypes) in _UNARY.items():
+    _spec(_op, (_nnapi,), 1, _dtype_check(_dtypes))
+
+
+@converter(*_UNARY)
+def convert_unary(ctx: ConvertContext, call: relax.Call) -> int:
+    name = str(call.op.name)
+    return ctx.unary(_UNARY[name][0], ctx.operand(call.args[0]), call, name)
+
+
+# ---- composite activations -----------------------------------------------------------------------
+
+_spec("relax.nn.silu", ("LOGISTIC", "MUL"), 1, _dtype_check(FLOAT))
+
+
+@converter("relax.nn.silu")
+def convert_silu(ctx: ConvertContext, call: relax.Call) -> int:
+    """silu(x) = x * sigmoid(x)."""
+    x = ctx.operand(call.args[0])
+    sigmoid = ctx.unary("LOGISTIC", x, call, "relax.nn.silu")
+    return ctx.binary("MUL", x, sigmoid, call, "relax.nn.silu")
+
+
+_spec("relax.nn.gelu_tanh", ("MUL", "ADD", "TANH"), 1, _dtype_check(FLOAT))
+
+
+@converter("relax.nn.gelu_tanh")
+def convert_gelu_tanh(ctx: ConvertContext, call: relax.Call) -> int:
+    """gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+    source = "relax.nn.gelu_tanh"
+    dtype = ctx.dtype(call)
+    x = ctx.operand(call.args[0])
+
+    def const(value: float) -> int:
+        return ctx.constant(np.array([value], dtype=dtype))
+
+    x2 = ctx.binary("MUL", x, x, call, source)
+    x3 = ctx.binary("MUL", x2, x, call, source)
+    inner = ctx.binary("ADD", x, ctx.binary("MUL", x3, const(0.044715), call, source), call, source)
+    scaled = ctx.binary("MUL", inner, const(math.sqrt(2.0 / math.pi)), call, source)
+    t = ctx.unary("TANH", scaled, call, source)
+    one_plus = ctx.binary("ADD", t, const(1.0), call, source)
+    half_x = ctx.binary("MUL", x, const(0.5), call, source)
+    return ctx.binary("MUL", half_x, one_plus, call, source)
+
+
+def _check_gelu(
+    call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
+) -> CheckResult:
+    return (
+        RefusalKind.ATTRIBUTE,
+        "the exact (erf) GELU has no NNAPI operation; its tanh form (gelu_tanh) is offloaded",
+    )
+
+
+_spec("relax.nn.gelu", (), 1, _check_gelu)
+
+
+# ---- clip -> fused activations or MAXIMUM/MINIMUM ------------------------------------------------
+
+
+def _clip_bounds(call: relax.Call) -> tuple[float, float] | None:
+    bounds = []
+    for arg in call.args[1:3]:
+        value = getattr(arg, "value", None)
+        if value is None:
+            return None
+        bounds.append(float(value.value) if hasattr(value, "value") else float(value))
+    return bounds[0], bounds[1]
+
+
+def _check_clip(
+    call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
+) -> CheckResult:
+    result = check_tensors(call, FLOAT, options, inputs=[call.args[0]])
+    if result is not None:
+        return result
+    bounds = _clip_bounds(call)
+    if bounds is None:
+        return RefusalKind.ATTRIBUTE, "clip bounds are not constants"
+    if bounds not in ((0.0, 6.0), (-1.0, 1.0)) and options.feature_level < FEATURE_LEVEL_3:
+        return RefusalKind.FEATURE_LEVEL, "clip to other bounds needs MAXIMUM/MINIMUM (FL3)"
+    return None
+
+
+register(
+    PatternSpec(
+        name="nnapi.clip",
+        relax_op="relax.clip",
+        nnapi_ops=("RELU6",),
+        make_pattern=single_op_pattern("relax.clip", 3),
+        check=_check_clip,
+    )
+)
+
+_FUSED_CLIPS = {(0.0, 6.0): ("RELU6", FUSED_RELU6), (-1.0, 1.0): ("RELU1", FUSED_RELU1)}
+
+
+@converter("relax.clip")
+def convert_clip(ctx: ConvertContext, call: relax.Call) -> int:
+    x = ctx.operand(call.args[0])
+    low, high = _clip_bounds(call)  # type: ignore[misc]
+    if (low, high) in _FUSED_CLIPS:
+        return ctx.unary(_FUSED_CLIPS[(low, high)][0], x, call, "relax.clip")
+    dtype = ctx.dtype(call)
+    finfo = np.finfo(dtype)
+    low, high = max(low, float(finfo.min)), min(high, float(finfo.max))
+    if low == 0.0 and high == float(finfo.max):
+        return ctx.unary("RELU", x, call, "relax.clip")
+    lower = ctx.output(call)
+    ctx.emit("MAXIMUM", [x, ctx.constant(np.array([low], dtype))], [lower], "relax.clip")
+    out = ctx.output(call)
+    ctx.emit("MINIMUM", [lower, ctx.constant(np.array([high], dtype))], [out], "relax.clip")
+    return out
+
+
+def activation_code(call: relax.Call | None) -> int | None:
+    """The NNAPI FuseCode for an activation call that can be fused into the producer, or None."""
+    if call is None:
+        return FUSED_NONE
+    name = str(call.op.name)
+    if name == "relax.nn.relu":
+        return FUSED_RELU
+    if name == "relax.clip":
+        bounds = _clip_bounds(call)
+        if bounds in _FUSED_CLIPS:
+            return _FUSED_CLIPS[bounds][1]
+    return None
+
+
+# ---- casts and select ----------------------------------------------------------------------------
+
+_CASTABLE = {"float32": FEATURE_LEVEL_3, "float16": FEATURE_LEVEL_3, "int32": FEATURE_LEVEL_3}
+
+
+def _check_astype(
+    call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
+) -> CheckResult:
+    return check_tensors(call, _CASTABLE, options)
+
+
+register(
+    PatternSpec(
+        name="nnapi.astype",
+        relax_op="relax.astype",
+        nnapi_ops=("CAST",),
+        make_pattern=single_op_pattern("relax.astype", 1),
+        check=_check_astype,
+    )
+)
+
+
+@converter("relax.astype")
+def convert_astype(ctx: ConvertContext, call: relax.Call) -> int:
+    return ctx.unary("CAST", ctx.operand(call.args[0]), call, "relax.astype")
+
+
+def _check_where(
+    call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
+) -> CheckResult:
+    dtypes = {**FLOAT_FL3, "int32": FEATURE_LEVEL_3, "bool": FEATURE_LEVEL_3}
+    result = check_tensors(call, dtypes, options)
+    if result is not None:
+        return result
+    shapes = [tensor_info(a).shape for a in (*call.args, call)]
+    if any(s is None for s in shapes) or len({str(s) for s in shapes}) != 1:
+        return (
+            RefusalKind.ATTRIBUTE,
+            "NNAPI SELECT needs the condition and both values in one shape",
+        )
+    if dtype_of(call.args[0]) != "bool":
+        return RefusalKind.DTYPE, "the condition must be a bool tensor"
+    return None
+
+
+register(
+    PatternSpec(
+        name="nnapi.where",
+        relax_op="relax.where",
+        nnapi_ops=("SELECT",),
+        make_pattern=single_op_pattern("relax.where", 3),
+        check=_check_where,
+    )
+)
+
+
+@converter("relax.where")
+def convert_where(ctx: ConvertContext, call: relax.Call) -> int:
+    out = ctx.output(call)
+    ctx.emit("SELECT", [ctx.operand(a) for a in call.args], [out], "relax.where")
+    return out

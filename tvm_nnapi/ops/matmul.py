@@ -1,0 +1,147 @@
+"""matmul: FULLY_CONNECTED when the right side is a 2-D weight, else BATCH_MATMUL.
+
+``matmul(x, permute_dims(w))`` with a 2-D ``w`` of shape [N, K] is exactly NNAPI's
+FULLY_CONNECTED(x, w, bias): the weight is used as given (NNAPI wants [num_units, input_size]).
+A plain 2-D right side [K, N] is transposed once (at compile time for constants, else with a
+TRANSPOSE operation). FULLY_CONNECTED flattens its input to [batch, K]; a RESHAPE restores the
+leading dimensions (symbolic ones included). ``+ bias`` with a constant [N] vector is fused.
+Batched right sides go to BATCH_MATMUL (feature level 6), with adj_y for a transposed operand.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from tvm import relax
+from tvm.relax.dpl import is_const, is_op, wildcard
+from tvm.relax.transform import PatternCheckContext
+
+from ..converters import FUSED_NONE, ConvertContext, composite_calls, composite_converter, int_tuple
+from ..patterns import (
+    FEATURE_LEVEL_1,
+    FEATURE_LEVEL_3,
+    FEATURE_LEVEL_6,
+    CheckResult,
+    PartitionOptions,
+    PatternSpec,
+    RefusalKind,
+    check_tensors,
+    register,
+    tensor_info,
+)
+
+_FC_DTYPES = {"float32": FEATURE_LEVEL_1, "float16": FEATURE_LEVEL_3}
+_BMM_DTYPES = {"float32": FEATURE_LEVEL_6, "float16": FEATURE_LEVEL_6}
+
+
+def _transposed_last_two(call: relax.Call) -> bool:
+    axes = call.attrs.axes
+    rank = tensor_info(call.args[0]).ndim
+    if axes is None:
+        return rank == 2
+    expected = [*range(rank - 2), rank - 1, rank - 2]
+    return int_tuple(axes) == expected
+
+
+def _patterns(with_bias: bool, transposed: bool):
+    def make():
+        x = wildcard()
+        weight = wildcard()
+        rhs = is_op("relax.permute_dims")(weight) if transposed else weight
+        matmul = is_op("relax.matmul")(x, rhs)
+        annotations = {"root": matmul, "x": x, "weight": weight}
+        if transposed:
+            annotations["permute"] = rhs
+        if not with_bias:
+            return matmul, annotations
+        bias = is_const()
+        out = is_op("relax.add")(matmul, bias)
+        return out, {**annotations, "bias": bias, "add": out}
+
+    return make
+
+
+def _check(call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext) -> CheckResult:
+    x = call.args[0]
+    permute = ctx.annotated_expr.get("permute")
+    weight = ctx.annotated_expr["weight"]
+    x_type, w_type = tensor_info(x), tensor_info(weight)
+    if x_type is None or w_type is None:
+        return RefusalKind.ATTRIBUTE, "operands must be tensors"
+    if permute is not None and not _transposed_last_two(permute):
+        return RefusalKind.ATTRIBUTE, "the permutation is not a swap of the last two axes"
+    if w_type.ndim == 2:
+        result = check_tensors(call, _FC_DTYPES, options, inputs=[x, weight])
+        if result is None and not 2 <= x_type.ndim <= 4:
+            result = (
+                RefusalKind.RANK,
+                f"FULLY_CONNECTED takes inputs of rank 2-4, got {x_type.ndim}",
+            )
+    else:
+        result = check_tensors(call, _BMM_DTYPES, options, inputs=[x, weight])
+        if result is None and x_type.ndim != w_type.ndim:
+            result = RefusalKind.ATTRIBUTE, "BATCH_MATMUL needs operands of the same rank"
+        if result is None and str(x_type.shape.values[:-2]) != str(w_type.shape.values[:-2]):
+            result = RefusalKind.ATTRIBUTE, "BATCH_MATMUL does not broadcast batch dimensions"
+    if result is None and "bias" in ctx.annotated_expr:
+        bias = tensor_info(ctx.annotated_expr["bias"])
+        if w_type.ndim != 2 or bias is None or bias.ndim != 1:
+            return RefusalKind.ATTRIBUTE, "only a 1-D bias can be fused"
+    return result
+
+
+for _with_bias, _transposed in [(True, True), (True, False), (False, True), (False, False)]:
+    register(
+        PatternSpec(
+            name="nnapi.matmul" + ("_bias" if _with_bias else "") + ("_t" if _transposed else ""),
+            relax_op="relax.matmul",
+            nnapi_ops=("FULLY_CONNECTED", "BATCH_MATMUL"),
+            make_pattern=_patterns(_with_bias, _transposed),
+            check=_check,
+            priority=2 * _with_bias + _transposed,
+        )
+    )
+
+
+@composite_converter("nnapi.matmul", "nnapi.matmul_t", "nnapi.matmul_bias", "nnapi.matmul_bias_t")
+def convert_matmul(ctx: ConvertContext, composite: relax.Function, arguments: list) -> int:
+    calls = composite_calls(composite)
+    matmul = calls["relax.matmul"]
+    permute = calls.get("relax.permute_dims")
+    add = calls.get("relax.add")
+    source = "relax.matmul"
+    x_expr, rhs_expr = matmul.args
+    weight_expr = permute.args[0] if permute is not None else rhs_expr
+    x = ctx.operand(x_expr)
+    weight = ctx.operand(weight_expr)
+    dtype = ctx.dtype(matmul)
+    w_shape = ctx.shape(weight_expr)
+    if len(w_shape) != 2:
+        out = ctx.output(matmul)
+        inputs = [x, weight, ctx.bool(False), ctx.bool(permute is not None)]
+        ctx.emit("BATCH_MATMUL", inputs, [out], source)
+        return out
+    if permute is None:  # [K, N] -> NNAPI's [N, K]
+        weight = ctx.transpose(weight, dtype, w_shape, [1, 0], source)
+        w_shape = [w_shape[1], w_shape[0]]
+    units = w_shape[0]
+    if add is not None:
+        bias = ctx.operand(add.args[1])
+    else:
+        if not isinstance(units, int):
+            raise ctx.fail(matmul, "a symbolic number of output units is not supported")
+        bias = ctx.constant(np.zeros(units, dtype=dtype))
+    result = add if add is not None else matmul
+    out_shape = ctx.shape(result)
+    rows = out_shape[:-1]
+    flat_rows = rows[0] if len(rows) == 1 else _product(rows)
+    flat = ctx.tensor(dtype, [flat_rows, units])
+    ctx.emit("FULLY_CONNECTED", [x, weight, bias, ctx.int32(FUSED_NONE)], [flat], source)
+    if len(out_shape) == 2:
+        return flat
+    return ctx.reshape(flat, dtype, out_shape, source)
+
+
+def _product(dims: list) -> int | str:
+    if all(isinstance(d, int) for d in dims):
+        return int(np.prod(dims))
+    return " * ".join(f"({d})" for d in dims)

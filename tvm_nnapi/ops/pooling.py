@@ -1,0 +1,132 @@
+"""max_pool2d, avg_pool2d and adaptive_avg_pool2d to 1x1.
+
+Pooling uses NNAPI's explicit-padding form (11 inputs: input, pad l/r/t/b, stride w/h, filter
+w/h, activation, layout flag), with Relax's (h, w) pool sizes and strides put in NNAPI's
+(w, h) order. Average pooling in NNAPI divides by the number of in-bounds elements, which is
+Relax's count_include_pad=False; the other setting is refused when there is padding. ceil_mode
+is accepted only where it gives the same output size as NNAPI's floor rule.
+Global average pooling (adaptive to 1x1) becomes MEAN over the spatial axes.
+"""
+
+from __future__ import annotations
+
+from tvm import relax
+from tvm.relax.transform import PatternCheckContext
+
+from ..converters import FUSED_NONE, ConvertContext, converter, int_tuple
+from ..patterns import (
+    FEATURE_LEVEL_1,
+    FEATURE_LEVEL_2,
+    FEATURE_LEVEL_3,
+    CheckResult,
+    PartitionOptions,
+    PatternSpec,
+    RefusalKind,
+    check_tensors,
+    register,
+    single_op_pattern,
+    static_shape,
+)
+
+_DTYPES = {"float32": FEATURE_LEVEL_1, "float16": FEATURE_LEVEL_3}
+_POOLS = {"relax.nn.max_pool2d": "MAX_POOL_2D", "relax.nn.avg_pool2d": "AVERAGE_POOL_2D"}
+
+
+def _spatial_axes(layout: str) -> tuple[int, int]:
+    return layout.index("H"), layout.index("W")
+
+
+def _check_pool(
+    call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
+) -> CheckResult:
+    result = check_tensors(call, _DTYPES, options)
+    if result is not None:
+        return result
+    attrs = call.attrs
+    layout = str(attrs.layout)
+    if layout not in ("NCHW", "NHWC") or str(attrs.out_layout or layout) != layout:
+        return RefusalKind.ATTRIBUTE, f"layout {layout} is not NHWC or NCHW"
+    if layout == "NCHW" and options.feature_level < FEATURE_LEVEL_3:
+        return RefusalKind.FEATURE_LEVEL, "the NCHW layout flag needs FL3"
+    if int_tuple(attrs.dilation) != [1, 1]:
+        return RefusalKind.ATTRIBUTE, "NNAPI pooling has no dilation"
+    padding = int_tuple(attrs.padding)
+    if (
+        str(call.op.name) == "relax.nn.avg_pool2d"
+        and bool(attrs.count_include_pad)
+        and any(padding)
+    ):
+        return RefusalKind.ATTRIBUTE, "NNAPI averages in-bounds elements only (count_include_pad)"
+    data, out = static_shape(call.args[0]), static_shape(call)
+    if data is None or out is None:
+        return RefusalKind.DYNAMIC_SHAPE, "pooling needs static spatial sizes"
+    pool, strides = int_tuple(attrs.pool_size), int_tuple(attrs.strides)
+    for axis, k, s, head, tail in zip(
+        _spatial_axes(layout), pool, strides, padding[:2], padding[2:], strict=True
+    ):
+        expected = (data[axis] + head + tail - k) // s + 1
+        if expected != out[axis]:
+            return RefusalKind.ATTRIBUTE, "ceil_mode changes the output size"
+    return None
+
+
+for _op, _nnapi in _POOLS.items():
+    register(
+        PatternSpec(
+            name=f"nnapi.{_op.rsplit('.', 1)[1]}",
+            relax_op=_op,
+            nnapi_ops=(_nnapi,),
+            make_pattern=single_op_pattern(_op, 1),
+            check=_check_pool,
+        )
+    )
+
+
+@converter(*_POOLS)
+def convert_pool(ctx: ConvertContext, call: relax.Call) -> int:
+    attrs = call.attrs
+    source = str(call.op.name)
+    pool_h, pool_w = int_tuple(attrs.pool_size)
+    stride_h, stride_w = int_tuple(attrs.strides)
+    top, left, bottom, right = int_tuple(attrs.padding)
+    scalars = [left, right, top, bottom, stride_w, stride_h, pool_w, pool_h, FUSED_NONE]
+    inputs = [ctx.operand(call.args[0]), *[ctx.int32(v) for v in scalars]]
+    inputs.append(ctx.bool(str(attrs.layout) == "NCHW"))
+    out = ctx.output(call)
+    ctx.emit(_POOLS[source], inputs, [out], source)
+    return out
+
+
+def _check_adaptive(
+    call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
+) -> CheckResult:
+    result = check_tensors(call, {"float32": FEATURE_LEVEL_2, "float16": FEATURE_LEVEL_3}, options)
+    if result is not None:
+        return result
+    layout = str(call.attrs.layout)
+    if layout not in ("NCHW", "NHWC") or str(call.attrs.out_layout or layout) != layout:
+        return RefusalKind.ATTRIBUTE, f"layout {layout} is not NHWC or NCHW"
+    size = call.attrs.output_size
+    if size is None or int_tuple(size) not in ([1, 1], [1]):
+        return RefusalKind.ATTRIBUTE, "only adaptive pooling to 1x1 (global average) is offloaded"
+    return None
+
+
+register(
+    PatternSpec(
+        name="nnapi.adaptive_avg_pool2d",
+        relax_op="relax.nn.adaptive_avg_pool2d",
+        nnapi_ops=("MEAN",),
+        make_pattern=single_op_pattern("relax.nn.adaptive_avg_pool2d", 1),
+        check=_check_adaptive,
+    )
+)
+
+
+@converter("relax.nn.adaptive_avg_pool2d")
+def convert_adaptive(ctx: ConvertContext, call: relax.Call) -> int:
+    axes = list(_spatial_axes(str(call.attrs.layout)))
+    out = ctx.output(call)
+    inputs = [ctx.operand(call.args[0]), ctx.int_vector(axes), ctx.int32(1)]
+    ctx.emit("MEAN", inputs, [out], "relax.nn.adaptive_avg_pool2d")
+    return out

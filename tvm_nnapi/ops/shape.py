@@ -1,0 +1,396 @@
+"""Shape and data-movement operators: reshape family, permute_dims, concat, split,
+strided_slice, take, pad, resize2d.
+
+Target shapes, slice bounds and split sizes may be symbolic: they are written as dimension
+expressions in inline TENSOR_INT32 operands and evaluated by the runtime per shape signature.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tvm
+from tvm import relax
+from tvm.relax.transform import PatternCheckContext
+
+from ..converters import ConvertContext, converter, int_attr, int_tuple, normalize_axis
+from ..patterns import (
+    FEATURE_LEVEL_1,
+    FEATURE_LEVEL_2,
+    FEATURE_LEVEL_3,
+    FEATURE_LEVEL_4,
+    FEATURE_LEVEL_6,
+    FEATURE_LEVEL_7,
+    CheckResult,
+    PartitionOptions,
+    PatternSpec,
+    RefusalKind,
+    check_tensors,
+    register,
+    single_op_pattern,
+    static_shape,
+    tensor_info,
+)
+
+_FLOAT = {"float32": FEATURE_LEVEL_1, "float16": FEATURE_LEVEL_3}
+
+
+def _spec(relax_op: str, nnapi_ops: tuple[str, ...], arity: int, check) -> None:
+    register(
+        PatternSpec(
+            name=f"nnapi.{relax_op.rsplit('.', 1)[1]}",
+            relax_op=relax_op,
+            nnapi_ops=nnapi_ops,
+            make_pattern=single_op_pattern(relax_op, arity),
+            check=check,
+        )
+    )
+
+
+# ---- reshape, expand_dims, squeeze, flatten -> RESHAPE -------------------------------------------
+
+_RESHAPES = {"relax.reshape": 2, "relax.expand_dims": 1, "relax.squeeze": 1, "relax.flatten": 1}
+
+
+def _check_reshape(
+    call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
+) -> CheckResult:
+    dtypes = {**_FLOAT, "int32": FEATURE_LEVEL_6}
+    result = check_tensors(call, dtypes, options, inputs=[call.args[0]])
+    if result is None and tensor_info(call).ndim == 0:
+        return RefusalKind.RANK, "a reshape to a scalar has no NNAPI shape"
+    return result
+
+
+for _op, _arity in _RESHAPES.items():
+    _spec(_op, ("RESHAPE",), _arity, _check_reshape)
+
+
+@converter(*_RESHAPES)
+def convert_reshape(ctx: ConvertContext, call: relax.Call) -> int:
+    out = ctx.output(call)
+    target = ctx.int_vector(ctx.shape(call))
+    ctx.emit("RESHAPE", [ctx.operand(call.args[0]), target], [out], str(call.op.name))
+    return out
+
+
+# ---- permute_dims -> TRANSPOSE -------------------------------------------------------------------
+
+
+def _check_permute(
+    call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
+) -> CheckResult:
+    dtypes = {"float32": FEATURE_LEVEL_2, "float16": FEATURE_LEVEL_3, "int32": FEATURE_LEVEL_6}
+    return check_tensors(call, dtypes, options)
+
+
+_spec("relax.permute_dims", ("TRANSPOSE",), 1, _check_permute)
+
+
+@converter("relax.permute_dims")
+def convert_permute(ctx: ConvertContext, call: relax.Call) -> int:
+    rank = ctx.rank(call)
+    axes = call.attrs.axes
+    perm = (
+        list(reversed(range(rank)))
+        if axes is None
+        else [normalize_axis(a, rank) for a in int_tuple(axes)]
+    )
+    out = ctx.output(call)
+    ctx.emit(
+        "TRANSPOSE", [ctx.operand(call.args[0]), ctx.int_vector(perm)], [out], "relax.permute_dims"
+    )
+    return out
+
+
+# ---- concat -> CONCATENATION ---------------------------------------------------------------------
+
+
+def _check_concat(
+    call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
+) -> CheckResult:
+    if call.attrs.axis is None:
+        return RefusalKind.ATTRIBUTE, "concat with axis=None (flattening) is not offloaded"
+    fields = call.args[0].fields if isinstance(call.args[0], relax.Tuple) else None
+    if fields is None:
+        return RefusalKind.ATTRIBUTE, "concat of a tuple variable is not offloaded"
+    return check_tensors(call, {**_FLOAT, "int32": FEATURE_LEVEL_3}, options, inputs=list(fields))
+
+
+_spec("relax.concat", ("CONCATENATION",), 1, _check_concat)
+
+
+@converter("relax.concat")
+def convert_concat(ctx: ConvertContext, call: relax.Call) -> int:
+    rank = ctx.rank(call)
+    inputs = [*ctx.operands(call.args[0]), ctx.int32(normalize_axis(int(call.attrs.axis), rank))]
+    out = ctx.output(call)
+    ctx.emit("CONCATENATION", inputs, [out], "relax.concat")
+    return out
+
+
+# ---- split -> SPLIT (equal sections) or SLICE per piece ------------------------------------------
+
+
+def _check_split(
+    call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
+) -> CheckResult:
+    x = tensor_info(call.args[0])
+    dtypes = {**_FLOAT, "int32": FEATURE_LEVEL_3}
+    if x is None or str(x.dtype) not in dtypes:
+        return RefusalKind.DTYPE, "split input must be float32, float16 or int32"
+    if x.ndim > 4 or x.ndim < 1:
+        return RefusalKind.RANK, f"rank {x.ndim} is outside 1-4"
+    if options.feature_level < FEATURE_LEVEL_3:
+        return RefusalKind.FEATURE_LEVEL, "SPLIT and SLICE need FL3"
+    shape = static_shape(call.args[0])
+    axis = normalize_axis(int(call.attrs.axis), x.ndim)
+    sections = call.attrs.indices_or_sections
+    if not isinstance(sections, tvm.ir.Array | list | tuple):
+        if shape is None or shape[axis] % int_attr(sections) != 0:
+            return RefusalKind.ATTRIBUTE, "SPLIT needs the axis to divide evenly (static size)"
+    return None
+
+
+_spec("relax.split", ("SPLIT", "SLICE"), 1, _check_split)
+
+
+@converter("relax.split")
+def convert_split(ctx: ConvertContext, call: relax.Call) -> tuple[int, ...]:
+    x_expr = call.args[0]
+    x = ctx.operand(x_expr)
+    rank = ctx.rank(x_expr)
+    dtype = ctx.dtype(x_expr)
+    shape = ctx.shape(x_expr)
+    axis = normalize_axis(int(call.attrs.axis), rank)
+    sections = call.attrs.indices_or_sections
+    output_types = call.ty.fields
+    outputs = []
+    for field in output_types:
+        dims = ctx.builder.shape(list(field.shape.values), ctx.shape_vars)
+        outputs.append(ctx.tensor(dtype, dims))
+    if not isinstance(sections, tvm.ir.Array | list | tuple):
+        inputs = [x, ctx.int32(axis), ctx.int32(int_attr(sections))]
+        ctx.emit("SPLIT", inputs, outputs, "relax.split")
+        return tuple(outputs)
+    bounds = [0, *int_tuple(sections), None]
+    for index, out in enumerate(outputs):
+        begin = [0] * rank
+        begin[axis] = bounds[index]
+        size = list(ctx.builder.shape(list(output_types[index].shape.values), ctx.shape_vars))
+        ctx.emit("SLICE", [x, ctx.int_vector(begin), ctx.int_vector(size)], [out], "relax.split")
+    del shape
+    return tuple(outputs)
+
+
+# ---- strided_slice -> STRIDED_SLICE --------------------------------------------------------------
+
+
+def _check_strided_slice(
+    call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
+) -> CheckResult:
+    dtypes = {"float32": FEATURE_LEVEL_2, "float16": FEATURE_LEVEL_3, "int32": FEATURE_LEVEL_3}
+    result = check_tensors(call, dtypes, options, inputs=[call.args[0]])
+    if result is not None:
+        return result
+    if len(call.args) > 4:
+        strides = call.args[4]
+        values = [getattr(v, "value", None) for v in strides.fields]
+        if any(v is None or int(v) <= 0 for v in values):
+            return RefusalKind.ATTRIBUTE, "only constant positive strides are offloaded"
+    return None
+
+
+_spec("relax.strided_slice", ("STRIDED_SLICE",), 4, _check_strided_slice)
+register(
+    PatternSpec(
+        name="nnapi.strided_slice_strides",
+        relax_op="relax.strided_slice",
+        nnapi_ops=("STRIDED_SLICE",),
+        make_pattern=single_op_pattern("relax.strided_slice", 5),
+        check=_check_strided_slice,
+    )
+)
+
+
+@converter("relax.strided_slice")
+def convert_strided_slice(ctx: ConvertContext, call: relax.Call) -> int:
+    x_expr = call.args[0]
+    rank = ctx.rank(x_expr)
+    axes = [normalize_axis(int_attr(a), rank) for a in call.args[1].fields]
+    begins = list(call.args[2].fields)
+    ends = list(call.args[3].fields)
+    strides = list(call.args[4].fields) if len(call.args) > 4 else [1] * len(axes)
+    begin, end, step = [0] * rank, [0] * rank, [1] * rank
+    begin_mask = end_mask = 0
+    shape = ctx.shape(x_expr)
+    for axis in range(rank):
+        if axis not in axes:
+            begin_mask |= 1 << axis
+            end_mask |= 1 << axis
+    int32_max = 2**31 - 1
+    for axis, b, e, s in zip(axes, begins, ends, strides, strict=True):
+        begin[axis] = ctx.builder.shape([b], ctx.shape_vars)[0]
+        end_value = ctx.builder.shape([e], ctx.shape_vars)[0]
+        if isinstance(end_value, int) and (
+            end_value >= int32_max or (isinstance(shape[axis], int) and end_value >= shape[axis])
+        ):
+            end_mask |= 1 << axis
+            end_value = 0
+        end[axis] = end_value
+        step[axis] = int_attr(s)
+    inputs = [
+        ctx.operand(x_expr),
+        ctx.int_vector(begin),
+        ctx.int_vector(end),
+        ctx.int_vector(step),
+        ctx.int32(begin_mask),
+        ctx.int32(end_mask),
+        ctx.int32(0),
+    ]
+    out = ctx.output(call)
+    ctx.emit("STRIDED_SLICE", inputs, [out], "relax.strided_slice")
+    return out
+
+
+# ---- take -> GATHER ------------------------------------------------------------------------------
+
+
+def _check_take(
+    call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
+) -> CheckResult:
+    dtypes = {**{k: FEATURE_LEVEL_3 for k in _FLOAT}, "int32": FEATURE_LEVEL_3}
+    result = check_tensors(call, dtypes, options, inputs=[call.args[0]])
+    if result is not None:
+        return result
+    indices = tensor_info(call.args[1])
+    if indices is None or str(indices.dtype) not in ("int32", "int64"):
+        return RefusalKind.DTYPE, "indices must be int32"
+    if str(indices.dtype) == "int64" and not isinstance(call.args[1], tvm.ir.Constant):
+        return RefusalKind.DTYPE, "int64 indices are offloaded only as constants (NNAPI uses int32)"
+    if indices.ndim == 0:
+        return RefusalKind.RANK, "scalar indices are not offloaded"
+    if call.attrs.axis is None:
+        return RefusalKind.ATTRIBUTE, "take without an axis (flattened) is not offloaded"
+    return None
+
+
+_spec("relax.take", ("GATHER",), 2, _check_take)
+
+
+@converter("relax.take")
+def convert_take(ctx: ConvertContext, call: relax.Call) -> int:
+    rank = ctx.rank(call.args[0])
+    indices_expr = call.args[1]
+    if isinstance(indices_expr, tvm.ir.Constant):
+        indices = ctx.constant(indices_expr.value.numpy().astype(np.int32))
+    else:
+        indices = ctx.operand(indices_expr)
+    axis = ctx.int32(normalize_axis(int(call.attrs.axis), rank))
+    out = ctx.output(call)
+    ctx.emit("GATHER", [ctx.operand(call.args[0]), axis, indices], [out], "relax.take")
+    return out
+
+
+# ---- pad -> PAD / PAD_V2 / MIRROR_PAD ------------------------------------------------------------
+
+
+def _check_pad(
+    call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
+) -> CheckResult:
+    result = check_tensors(call, {"float32": FEATURE_LEVEL_2, "float16": FEATURE_LEVEL_3}, options)
+    if result is not None:
+        return result
+    mode = str(call.attrs.pad_mode)
+    if mode == "constant":
+        if float(call.attrs.pad_value) != 0.0 and options.feature_level < FEATURE_LEVEL_3:
+            return RefusalKind.FEATURE_LEVEL, "PAD_V2 (non-zero pad value) needs FL3"
+        return None
+    if mode == "reflect":
+        if options.feature_level < FEATURE_LEVEL_7:
+            return RefusalKind.FEATURE_LEVEL, "MIRROR_PAD needs FL7"
+        return None
+    return RefusalKind.ATTRIBUTE, f"pad mode {mode} has no NNAPI operation"
+
+
+_spec("relax.nn.pad", ("PAD", "PAD_V2", "MIRROR_PAD"), 1, _check_pad)
+
+
+@converter("relax.nn.pad")
+def convert_pad(ctx: ConvertContext, call: relax.Call) -> int:
+    attrs = call.attrs
+    rank = ctx.rank(call)
+    widths = np.array(int_tuple(attrs.pad_width), dtype=np.int32).reshape(rank, 2)
+    inputs = [ctx.operand(call.args[0]), ctx.constant(widths)]
+    mode = str(attrs.pad_mode)
+    if mode == "reflect":
+        op = "MIRROR_PAD"
+        inputs.append(ctx.int32(0))  # REFLECT
+    elif float(attrs.pad_value) != 0.0:
+        op = "PAD_V2"
+        inputs.append(ctx.float_scalar(float(attrs.pad_value), ctx.dtype(call)))
+    else:
+        op = "PAD"
+    out = ctx.output(call)
+    ctx.emit(op, inputs, [out], "relax.nn.pad")
+    return out
+
+
+# ---- resize2d -> RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR ---------------------------------------
+
+_RESIZE_MODES = {
+    "align_corners": (True, False),
+    "half_pixel": (False, True),
+    "asymmetric": (False, False),
+}
+
+
+def _check_resize(
+    call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
+) -> CheckResult:
+    result = check_tensors(call, _FLOAT, options, inputs=[call.args[0]])
+    if result is not None:
+        return result
+    attrs = call.attrs
+    layout = str(attrs.layout)
+    if layout not in ("NCHW", "NHWC"):
+        return RefusalKind.ATTRIBUTE, f"layout {layout} is not NHWC or NCHW"
+    method = str(attrs.method)
+    mode = str(attrs.coordinate_transformation_mode)
+    if method == "linear":
+        if mode not in _RESIZE_MODES:
+            return RefusalKind.ATTRIBUTE, f"coordinate mode {mode} has no NNAPI equivalent"
+    elif method == "nearest_neighbor":
+        if mode != "asymmetric" or str(attrs.rounding_method) not in ("floor", ""):
+            return RefusalKind.ATTRIBUTE, "nearest resize is offloaded for asymmetric/floor only"
+    else:
+        return RefusalKind.ATTRIBUTE, f"resize method {method} has no NNAPI operation"
+    if static_shape(call) is None:
+        return RefusalKind.DYNAMIC_SHAPE, "the output size must be static"
+    level = FEATURE_LEVEL_4 if mode != "asymmetric" else FEATURE_LEVEL_3 if layout == "NCHW" else 0
+    if level > options.feature_level:
+        return RefusalKind.FEATURE_LEVEL, f"this resize needs feature level {level}"
+    return None
+
+
+_spec("relax.image.resize2d", ("RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR"), 2, _check_resize)
+
+
+@converter("relax.image.resize2d")
+def convert_resize(ctx: ConvertContext, call: relax.Call) -> int:
+    attrs = call.attrs
+    layout = str(attrs.layout)
+    out_shape = ctx.shape(call)
+    height, width = out_shape[layout.index("H")], out_shape[layout.index("W")]
+    align, half = _RESIZE_MODES[str(attrs.coordinate_transformation_mode)]
+    op = "RESIZE_BILINEAR" if str(attrs.method) == "linear" else "RESIZE_NEAREST_NEIGHBOR"
+    inputs = [
+        ctx.operand(call.args[0]),
+        ctx.int32(width),
+        ctx.int32(height),
+        ctx.bool(layout == "NCHW"),
+    ]
+    if align or half:
+        inputs += [ctx.bool(align), ctx.bool(half)]
+    out = ctx.output(call)
+    ctx.emit(op, inputs, [out], "relax.image.resize2d")
+    return out
