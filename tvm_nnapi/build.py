@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import tvm
 from tvm import IRModule, relax
 
+from .flops import call_flops
 from .partition import CODEGEN_NAME, nnapi_subgraphs, partition
 from .patterns import PartitionOptions
 
@@ -32,6 +33,14 @@ class OffloadSummary:
 
     subgraphs: dict[str, Counter] = field(default_factory=dict)
     host: Counter = field(default_factory=Counter)
+    # Estimated FLOPs (see tvm_nnapi.flops) in NNAPI subgraphs and on the host.
+    offloaded_flops: int = 0
+    host_flops: int = 0
+
+    @property
+    def offloaded_flop_share(self) -> float:
+        total = self.offloaded_flops + self.host_flops
+        return self.offloaded_flops / total if total else 0.0
 
     @property
     def offloaded_operators(self) -> int:
@@ -51,15 +60,20 @@ def _calls(expr: relax.Expr) -> list[relax.Call]:
 
 
 def offload_summary(mod: IRModule) -> OffloadSummary:
-    """Count Relax operators inside NNAPI subgraphs and in the host functions."""
+    """Count Relax operators (and their estimated FLOPs) inside NNAPI subgraphs and in the host
+    functions."""
     summary = OffloadSummary()
     for gvar, func in mod.functions.items():
         if not isinstance(func, relax.Function):
             continue
         attrs = func.attrs or {}
-        ops = Counter(call.op.name for call in _calls(func.body) if isinstance(call.op, tvm.ir.Op))
+        calls = [call for call in _calls(func.body) if isinstance(call.op, tvm.ir.Op)]
+        ops = Counter(str(call.op.name) for call in calls)
+        flops = sum(call_flops(call) for call in calls)
         if attrs.get("Codegen") == CODEGEN_NAME:
             summary.subgraphs[gvar.name_hint] = ops
+            summary.offloaded_flops += flops
         elif "Composite" not in attrs and "Primitive" not in attrs:
             summary.host.update(ops)
+            summary.host_flops += flops
     return summary

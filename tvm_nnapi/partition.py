@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import tvm
 from tvm import IRModule, relax
+from tvm.relax.expr_functor import PyExprMutator, mutator
 
 from .patterns import (
     PartitionOptions,
@@ -67,6 +68,7 @@ def _merge_composites(mod: IRModule) -> IRModule:
         scratch = IRModule(composites)
         scratch[tvm.ir.GlobalVar("main")] = func
         scratch = relax.transform.MergeCompositeFunctions()(scratch)
+        scratch = _rename_subgraphs(scratch, prefix=f"{name}_nnapi")
         merged = {g: f for g, f in scratch.functions.items() if g.name_hint != "main"}
         for g, f in mod.functions.items():
             if g.name_hint != gvar.name_hint and g not in composites:
@@ -74,6 +76,46 @@ def _merge_composites(mod: IRModule) -> IRModule:
         merged[gvar] = scratch["main"]
         mod = IRModule(merged, attrs=mod.attrs, global_infos=mod.global_infos)
     return mod
+
+
+@mutator
+class _GlobalVarRenamer(PyExprMutator):
+    def __init__(self, mapping: dict[tvm.ir.GlobalVar, tvm.ir.GlobalVar]) -> None:
+        super().__init__()
+        self.mapping = mapping
+
+    def visit_global_var_(self, op: tvm.ir.GlobalVar) -> tvm.ir.GlobalVar:
+        return self.mapping.get(op, op)
+
+
+def _rename_subgraphs(mod: IRModule, prefix: str) -> IRModule:
+    """Give the merged subgraphs short names (``<entry>_nnapi_<k>`` in call order) instead of
+    the concatenation of every fused operator's name that MergeCompositeFunctions produces."""
+    main = mod["main"]
+    order = [
+        binding.value.op
+        for binding in _bindings(main)
+        if isinstance(binding.value, relax.Call) and isinstance(binding.value.op, tvm.ir.GlobalVar)
+    ]
+    subgraphs = [g for g in order if (mod[g].attrs or {}).get("Codegen") == CODEGEN_NAME]
+    if not subgraphs:
+        return mod
+    builder = relax.BlockBuilder()
+    mapping = {}
+    functions = {}
+    for index, gvar in enumerate(dict.fromkeys(subgraphs)):
+        new_name = f"{prefix}_{index}"
+        func = mod[gvar].with_attr("global_symbol", new_name)
+        new_gvar = builder.add_func(func, new_name)
+        mapping[gvar] = new_gvar
+        functions[new_gvar] = func
+    for gvar, func in mod.functions.items():
+        if gvar in mapping:
+            continue
+        if isinstance(func, relax.Function):
+            func = _GlobalVarRenamer(mapping).visit_expr(func)
+        functions[gvar] = func
+    return IRModule(functions, attrs=mod.attrs, global_infos=mod.global_infos)
 
 
 def _unsupported_operators(mod: IRModule, known: set[tuple[str, str]]) -> list[Refusal]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
-from .demo import demo_model
+from .mobilenet import mobilenet_v2
+from .residual import residual_model
 
-__all__ = ["demo_model"]
+__all__ = ["mobilenet_v2", "residual_model"]

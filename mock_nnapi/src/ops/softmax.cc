@@ -1,0 +1,177 @@
+// SOFTMAX and LOG_SOFTMAX along one axis.
+//
+// SOFTMAX: inputs 0 tensor (rank 1..4), 1 beta, 2 optional INT32 axis (default -1, range
+// [-n, n), FL3). beta is a FLOAT32 scalar, or FLOAT16 when the input is TENSOR_FLOAT16, and must
+// be positive. out = exp((x - max) * beta) / sum(exp((x - max) * beta)) along the axis.
+// Types: TENSOR_FLOAT32, TENSOR_QUANT8_ASYMM (FL1), TENSOR_FLOAT16 (FL3),
+// TENSOR_QUANT8_ASYMM_SIGNED (FL4). Ranks other than 2 and 4 need FL3 (as does the axis input).
+// Quantised outputs must have scale 1/256 and zero point 0 (unsigned) or -128 (signed).
+//
+// LOG_SOFTMAX (FL3): inputs 0 tensor, 1 beta (FLOAT32, or FLOAT16 for TENSOR_FLOAT16),
+// 2 INT32 axis (required, range [-n, n)). out = x * beta - max - log(sum(exp(x * beta - max))).
+// Types: TENSOR_FLOAT32, TENSOR_FLOAT16.
+//
+// Both subtract the maximum of beta * x before exponentiating and accumulate in double.
+// Zero-sized inputs produce zero-sized outputs.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "axis_helpers.h"
+#include "common.h"
+
+namespace mock_nnapi {
+namespace {
+
+using axis_helpers::FloatScalar;
+using axis_helpers::FloatScalarTypeFor;
+
+constexpr float kQuantizedSoftmaxScale = 1.f / 256;
+
+int64_t SoftmaxTypeFeatureLevel(int32_t type) {
+  switch (type) {
+    case ANEURALNETWORKS_TENSOR_FLOAT32:
+    case ANEURALNETWORKS_TENSOR_QUANT8_ASYMM:
+      return kFeatureLevel1;
+    case ANEURALNETWORKS_TENSOR_FLOAT16:
+      return kFeatureLevel3;
+    case ANEURALNETWORKS_TENSOR_QUANT8_ASYMM_SIGNED:
+      return kFeatureLevel4;
+    default:
+      return -1;
+  }
+}
+
+int CheckBeta(const OperationContext& context, int code) {
+  if (context.type() != ANEURALNETWORKS_SOFTMAX || !context.HasInputValue(1)) {
+    return ANEURALNETWORKS_NO_ERROR;
+  }
+  const float beta = FloatScalar(context, 1);
+  NN_CHECK(beta > 0.f, code) << context.name() << " beta must be positive, got " << beta;
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+int ValidateSoftmax(OperationContext& context) {
+  NN_RETURN_IF_ERROR(CheckOperandCounts(context, {2, 3}, 1));
+  const OperandInfo& input = context.Input(0);
+  const int64_t level = SoftmaxTypeFeatureLevel(input.type);
+  NN_CHECK(level > 0, ANEURALNETWORKS_BAD_DATA)
+      << context.name() << " does not support " << OperandTypeName(input.type);
+  context.RequireFeatureLevel(level);
+  NN_RETURN_IF_ERROR(CheckInputType(context, 1, {FloatScalarTypeFor(input.type)}));
+  NN_RETURN_IF_ERROR(axis_helpers::CheckNotOmitted(context, 0, 1));
+  if (context.InputCount() == 3) {
+    NN_RETURN_IF_ERROR(CheckInputType(context, 2, {ANEURALNETWORKS_INT32}));
+    context.RequireFeatureLevel(kFeatureLevel3);
+  } else if (input.rank_known && input.rank() != 2 && input.rank() != 4) {
+    context.RequireFeatureLevel(kFeatureLevel3);
+  }
+  NN_RETURN_IF_ERROR(CheckOutputTypeMatches(context, 0, 0));
+  NN_RETURN_IF_ERROR(CheckRankAtMost(context, input, 4, "input rank"));
+  if (input.type == ANEURALNETWORKS_TENSOR_QUANT8_ASYMM) {
+    NN_RETURN_IF_ERROR(axis_helpers::CheckOutputQuantization(context, kQuantizedSoftmaxScale, 0));
+  } else if (input.type == ANEURALNETWORKS_TENSOR_QUANT8_ASYMM_SIGNED) {
+    NN_RETURN_IF_ERROR(
+        axis_helpers::CheckOutputQuantization(context, kQuantizedSoftmaxScale, -128));
+  }
+  NN_RETURN_IF_ERROR(CheckBeta(context, ANEURALNETWORKS_BAD_DATA));
+  return axis_helpers::CheckAxisInput(context, 2, input, ANEURALNETWORKS_BAD_DATA);
+}
+
+int ValidateLogSoftmax(OperationContext& context) {
+  NN_RETURN_IF_ERROR(CheckOperandCounts(context, {3}, 1));
+  const OperandInfo& input = context.Input(0);
+  NN_RETURN_IF_ERROR(
+      CheckInputType(context, 0, {ANEURALNETWORKS_TENSOR_FLOAT32, ANEURALNETWORKS_TENSOR_FLOAT16}));
+  context.RequireFeatureLevel(kFeatureLevel3);
+  NN_RETURN_IF_ERROR(CheckInputType(context, 1, {FloatScalarTypeFor(input.type)}));
+  NN_RETURN_IF_ERROR(CheckInputType(context, 2, {ANEURALNETWORKS_INT32}));
+  NN_RETURN_IF_ERROR(axis_helpers::CheckNotOmitted(context, 0, 2));
+  NN_RETURN_IF_ERROR(CheckOutputTypeMatches(context, 0, 0));
+  return axis_helpers::CheckAxisInput(context, 2, input, ANEURALNETWORKS_BAD_DATA);
+}
+
+// The resolved axis (input 2, default -1).
+int ReadAxis(const OperationContext& context, uint32_t* axis) {
+  const OperandInfo& input = context.Input(0);
+  const int32_t value = axis_helpers::OptionalInt32(context, 2, -1);
+  NN_CHECK(axis_helpers::ResolveAxis(value, input.rank(), axis), ANEURALNETWORKS_OP_FAILED)
+      << context.name() << " axis " << value << " is outside [-" << input.rank() << ", "
+      << input.rank() << ")";
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+int Prepare(OperationContext& context) {
+  const OperandInfo& input = context.Input(0);
+  NN_CHECK_GE(input.rank(), 1u, ANEURALNETWORKS_OP_FAILED) << context.name() << " input rank";
+  if (context.type() == ANEURALNETWORKS_SOFTMAX) {
+    NN_CHECK_LE(input.rank(), 4u, ANEURALNETWORKS_OP_FAILED) << context.name() << " input rank";
+  }
+  NN_RETURN_IF_ERROR(CheckBeta(context, ANEURALNETWORKS_OP_FAILED));
+  uint32_t axis = 0;
+  NN_RETURN_IF_ERROR(ReadAxis(context, &axis));
+  return context.SetOutputShape(0, input.dimensions);
+}
+
+template <typename T>
+void Run(const OperationContext& context, uint32_t axis, double beta, bool log_softmax) {
+  const OperandInfo& input = context.Input(0);
+  const OperandInfo& output = context.Output(0);
+  const T* x = input.Data<T>();
+  T* y = output.MutableData<T>();
+  const axis_helpers::AxisSplit split = axis_helpers::SplitAtAxis(input.dimensions, axis);
+  std::vector<double> scaled(split.axis);
+  for (size_t outer = 0; outer < split.outer; ++outer) {
+    for (size_t inner = 0; inner < split.inner; ++inner) {
+      const size_t base = outer * split.axis * split.inner + inner;
+      double max_value = -std::numeric_limits<double>::infinity();
+      for (size_t i = 0; i < split.axis; ++i) {
+        scaled[i] = beta * axis_helpers::LoadReal(x[base + i * split.inner], input);
+        max_value = std::max(max_value, scaled[i]);
+      }
+      double sum = 0.0;
+      for (size_t i = 0; i < split.axis; ++i) sum += std::exp(scaled[i] - max_value);
+      const double log_sum = std::log(sum);
+      for (size_t i = 0; i < split.axis; ++i) {
+        const double shifted = scaled[i] - max_value;
+        const double value = log_softmax ? shifted - log_sum : std::exp(shifted) / sum;
+        y[base + i * split.inner] = axis_helpers::StoreReal<T>(value, output);
+      }
+    }
+  }
+}
+
+int Execute(OperationContext& context) {
+  const OperandInfo& input = context.Input(0);
+  if (axis_helpers::ElementTotal(input.dimensions) == 0) return ANEURALNETWORKS_NO_ERROR;
+  uint32_t axis = 0;
+  NN_RETURN_IF_ERROR(ReadAxis(context, &axis));
+  const double beta = FloatScalar(context, 1);
+  const bool log_softmax = context.type() == ANEURALNETWORKS_LOG_SOFTMAX;
+  switch (input.type) {
+    case ANEURALNETWORKS_TENSOR_FLOAT32:
+      Run<float>(context, axis, beta, log_softmax);
+      return ANEURALNETWORKS_NO_ERROR;
+    case ANEURALNETWORKS_TENSOR_FLOAT16:
+      Run<Half>(context, axis, beta, log_softmax);
+      return ANEURALNETWORKS_NO_ERROR;
+    case ANEURALNETWORKS_TENSOR_QUANT8_ASYMM:
+      Run<uint8_t>(context, axis, beta, log_softmax);
+      return ANEURALNETWORKS_NO_ERROR;
+    case ANEURALNETWORKS_TENSOR_QUANT8_ASYMM_SIGNED:
+      Run<int8_t>(context, axis, beta, log_softmax);
+      return ANEURALNETWORKS_NO_ERROR;
+    default:
+      NN_FAIL(ANEURALNETWORKS_OP_FAILED)
+          << context.name() << ": unsupported type " << OperandTypeName(input.type);
+  }
+}
+
+}  // namespace
+
+NN_REGISTER_OPERATION(ANEURALNETWORKS_SOFTMAX, "SOFTMAX", ValidateSoftmax, Prepare, Execute);
+NN_REGISTER_OPERATION(ANEURALNETWORKS_LOG_SOFTMAX, "LOG_SOFTMAX", ValidateLogSoftmax, Prepare,
+                      Execute);
+
+}  // namespace mock_nnapi

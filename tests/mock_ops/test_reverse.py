@@ -1,0 +1,79 @@
+"""REVERSE against numpy.flip: every axis of ranks 1-5, dtypes, validation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mock_nnapi import NnapiError, OperandCode, OperationCode, ResultCode
+
+from .op_tester import OpTester
+
+DTYPES = [
+    (np.float32, 0.0, 0),
+    (np.float16, 0.0, 0),
+    (np.int32, 0.0, 0),
+    (np.uint8, 0.5, 3),
+    (np.int8, 0.25, -7),
+]
+
+
+def sample(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        return rng.integers(max(info.min, -1000), min(info.max, 1000), shape, dtype=dtype)
+    return rng.uniform(-4, 4, shape).astype(dtype)
+
+
+def expect_error(action, code=ResultCode.BAD_DATA):
+    with pytest.raises(NnapiError) as error:
+        action()
+    assert error.value.code == code, str(error.value)
+    if code == ResultCode.BAD_DATA:  # the operation's validation, not a later step, refused it
+        assert error.value.function == "ANeuralNetworksModel_addOperation", str(error.value)
+
+
+def reverse_tester(x, axis, out_shape, scale=0.0, zero_point=0, as_input=False):
+    axis = np.array([axis], np.int32)
+    tester = OpTester(OperationCode.REVERSE).input(x, scale=scale, zero_point=zero_point)
+    tester = tester.input(axis) if as_input else tester.constant(axis)
+    return tester.output(OpTester.default_code(x), out_shape, scale, zero_point)
+
+
+@pytest.mark.parametrize(("dtype", "scale", "zero_point"), DTYPES)
+@pytest.mark.parametrize(
+    ("shape", "axis"), [((6,), 0), ((3, 4), 0), ((3, 4), 1), ((2, 3, 4), 1), ((2, 1, 3, 2, 2), 4)]
+)
+def test_reverse(dtype, scale, zero_point, shape, axis):
+    x = sample(shape, dtype)
+    result = reverse_tester(x, axis, shape, scale, zero_point).dynamic_outputs(axis == 1).run()[0]
+    np.testing.assert_array_equal(result, np.flip(x, axis))
+
+
+def test_axis_fed_at_execution():
+    x = sample((2, 3, 4), np.float32)
+    np.testing.assert_array_equal(
+        reverse_tester(x, 2, x.shape, as_input=True).run()[0], np.flip(x, 2)
+    )
+    expect_error(reverse_tester(x, 3, x.shape, as_input=True).run, ResultCode.OP_FAILED)
+
+
+@pytest.mark.parametrize("axis", [2, -1])
+def test_rejects_bad_axis(axis):
+    expect_error(reverse_tester(sample((2, 3), np.float32), axis, (2, 3)).build)
+
+
+def test_rejects_axis_shape_and_requantisation():
+    testers = [
+        OpTester(OperationCode.REVERSE)
+        .input(sample((2, 3), np.float32))
+        .constant(np.array([0, 1], np.int32))
+        .output(OperandCode.TENSOR_FLOAT32, (2, 3)),
+        OpTester(OperationCode.REVERSE)
+        .input(sample((2, 3), np.uint8), scale=0.5)
+        .constant(np.array([0], np.int32))
+        .output(OperandCode.TENSOR_QUANT8_ASYMM, (2, 3), 0.25, 0),
+    ]
+    for tester in testers:
+        expect_error(tester.build)

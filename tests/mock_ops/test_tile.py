@@ -1,0 +1,88 @@
+"""TILE against numpy.tile: ranks 1-4, dtypes, multiples fed at execution."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mock_nnapi import NnapiError, OperandCode, OperationCode, ResultCode
+
+from .op_tester import OpTester
+
+DTYPES = [
+    (np.float32, 0.0, 0),
+    (np.float16, 0.0, 0),
+    (np.int32, 0.0, 0),
+    (np.uint8, 0.5, 3),
+    (np.int8, 0.25, -7),
+]
+
+
+def sample(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        return rng.integers(max(info.min, -1000), min(info.max, 1000), shape, dtype=dtype)
+    return rng.uniform(-4, 4, shape).astype(dtype)
+
+
+def expect_error(action, code=ResultCode.BAD_DATA):
+    with pytest.raises(NnapiError) as error:
+        action()
+    assert error.value.code == code, str(error.value)
+    if code == ResultCode.BAD_DATA:  # the operation's validation, not a later step, refused it
+        assert error.value.function == "ANeuralNetworksModel_addOperation", str(error.value)
+
+
+def run_tile(x, multiples, scale=0.0, zero_point=0, dynamic=False, as_input=False):
+    expected = np.tile(x, multiples)
+    values = np.array(multiples, np.int32)
+    tester = OpTester(OperationCode.TILE).input(x, scale=scale, zero_point=zero_point)
+    tester = tester.input(values) if as_input else tester.constant(values)
+    result = (
+        tester.output(OpTester.default_code(x), expected.shape, scale, zero_point)
+        .dynamic_outputs(dynamic)
+        .run()[0]
+    )
+    np.testing.assert_array_equal(result, expected)
+
+
+@pytest.mark.parametrize(("dtype", "scale", "zero_point"), DTYPES)
+@pytest.mark.parametrize(
+    ("shape", "multiples"),
+    [
+        ((3,), (4,)),
+        ((2, 3), (1, 2)),
+        ((2, 3), (3, 1)),
+        ((2, 1, 3), (2, 3, 2)),
+        ((1, 2, 3, 2), (2, 1, 2, 3)),
+    ],
+)
+def test_tile(dtype, scale, zero_point, shape, multiples):
+    run_tile(sample(shape, dtype), multiples, scale, zero_point)
+
+
+def test_multiples_fed_at_execution_and_dynamic_output():
+    run_tile(sample((2, 3), np.float32), (2, 2), as_input=True, dynamic=True)
+    run_tile(sample((1, 4), np.float16), (3, 1), dynamic=True)
+
+
+@pytest.mark.parametrize("multiples", [(2,), (1, 0), (1, -2), (1, 1, 1)])
+def test_rejects_bad_multiples(multiples):
+    tester = (
+        OpTester(OperationCode.TILE)
+        .input(sample((2, 3), np.float32))
+        .constant(np.array(multiples, np.int32))
+        .output(OperandCode.TENSOR_FLOAT32, (0, 0))
+    )
+    expect_error(tester.build)
+
+
+def test_bad_multiples_fed_at_execution_fail_the_run():
+    tester = (
+        OpTester(OperationCode.TILE)
+        .input(sample((2, 3), np.float32))
+        .input(np.array([1, -1], np.int32))
+        .output(OperandCode.TENSOR_FLOAT32, (2, 3))
+    )
+    expect_error(tester.run, ResultCode.OP_FAILED)

@@ -1,0 +1,74 @@
+"""FLOP estimates of Relax operators (multiply-adds count as two), for offload reports.
+
+Only the operators that dominate CNN and LLM cost are counted exactly (convolutions, matmul);
+every other operator counts one FLOP per output element, data movement none.
+"""
+
+from __future__ import annotations
+
+import math
+
+import tvm
+from tvm import relax
+
+_MOVEMENT = {
+    "relax.reshape",
+    "relax.permute_dims",
+    "relax.concat",
+    "relax.split",
+    "relax.strided_slice",
+    "relax.take",
+    "relax.expand_dims",
+    "relax.squeeze",
+    "relax.flatten",
+    "relax.nn.pad",
+}
+
+
+def _static(values: object) -> list[int] | None:
+    dims = []
+    for value in values:  # type: ignore[attr-defined]
+        if not hasattr(value, "value"):
+            return None
+        dims.append(int(value.value))
+    return dims
+
+
+def _shape(expr: relax.Expr) -> list[int] | None:
+    ty = expr.ty
+    if not isinstance(ty, relax.TensorType) or ty.shape is None:
+        return None
+    return _static(ty.shape.values)
+
+
+def call_flops(call: relax.Call, symbol_values: dict[str, int] | None = None) -> int:
+    """Estimated FLOPs of one call (0 when shapes are unknown)."""
+    if not isinstance(call.op, tvm.ir.Op):
+        return 0
+    name = str(call.op.name)
+    if name in _MOVEMENT:
+        return 0
+    out = _shape(call)
+    if name in ("relax.nn.conv2d", "relax.nn.conv2d_transpose"):
+        weight = _shape(call.args[1])
+        data = _shape(call.args[0])
+        if out is None or weight is None or data is None:
+            return 0
+        layout = str(call.attrs.kernel_layout)
+        kernel = weight[layout.index("H")] * weight[layout.index("W")]
+        if name == "relax.nn.conv2d":
+            per_output = weight[layout.index("I")] * kernel
+            return 2 * math.prod(out) * per_output
+        c_out = weight[layout.index("O")]
+        return 2 * math.prod(data) * c_out * kernel
+    if name == "relax.matmul":
+        a = _shape(call.args[0])
+        if out is None or a is None:
+            return 0
+        return 2 * math.prod(out) * a[-1]
+    if out is None:
+        ty = call.ty
+        if isinstance(ty, relax.TupleType):  # e.g. batch_norm, split
+            return sum(math.prod(_static(f.shape.values) or [0]) for f in ty.fields)
+        return 0
+    return math.prod(out)
