@@ -1,6 +1,7 @@
 #include "nnapi_module.h"
 
 #include <dlpack/dlpack.h>
+#include <sys/stat.h>
 #include <tvm/ffi/cast.h>
 #include <tvm/ffi/container/map.h>
 #include <tvm/ffi/container/tensor.h>
@@ -8,10 +9,13 @@
 #include <tvm/ffi/function.h>
 #include <tvm/ffi/reflection/registry.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <sstream>
 
 #include "half.h"
+#include "sha256.h"
 
 namespace tvm_nnapi {
 
@@ -69,6 +73,28 @@ void AppendBytes(std::vector<uint8_t>* out, T value) {
 
 }  // namespace
 
+// Creates the NNAPI cache directory (owner-only) if it does not exist; refuses a path that is
+// not a directory or is a symbolic link.
+void PrepareCacheDirectory(const std::string& path) {
+  struct stat info;
+  if (lstat(path.c_str(), &info) == 0) {
+    if (S_ISLNK(info.st_mode) || !S_ISDIR(info.st_mode)) {
+      TVM_FFI_THROW(ValueError) << "NNAPI cache directory '" << path
+                                << "' is not a directory (symbolic links are refused)";
+    }
+    return;
+  }
+  // Create missing parents as well (mkdir -p), each owner-only.
+  for (size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
+    const std::string prefix = path.substr(0, slash);
+    if (mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
+      TVM_FFI_THROW(RuntimeError) << "cannot create NNAPI cache directory '" << prefix
+                                  << "': " << std::strerror(errno);
+    }
+    if (slash == std::string::npos) break;
+  }
+}
+
 // ---- CompiledModel ---------------------------------------------------------------------------
 
 void CompiledModel::Check(int code, const char* function, const std::string& what) const {
@@ -85,8 +111,25 @@ void CompiledModel::Check(int code, const char* function, const std::string& wha
 }
 
 CompiledModel::CompiledModel(const Nnapi& nnapi, const Graph& graph, const std::string& constants,
-                             const std::vector<int64_t>& binding)
+                             const std::vector<int64_t>& binding, const RuntimeConfig& config,
+                             const std::array<uint8_t, 32>* cache_token)
     : nnapi_(nnapi), graph_(graph) {
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    Build(constants, binding, config, cache_token);
+  } catch (...) {
+    Release();  // a constructor that throws runs no destructor: free what was created
+    throw;
+  }
+  compile_time_ns_ =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count();
+}
+
+void CompiledModel::Build(const std::string& constants, const std::vector<int64_t>& binding,
+                          const RuntimeConfig& config, const std::array<uint8_t, 32>* cache_token) {
+  const Nnapi& nnapi = nnapi_;
+  const Graph& graph = graph_;
   Check(nnapi.ANeuralNetworksModel_create(&model_), "ANeuralNetworksModel_create", "");
   values_.reserve(graph.operands.size());
   for (size_t id = 0; id < graph.operands.size(); ++id) {
@@ -98,6 +141,12 @@ CompiledModel::CompiledModel(const Nnapi& nnapi, const Graph& graph, const std::
     ANeuralNetworksOperandType type{operand.type, static_cast<uint32_t>(dims.size()),
                                     dims.empty() ? nullptr : dims.data(), operand.scale,
                                     operand.zero_point};
+    if (operand.kind != GraphOperand::Kind::kConstant &&
+        operand.kind != GraphOperand::Kind::kValue) {
+      size_t bytes = OperandElementSize(operand.type);
+      for (uint32_t d : dims) bytes *= d;
+      estimated_bytes_ += bytes;
+    }
     Check(nnapi.ANeuralNetworksModel_addOperand(model_, &type), "ANeuralNetworksModel_addOperand",
           operand.name);
     if (operand.channel_dim.has_value()) {
@@ -183,19 +232,36 @@ CompiledModel::CompiledModel(const Nnapi& nnapi, const Graph& graph, const std::
   Check(nnapi.ANeuralNetworksModel_finish(model_), "ANeuralNetworksModel_finish", "");
   Check(nnapi.ANeuralNetworksCompilation_create(model_, &compilation_),
         "ANeuralNetworksCompilation_create", "");
-  Check(nnapi.ANeuralNetworksCompilation_setPreference(compilation_,
-                                                       ANEURALNETWORKS_PREFER_FAST_SINGLE_ANSWER),
+  Check(nnapi.ANeuralNetworksCompilation_setPreference(compilation_, config.preference),
         "ANeuralNetworksCompilation_setPreference", "");
+  if (cache_token != nullptr && !config.compilation_cache_dir.empty() &&
+      nnapi.ANeuralNetworksCompilation_setCaching != nullptr) {
+    PrepareCacheDirectory(config.compilation_cache_dir);
+    Check(nnapi.ANeuralNetworksCompilation_setCaching(
+              compilation_, config.compilation_cache_dir.c_str(), cache_token->data()),
+          "ANeuralNetworksCompilation_setCaching", config.compilation_cache_dir);
+  }
   Check(nnapi.ANeuralNetworksCompilation_finish(compilation_), "ANeuralNetworksCompilation_finish",
         "");
+  if (config.use_burst && nnapi.ANeuralNetworksBurst_create != nullptr &&
+      nnapi.ANeuralNetworksExecution_burstCompute != nullptr) {
+    Check(nnapi.ANeuralNetworksBurst_create(compilation_, &burst_), "ANeuralNetworksBurst_create",
+          "");
+  }
   for (uint32_t id : graph.inputs) input_shapes_.push_back(graph.ConcreteShape(id, binding));
   for (uint32_t id : graph.outputs) output_shapes_.push_back(graph.ConcreteShape(id, binding));
 }
 
-CompiledModel::~CompiledModel() {
+void CompiledModel::Release() {
+  if (burst_ != nullptr) nnapi_.ANeuralNetworksBurst_free(burst_);
   if (compilation_ != nullptr) nnapi_.ANeuralNetworksCompilation_free(compilation_);
   if (model_ != nullptr) nnapi_.ANeuralNetworksModel_free(model_);
+  burst_ = nullptr;
+  compilation_ = nullptr;
+  model_ = nullptr;
 }
+
+CompiledModel::~CompiledModel() { Release(); }
 
 void CompiledModel::Execute(const std::vector<const void*>& inputs,
                             const std::vector<size_t>& input_bytes,
@@ -217,7 +283,12 @@ void CompiledModel::Execute(const std::vector<const void*>& inputs,
                                                     outputs[i], output_bytes[i]),
           "ANeuralNetworksExecution_setOutput", "output " + std::to_string(i));
   }
-  if (nnapi_.ANeuralNetworksExecution_compute != nullptr) {
+  std::unique_lock<std::mutex> burst_lock(burst_mutex_, std::defer_lock);
+  if (burst_ != nullptr && burst_lock.try_lock()) {
+    Check(nnapi_.ANeuralNetworksExecution_burstCompute(execution, burst_),
+          "ANeuralNetworksExecution_burstCompute", "");
+    burst_computes_++;
+  } else if (nnapi_.ANeuralNetworksExecution_compute != nullptr) {
     Check(nnapi_.ANeuralNetworksExecution_compute(execution), "ANeuralNetworksExecution_compute",
           "");
   } else {
@@ -255,29 +326,108 @@ ffi::Optional<ffi::Function> NnapiModuleObj::GetFunction(const ffi::String& name
     return ffi::Function([self, this](ffi::PackedArgs, ffi::Any* rv) { *rv = graph_json_; });
   }
   if (name == "get_stats") {
+    return ffi::Function([self, this](ffi::PackedArgs, ffi::Any* rv) { *rv = Stats(); });
+  }
+  if (name == "get_symbols") {
     return ffi::Function([self, this](ffi::PackedArgs, ffi::Any* rv) {
-      ffi::Map<ffi::String, int64_t> stats;
-      stats.Set("calls", calls_.load());
-      stats.Set("compilations", compilations_.load());
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        stats.Set("cached_signatures", static_cast<int64_t>(compiled_.size()));
+      ffi::Array<ffi::String> symbols;
+      for (const std::string& symbol : graph_.symbols) symbols.push_back(symbol);
+      *rv = symbols;
+    });
+  }
+  if (name == "precompile") {
+    // precompile({"seq_len": 128, ...}): compile the signature those symbol values give.
+    return ffi::Function([self, this](ffi::PackedArgs args, ffi::Any* rv) {
+      auto values = args[0].cast<ffi::Map<ffi::String, int64_t>>();
+      Signature binding;
+      for (const std::string& symbol : graph_.symbols) {
+        auto it = values.find(symbol);
+        if (it == values.end()) {
+          TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << symbol_ << "': precompile needs a "
+                                    << "value for symbol '" << symbol << "'";
+        }
+        if ((*it).second < 0) {
+          TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << symbol_ << "': symbol '" << symbol
+                                    << "' must be non-negative";
+        }
+        binding.push_back((*it).second);
       }
-      *rv = stats;
+      GetCompiled(binding);
+      *rv = true;
     });
   }
   return std::nullopt;
 }
 
-std::shared_ptr<const CompiledModel> NnapiModuleObj::GetCompiled(
-    const std::vector<int64_t>& binding) {
+std::array<uint8_t, 32> NnapiModuleObj::CacheToken(const Signature& binding,
+                                                   const RuntimeConfig& config) {
+  // Everything that changes the compiled result: the graph, its constants, the concrete shapes,
+  // the compilation preference and the NNAPI implementation (library and feature level).
+  if (constants_digest_.empty()) {
+    Sha256 constants;
+    constants.Update(constants_);
+    constants_digest_ = Sha256::Hex(constants.Finish());
+  }
+  const Nnapi& nnapi = GetNnapi();
+  Sha256 token;
+  token.UpdateField("tvm-nnapi compilation cache v1");
+  token.UpdateField(graph_json_);
+  token.UpdateField(constants_digest_);
+  for (int64_t value : binding) token.UpdateField(std::to_string(value));
+  token.UpdateField(PreferenceName(config.preference));
+  token.UpdateField(nnapi.library_path);
+  token.UpdateField(std::to_string(nnapi.runtime_feature_level));
+  return token.Finish();
+}
+
+void NnapiModuleObj::EvictLocked(const RuntimeConfig& config) {
+  // Keep at least the most recent entry, however large it is.
+  while (lru_.size() > 1 &&
+         (lru_.size() > config.cache_max_entries || cached_bytes_ > config.cache_max_bytes)) {
+    auto it = cache_.find(lru_.back());
+    cached_bytes_ -= it->second.compiled->estimated_bytes();
+    cache_.erase(it);  // NNAPI objects go when the last in-flight call releases them
+    lru_.pop_back();
+    evictions_++;
+  }
+}
+
+std::shared_ptr<const CompiledModel> NnapiModuleObj::GetCompiled(const Signature& binding) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = compiled_.find(binding);
-  if (it != compiled_.end()) return it->second;
-  auto compiled = std::make_shared<const CompiledModel>(GetNnapi(), graph_, constants_, binding);
+  auto it = cache_.find(binding);
+  if (it != cache_.end()) {
+    lru_.splice(lru_.begin(), lru_, it->second.position);
+    cache_hits_++;
+    return it->second.compiled;
+  }
+  const RuntimeConfig config = GetRuntimeConfig();
+  const std::array<uint8_t, 32> token = CacheToken(binding, config);
+  auto compiled = std::make_shared<const CompiledModel>(GetNnapi(), graph_, constants_, binding,
+                                                        config, &token);
   compilations_++;
-  compiled_.emplace(binding, compiled);
+  compile_time_ns_ += compiled->compile_time_ns();
+  lru_.push_front(binding);
+  cache_.emplace(binding, CacheEntry{compiled, lru_.begin()});
+  cached_bytes_ += compiled->estimated_bytes();
+  EvictLocked(config);
   return compiled;
+}
+
+ffi::Map<ffi::String, int64_t> NnapiModuleObj::Stats() {
+  ffi::Map<ffi::String, int64_t> stats;
+  stats.Set("calls", calls_.load());
+  stats.Set("compilations", compilations_.load());
+  stats.Set("cache_hits", cache_hits_.load());
+  stats.Set("cache_misses", compilations_.load());
+  stats.Set("evictions", evictions_.load());
+  stats.Set("compile_time_ns", compile_time_ns_.load());
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats.Set("cached_signatures", static_cast<int64_t>(cache_.size()));
+  stats.Set("cached_bytes", static_cast<int64_t>(cached_bytes_));
+  int64_t bursts = 0;
+  for (const auto& [signature, entry] : cache_) bursts += entry.compiled->burst_computes();
+  stats.Set("burst_computes_cached", bursts);
+  return stats;
 }
 
 void NnapiModuleObj::Run(ffi::PackedArgs args) {
@@ -457,6 +607,21 @@ TVM_FFI_STATIC_INIT_BLOCK() {
                TVM_FFI_THROW(TypeError) << "expected an nnapi module, got " << module->kind();
              }
              return module->SaveToBytes();
+           })
+      .def("tvm_nnapi.runtime.set_option",
+           [](const ffi::String& name, const ffi::String& value) {
+             SetRuntimeOption(std::string(name), std::string(value));
+           })
+      .def("tvm_nnapi.runtime.get_options",
+           []() -> ffi::Map<ffi::String, ffi::String> {
+             const RuntimeConfig config = GetRuntimeConfig();
+             ffi::Map<ffi::String, ffi::String> options;
+             options.Set("cache_max_entries", std::to_string(config.cache_max_entries));
+             options.Set("cache_max_bytes", std::to_string(config.cache_max_bytes));
+             options.Set("cache_dir", config.compilation_cache_dir);
+             options.Set("preference", PreferenceName(config.preference));
+             options.Set("use_burst", config.use_burst ? "1" : "0");
+             return options;
            })
       .def("tvm_nnapi.runtime.nnapi_library",
            []() -> ffi::String { return GetNnapi().library_path; });

@@ -3,13 +3,19 @@
 // The module holds the graph JSON and the constant blob. On each call (destination-passing
 // style: inputs then outputs, as DLTensors) it binds the graph's symbolic dimensions from the
 // input shapes, builds and compiles an NNAPI model for that shape signature on first sight
-// (later calls reuse it), and runs one NNAPI execution.
+// (later calls reuse it, through an NNAPI burst where available), and runs one execution.
+// Compiled signatures are kept in a per-module LRU cache bounded in entries and estimated
+// bytes (runtime_config.h); evicting an entry frees its NNAPI objects once no call uses them.
+// With a cache directory configured, compilations use NNAPI's compilation caching with a token
+// derived from everything that changes the compiled result.
 #ifndef TVM_NNAPI_RUNTIME_NNAPI_MODULE_H_
 #define TVM_NNAPI_RUNTIME_NNAPI_MODULE_H_
 
 #include <tvm/ffi/extra/module.h>
 
+#include <array>
 #include <atomic>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -18,14 +24,17 @@
 
 #include "graph.h"
 #include "nnapi_loader.h"
+#include "runtime_config.h"
 
 namespace tvm_nnapi {
 
 // An NNAPI model and compilation for one concrete shape signature.
 class CompiledModel {
  public:
+  // `cache_token` (32 bytes) enables NNAPI compilation caching in config.compilation_cache_dir.
   CompiledModel(const Nnapi& nnapi, const Graph& graph, const std::string& constants,
-                const std::vector<int64_t>& binding);
+                const std::vector<int64_t>& binding, const RuntimeConfig& config,
+                const std::array<uint8_t, 32>* cache_token);
   ~CompiledModel();
   CompiledModel(const CompiledModel&) = delete;
   CompiledModel& operator=(const CompiledModel&) = delete;
@@ -36,14 +45,27 @@ class CompiledModel {
 
   const std::vector<std::vector<int64_t>>& input_shapes() const { return input_shapes_; }
   const std::vector<std::vector<int64_t>>& output_shapes() const { return output_shapes_; }
+  // Estimated host memory of the compiled signature: its non-constant operands.
+  size_t estimated_bytes() const { return estimated_bytes_; }
+  int64_t compile_time_ns() const { return compile_time_ns_; }
+  int64_t burst_computes() const { return burst_computes_.load(); }
 
  private:
+  void Build(const std::string& constants, const std::vector<int64_t>& binding,
+             const RuntimeConfig& config, const std::array<uint8_t, 32>* cache_token);
   void Check(int code, const char* function, const std::string& what) const;
+  void Release();
 
   const Nnapi& nnapi_;
   const Graph& graph_;
   ANeuralNetworksModel* model_ = nullptr;
   ANeuralNetworksCompilation* compilation_ = nullptr;
+  // One burst serves one execution at a time; other concurrent calls use plain compute.
+  ANeuralNetworksBurst* burst_ = nullptr;
+  mutable std::mutex burst_mutex_;
+  mutable std::atomic<int64_t> burst_computes_{0};
+  size_t estimated_bytes_ = 0;
+  int64_t compile_time_ns_ = 0;
   std::vector<std::vector<int64_t>> input_shapes_;
   std::vector<std::vector<int64_t>> output_shapes_;
   // Values of inline operands (scalars and small tensors), kept alive with the model.
@@ -65,17 +87,33 @@ class NnapiModuleObj : public tvm::ffi::ModuleObj {
   static tvm::ffi::Module LoadFromBytes(const tvm::ffi::Bytes& bytes);
 
  private:
+  using Signature = std::vector<int64_t>;
+  struct CacheEntry {
+    std::shared_ptr<const CompiledModel> compiled;
+    std::list<Signature>::iterator position;  // in lru_ (front: most recently used)
+  };
+
   void Run(tvm::ffi::PackedArgs args);
-  std::shared_ptr<const CompiledModel> GetCompiled(const std::vector<int64_t>& binding);
+  std::shared_ptr<const CompiledModel> GetCompiled(const Signature& binding);
+  void EvictLocked(const RuntimeConfig& config);
+  std::array<uint8_t, 32> CacheToken(const Signature& binding, const RuntimeConfig& config);
+  tvm::ffi::Map<tvm::ffi::String, int64_t> Stats();
 
   std::string symbol_;
   std::string graph_json_;
   std::string constants_;
   Graph graph_;
   std::mutex mutex_;
-  std::map<std::vector<int64_t>, std::shared_ptr<const CompiledModel>> compiled_;
+  std::map<Signature, CacheEntry> cache_;
+  std::list<Signature> lru_;
+  size_t cached_bytes_ = 0;
+  // Hash of the constant blob, computed once (the weights may be large).
+  std::string constants_digest_;
   std::atomic<int64_t> calls_{0};
   std::atomic<int64_t> compilations_{0};
+  std::atomic<int64_t> cache_hits_{0};
+  std::atomic<int64_t> evictions_{0};
+  std::atomic<int64_t> compile_time_ns_{0};
 };
 
 }  // namespace tvm_nnapi

@@ -1,0 +1,89 @@
+"""Controls and statistics of the NNAPI runtime modules in a built program.
+
+    import tvm_nnapi.runtime_api as rt
+    rt.configure(cache_max_entries=8, cache_dir="/data/local/tmp/nnapi-cache")
+    executable = tvm_nnapi.build(mod)
+    rt.precompile(executable, seq_len=[32, 64, 128])   # compile ahead for expected shapes
+    ...
+    print(rt.stats(executable))                        # per NNAPI subgraph
+
+Options (also environment variables ``TVM_NNAPI_<NAME>`` read at start-up):
+``cache_max_entries`` (compiled shape signatures kept per subgraph), ``cache_max_bytes``
+(estimated activation bytes kept per subgraph), ``cache_dir`` (NNAPI compilation caching
+directory; empty turns caching off), ``preference`` (fast, low_power, sustained) and
+``use_burst`` (run executions through an NNAPI burst).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import tvm
+
+from ._runtime import runtime_function
+
+OPTIONS = ("cache_max_entries", "cache_max_bytes", "cache_dir", "preference", "use_burst")
+
+
+def configure(**options: Any) -> dict[str, str]:
+    """Set runtime options (for compilations from now on); returns the resulting options."""
+    setter = runtime_function("tvm_nnapi.runtime.set_option")
+    for name, value in options.items():
+        if name not in OPTIONS:
+            raise ValueError(f"unknown NNAPI runtime option {name!r}; options: {OPTIONS}")
+        if isinstance(value, bool):
+            value = int(value)
+        setter(name, str(value))
+    return options_in_effect()
+
+
+def options_in_effect() -> dict[str, str]:
+    return {str(k): str(v) for k, v in runtime_function("tvm_nnapi.runtime.get_options")().items()}
+
+
+def nnapi_modules(program: Any) -> list[tvm.runtime.Module]:
+    """The "nnapi" runtime modules of a VMExecutable, a runtime module or a VirtualMachine."""
+    root = getattr(program, "mod", program)
+    if isinstance(program, tvm.relax.VirtualMachine):
+        root = program.module
+    found: list[tvm.runtime.Module] = []
+    stack = [root]
+    while stack:
+        module = stack.pop()
+        if module.kind == "nnapi":
+            found.append(module)
+        stack.extend(module.imports)
+    return sorted(found, key=lambda m: str(m["get_symbol"]()))
+
+
+def stats(program: Any) -> dict[str, dict[str, int]]:
+    """Per NNAPI subgraph: calls, compilations, cache hits/misses, evictions, compile time (ns,
+    measured on this host), cached signatures and their estimated bytes."""
+    return {
+        str(m["get_symbol"]()): {str(k): int(v) for k, v in m["get_stats"]().items()}
+        for m in nnapi_modules(program)
+    }
+
+
+def precompile(program: Any, **symbols: int | Iterable[int]) -> int:
+    """Compile ahead the shape signatures given by symbol values, e.g. ``seq_len=[32, 64]``.
+
+    Every subgraph whose symbols are all given is compiled for each combination of values
+    (several symbols are zipped, so their lists must have one length). Returns the number of
+    (subgraph, signature) compilations requested.
+    """
+    values = {name: [v] if isinstance(v, int) else list(v) for name, v in symbols.items()}
+    lengths = {len(v) for v in values.values()}
+    if len(lengths) > 1:
+        raise ValueError(f"symbol value lists differ in length: {values}")
+    count = 0
+    for module in nnapi_modules(program):
+        needed = [str(s) for s in module["get_symbols"]()]
+        if not needed or any(name not in values for name in needed):
+            continue
+        for index in range(lengths.pop() if lengths else 0):
+            module["precompile"]({name: values[name][index] for name in needed})
+            count += 1
+        lengths = {len(v) for v in values.values()}
+    return count
