@@ -19,11 +19,19 @@ def build(
     target: str | tvm.target.Target = "llvm",
     options: PartitionOptions | None = None,
     entry_functions: Sequence[str] | None = None,
+    host_fallback: bool = False,
 ) -> relax.VMExecutable:
-    """Partition (unless already partitioned), run the NNAPI codegen and ``relax.build``."""
+    """Partition (unless already partitioned), run the NNAPI codegen and ``relax.build``.
+
+    ``host_fallback=True`` also compiles every NNAPI subgraph for the host, so that the runtime
+    can run it there when the device-selection policy prefers the host for a shape (see
+    :mod:`tvm_nnapi.runtime_api`) or when NNAPI fails; it costs one more TVM compilation per
+    subgraph.
+    """
     if not nnapi_subgraphs(mod):
         mod = partition(mod, options, entry_functions)
-    mod = relax.transform.RunCodegen()(mod)
+    codegen_options = {"host_fallback": host_fallback, "host_target": str(target)}
+    mod = relax.transform.RunCodegen({"nnapi": codegen_options})(mod)
     return relax.build(mod, target=target)
 
 

@@ -19,6 +19,7 @@ from ._runtime import runtime_function
 from .converters import ConvertContext, Value
 from .errors import CodegenError
 from .graph_json import Dim, GraphBuilder
+from .ir_utils import prefix_prim_funcs_pass
 
 
 def lower_function(func: relax.Function) -> GraphBuilder:
@@ -124,11 +125,40 @@ def _match_shape_vars(
             shape_vars[inner_dim] = outer_dim
 
 
-def compile_function(func: relax.Function) -> tvm_ffi.Module:
-    """Lower one subgraph and create its runtime module."""
+def host_module(func: relax.Function) -> tvm.IRModule:
+    """The same subgraph as a plain Relax function ``main`` for TVM's own code generation:
+    composite functions are lifted and inlined back into ordinary operators."""
+    main = func.without_attr("Codegen").with_attr("global_symbol", "main")
+    mod = relax.transform.LambdaLift()(tvm.IRModule({"main": main}))
+    functions = {}
+    for gvar, function in mod.functions.items():
+        if isinstance(function, relax.Function) and "Composite" in (function.attrs or {}):
+            function = function.without_attr("Composite").without_attr("Primitive")
+        functions[gvar] = function
+    return relax.transform.InlinePrivateFunctions()(tvm.IRModule(functions))
+
+
+def compile_function(func: relax.Function, options: dict[str, Any] | None = None) -> tvm_ffi.Module:
+    """Lower one subgraph and create its runtime module.
+
+    With ``options["host_fallback"]`` the subgraph is also compiled by TVM for the host target
+    (``options.get("host_target", "llvm")``) and imported into the module, so the runtime can run
+    it on the host when the device-selection policy or an NNAPI failure calls for it.
+    """
+    options = options or {}
     builder = lower_function(func)
     create = runtime_function("tvm_nnapi.runtime.create")
-    return create(builder.symbol, builder.to_json(), bytes(builder.constants))
+    module = create(builder.symbol, builder.to_json(), bytes(builder.constants))
+    if options.get("host_fallback"):
+        target = tvm.target.Target(str(options.get("host_target", "llvm")))
+        # The host library is linked into the same shared library as the main program by
+        # export_library: prefix its TIR symbols to keep them apart from the program's.
+        pipeline = tvm.transform.Sequential(
+            [relax.get_default_pipeline(target), prefix_prim_funcs_pass(f"{builder.symbol}_host_")]
+        )
+        host = relax.build(host_module(func), target=target, relax_pipeline=pipeline)
+        module.import_module(host.mod)
+    return module
 
 
 @tvm_ffi.register_global_func("relax.ext.nnapi", override=True)
@@ -136,4 +166,5 @@ def nnapi_codegen(
     functions: list[relax.Function], options: dict[str, Any], constant_names: dict[Any, str]
 ) -> list[tvm_ffi.Module]:
     """Entry point called by ``relax.transform.RunCodegen`` for ``Codegen="nnapi"``."""
-    return [compile_function(func) for func in functions]
+    settings = {str(k): getattr(v, "value", v) for k, v in (options or {}).items()}
+    return [compile_function(func, settings) for func in functions]

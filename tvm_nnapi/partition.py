@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import tvm
 from tvm import IRModule, relax
-from tvm.relax.expr_functor import PyExprMutator, mutator
 
+from .ir_utils import rename_functions
 from .patterns import (
     PartitionOptions,
     Refusal,
@@ -78,16 +78,6 @@ def _merge_composites(mod: IRModule) -> IRModule:
     return mod
 
 
-@mutator
-class _GlobalVarRenamer(PyExprMutator):
-    def __init__(self, mapping: dict[tvm.ir.GlobalVar, tvm.ir.GlobalVar]) -> None:
-        super().__init__()
-        self.mapping = mapping
-
-    def visit_global_var_(self, op: tvm.ir.GlobalVar) -> tvm.ir.GlobalVar:
-        return self.mapping.get(op, op)
-
-
 def _rename_subgraphs(mod: IRModule, prefix: str) -> IRModule:
     """Give the merged subgraphs short names (``<entry>_nnapi_<k>`` in call order) instead of
     the concatenation of every fused operator's name that MergeCompositeFunctions produces."""
@@ -98,24 +88,8 @@ def _rename_subgraphs(mod: IRModule, prefix: str) -> IRModule:
         if isinstance(binding.value, relax.Call) and isinstance(binding.value.op, tvm.ir.GlobalVar)
     ]
     subgraphs = [g for g in order if (mod[g].attrs or {}).get("Codegen") == CODEGEN_NAME]
-    if not subgraphs:
-        return mod
-    builder = relax.BlockBuilder()
-    mapping = {}
-    functions = {}
-    for index, gvar in enumerate(dict.fromkeys(subgraphs)):
-        new_name = f"{prefix}_{index}"
-        func = mod[gvar].with_attr("global_symbol", new_name)
-        new_gvar = builder.add_func(func, new_name)
-        mapping[gvar] = new_gvar
-        functions[new_gvar] = func
-    for gvar, func in mod.functions.items():
-        if gvar in mapping:
-            continue
-        if isinstance(func, relax.Function):
-            func = _GlobalVarRenamer(mapping).visit_expr(func)
-        functions[gvar] = func
-    return IRModule(functions, attrs=mod.attrs, global_infos=mod.global_infos)
+    names = {gvar: f"{prefix}_{index}" for index, gvar in enumerate(dict.fromkeys(subgraphs))}
+    return rename_functions(mod, names)
 
 
 def _unsupported_operators(mod: IRModule, known: set[tuple[str, str]]) -> list[Refusal]:

@@ -11,7 +11,10 @@ Options (also environment variables ``TVM_NNAPI_<NAME>`` read at start-up):
 ``cache_max_entries`` (compiled shape signatures kept per subgraph), ``cache_max_bytes``
 (estimated activation bytes kept per subgraph), ``cache_dir`` (NNAPI compilation caching
 directory; empty turns caching off), ``preference`` (fast, low_power, sustained) and
-``use_burst`` (run executions through an NNAPI burst).
+``use_burst`` (run executions through an NNAPI burst), ``policy`` (device selection per shape
+signature: ``nnapi``, ``host``, ``threshold:FLOPS`` or ``cost:nnapi_gflops=..,host_gflops=..,
+call_us=..,transfer_gbps=..``; the host choices need ``tvm_nnapi.build(..., host_fallback=True)``)
+and ``log`` (``debug`` prints every placement decision).
 """
 
 from __future__ import annotations
@@ -23,7 +26,15 @@ import tvm
 
 from ._runtime import runtime_function
 
-OPTIONS = ("cache_max_entries", "cache_max_bytes", "cache_dir", "preference", "use_burst")
+OPTIONS = (
+    "cache_max_entries",
+    "cache_max_bytes",
+    "cache_dir",
+    "preference",
+    "use_burst",
+    "policy",
+    "log",
+)
 
 
 def configure(**options: Any) -> dict[str, str]:

@@ -157,12 +157,12 @@ def test_vm_reports_nnapi_errors_with_the_subgraph_name():
     x = tvm.runtime.tensor(np.ones((2, 3, 4), np.float32))
     y = tvm.runtime.tensor(np.ones(4, np.float32))
     with mock_nnapi.FaultInjection(
-        "ANeuralNetworksExecution_compute", mock_nnapi.ResultCode.OP_FAILED
+        "ANeuralNetworksCompilation_finish", mock_nnapi.ResultCode.OP_FAILED
     ):
         with pytest.raises(Exception) as error:
             vm["main"](x, y)
     message = str(error.value)
-    assert "ANeuralNetworksExecution_compute" in message
+    assert "ANeuralNetworksCompilation_finish" in message
     assert "ANEURALNETWORKS_OP_FAILED" in message
     assert "main_nnapi_0" in message
 

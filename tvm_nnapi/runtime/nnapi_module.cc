@@ -9,8 +9,10 @@
 #include <tvm/ffi/function.h>
 #include <tvm/ffi/reflection/registry.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <sstream>
 
@@ -427,6 +429,15 @@ ffi::Map<ffi::String, int64_t> NnapiModuleObj::Stats() {
   int64_t bursts = 0;
   for (const auto& [signature, entry] : cache_) bursts += entry.compiled->burst_computes();
   stats.Set("burst_computes_cached", bursts);
+  stats.Set("nnapi_calls", nnapi_calls_.load());
+  stats.Set("host_calls", host_calls_.load());
+  stats.Set("fallbacks", fallbacks_.load());
+  int64_t decided_host = 0;
+  for (const auto& [signature, placement] : decisions_) {
+    decided_host += placement == Placement::kHost ? 1 : 0;
+  }
+  stats.Set("signatures_on_host", decided_host);
+  stats.Set("signatures_on_nnapi", static_cast<int64_t>(decisions_.size()) - decided_host);
   return stats;
 }
 
@@ -478,8 +489,49 @@ void NnapiModuleObj::Run(ffi::PackedArgs args) {
     input_shapes.emplace_back(tensors[i]->shape, tensors[i]->shape + tensors[i]->ndim);
   }
   const std::vector<int64_t> binding = graph_.BindSymbols(input_shapes);
-  std::shared_ptr<const CompiledModel> compiled = GetCompiled(binding);
+  for (size_t i = 0; i < num_outputs; ++i) {
+    const std::vector<int64_t> expected = graph_.ConcreteShape(graph_.outputs[i], binding);
+    DLTensor* t = tensors[num_inputs + i];
+    const std::vector<int64_t> actual(t->shape, t->shape + t->ndim);
+    if (actual != expected) {
+      TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << symbol_ << "': output " << i
+                                << " has shape " << ShapeString(actual) << ", the graph produces "
+                                << ShapeString(expected);
+    }
+  }
+  calls_++;
+  const RuntimeConfig config = GetRuntimeConfig();
+  if (PlacementFor(binding, config) == Placement::kHost) {
+    RunHost(args, tensors);
+    host_calls_++;
+    return;
+  }
+  try {
+    RunNnapi(binding, tensors);
+    nnapi_calls_++;
+  } catch (const ffi::Error& error) {
+    std::ostringstream signature;
+    for (size_t s = 0; s < graph_.symbols.size(); ++s) {
+      signature << (s ? ", " : "") << graph_.symbols[s] << "=" << binding[s];
+    }
+    if (!HasHostFallback()) {
+      TVM_FFI_THROW(RuntimeError) << error.message() << " [shape signature: "
+                                  << (graph_.symbols.empty() ? "static" : signature.str())
+                                  << "; no host fallback in this module]";
+    }
+    fallbacks_++;
+    std::fprintf(stderr,
+                 "tvm_nnapi: NNAPI failed for subgraph '%s' (%s); running TVM's host "
+                 "code instead: %s\n",
+                 symbol_.c_str(), signature.str().c_str(), error.message().c_str());
+    RunHost(args, tensors);
+    host_calls_++;
+  }
+}
 
+void NnapiModuleObj::RunNnapi(const Signature& binding, const std::vector<DLTensor*>& tensors) {
+  std::shared_ptr<const CompiledModel> compiled = GetCompiled(binding);
+  const size_t num_inputs = graph_.inputs.size();
   std::vector<const void*> inputs;
   std::vector<size_t> input_bytes;
   std::vector<void*> outputs;
@@ -493,19 +545,102 @@ void NnapiModuleObj::Run(ffi::PackedArgs args) {
       inputs.push_back(data);
       input_bytes.push_back(bytes);
     } else {
-      const std::vector<int64_t>& expected = compiled->output_shapes()[i - num_inputs];
-      const std::vector<int64_t> actual(t->shape, t->shape + t->ndim);
-      if (actual != expected) {
-        TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << symbol_ << "': output " << i - num_inputs
-                                  << " has shape " << ShapeString(actual) << ", the graph produces "
-                                  << ShapeString(expected);
-      }
       outputs.push_back(data);
       output_bytes.push_back(bytes);
     }
   }
   compiled->Execute(inputs, input_bytes, outputs, output_bytes);
-  calls_++;
+}
+
+Placement NnapiModuleObj::PlacementFor(const Signature& binding, const RuntimeConfig& config) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (decisions_policy_ != config.policy) {
+      decisions_.clear();
+      decisions_policy_ = config.policy;
+    }
+    auto it = decisions_.find(binding);
+    if (it != decisions_.end()) return it->second;
+  }
+  const Policy policy = Policy::Parse(config.policy);
+  std::string reason;
+  Placement placement = Decide(policy, EstimateCost(graph_, binding), &reason);
+  if (placement == Placement::kHost && !HasHostFallback()) {
+    placement = Placement::kNnapi;
+    reason += "; no host fallback in this module, so NNAPI";
+  }
+  if (config.log_debug) {
+    std::fprintf(stderr, "tvm_nnapi: subgraph '%s' signature [", symbol_.c_str());
+    for (size_t s = 0; s < binding.size(); ++s) {
+      std::fprintf(stderr, "%s%s=%lld", s ? ", " : "", graph_.symbols[s].c_str(),
+                   static_cast<long long>(binding[s]));
+    }
+    std::fprintf(stderr, "] -> %s (%s)\n", placement == Placement::kHost ? "host" : "nnapi",
+                 reason.c_str());
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  decisions_[binding] = placement;
+  return placement;
+}
+
+bool NnapiModuleObj::HasHostFallback() {
+  std::lock_guard<std::mutex> lock(host_mutex_);
+  if (!host_checked_) {
+    host_checked_ = true;
+    for (const ffi::Any& item : imports_) {
+      auto module = item.cast<ffi::Module>();
+      if (std::string(module->kind()) == "relax.VMExecutable") {
+        ffi::Function load = module->GetFunction("vm_load_executable").value();
+        ffi::Module vm = load().cast<ffi::Module>();
+        // Host CPU, pooled allocator (what relax.VirtualMachine(executable, tvm.cpu()) does).
+        vm->GetFunction("vm_initialization").value()(static_cast<int>(kDLCPU), 0, 2);
+        host_main_ = vm->GetFunction("main");
+        host_vm_ = vm;
+        break;
+      }
+    }
+  }
+  return host_main_.has_value();
+}
+
+void NnapiModuleObj::RunHost(ffi::PackedArgs args, const std::vector<DLTensor*>& tensors) {
+  if (!HasHostFallback()) {
+    TVM_FFI_THROW(RuntimeError) << "NNAPI subgraph '" << symbol_
+                                << "' has no host fallback (build with host_fallback=True)";
+  }
+  const size_t num_inputs = graph_.inputs.size();
+  const size_t num_outputs = graph_.outputs.size();
+  const int num_params = args.size() - static_cast<int>(num_outputs);
+  std::lock_guard<std::mutex> lock(host_mutex_);
+  ffi::Any result;
+  host_main_.value().CallPacked(args.Slice(0, num_params), &result);
+  std::vector<ffi::Tensor> results;
+  if (num_outputs == 1) {
+    results.push_back(result.cast<ffi::Tensor>());
+  } else {
+    for (const ffi::Any& item : result.cast<ffi::Array<ffi::Any>>()) {
+      results.push_back(item.cast<ffi::Tensor>());
+    }
+  }
+  if (results.size() != num_outputs) {
+    TVM_FFI_THROW(RuntimeError) << "NNAPI subgraph '" << symbol_ << "': host fallback returned "
+                                << results.size() << " outputs, expected " << num_outputs;
+  }
+  for (size_t i = 0; i < num_outputs; ++i) {
+    const DLTensor* from = results[i].GetDLTensorPtr();
+    DLTensor* to = tensors[num_inputs + i];
+    size_t bytes = (to->dtype.bits * to->dtype.lanes + 7) / 8;
+    for (int d = 0; d < to->ndim; ++d) bytes *= static_cast<size_t>(to->shape[d]);
+    const bool same_shape =
+        from->ndim == to->ndim && std::equal(to->shape, to->shape + to->ndim, from->shape);
+    if (!same_shape || from->dtype.code != to->dtype.code || from->dtype.bits != to->dtype.bits ||
+        !IsCompact(*from)) {
+      TVM_FFI_THROW(RuntimeError) << "NNAPI subgraph '" << symbol_ << "': host fallback output "
+                                  << i << " does not match the destination tensor";
+    }
+    std::memcpy(static_cast<uint8_t*>(to->data) + to->byte_offset,
+                static_cast<const uint8_t*>(from->data) + from->byte_offset, bytes);
+  }
 }
 
 // ---- Serialization
@@ -621,6 +756,8 @@ TVM_FFI_STATIC_INIT_BLOCK() {
              options.Set("cache_dir", config.compilation_cache_dir);
              options.Set("preference", PreferenceName(config.preference));
              options.Set("use_burst", config.use_burst ? "1" : "0");
+             options.Set("policy", config.policy);
+             options.Set("log", config.log_debug ? "debug" : "");
              return options;
            })
       .def("tvm_nnapi.runtime.nnapi_library",

@@ -24,6 +24,7 @@
 
 #include "graph.h"
 #include "nnapi_loader.h"
+#include "policy.h"
 #include "runtime_config.h"
 
 namespace tvm_nnapi {
@@ -94,6 +95,11 @@ class NnapiModuleObj : public tvm::ffi::ModuleObj {
   };
 
   void Run(tvm::ffi::PackedArgs args);
+  void RunNnapi(const Signature& binding, const std::vector<DLTensor*>& tensors);
+  // The TVM-compiled host version of this subgraph (an imported relax.VMExecutable), if any.
+  bool HasHostFallback();
+  void RunHost(tvm::ffi::PackedArgs args, const std::vector<DLTensor*>& tensors);
+  Placement PlacementFor(const Signature& binding, const RuntimeConfig& config);
   std::shared_ptr<const CompiledModel> GetCompiled(const Signature& binding);
   void EvictLocked(const RuntimeConfig& config);
   std::array<uint8_t, 32> CacheToken(const Signature& binding, const RuntimeConfig& config);
@@ -114,6 +120,17 @@ class NnapiModuleObj : public tvm::ffi::ModuleObj {
   std::atomic<int64_t> cache_hits_{0};
   std::atomic<int64_t> evictions_{0};
   std::atomic<int64_t> compile_time_ns_{0};
+  // Device selection: decisions per signature under the policy they were made with.
+  std::string decisions_policy_;
+  std::map<Signature, Placement> decisions_;
+  std::atomic<int64_t> nnapi_calls_{0};
+  std::atomic<int64_t> host_calls_{0};
+  std::atomic<int64_t> fallbacks_{0};
+  // Host fallback: a Relax VM over the imported executable (not thread-safe: serialised).
+  std::mutex host_mutex_;
+  bool host_checked_ = false;
+  tvm::ffi::Optional<tvm::ffi::Module> host_vm_;
+  tvm::ffi::Optional<tvm::ffi::Function> host_main_;
 };
 
 }  // namespace tvm_nnapi

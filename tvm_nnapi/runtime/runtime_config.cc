@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "policy.h"
+
 namespace tvm_nnapi {
 namespace {
 
@@ -47,10 +49,15 @@ void Apply(RuntimeConfig* config, const std::string& name, const std::string& va
     }
   } else if (name == "use_burst") {
     config->use_burst = ParseCount(name, value) != 0;
+  } else if (name == "policy") {
+    Policy::Parse(value);  // validates
+    config->policy = value;
+  } else if (name == "log") {
+    config->log_debug = value == "debug";
   } else {
     TVM_FFI_THROW(ValueError) << "unknown NNAPI runtime option '" << name
                               << "' (cache_max_entries, cache_max_bytes, cache_dir, preference, "
-                                 "use_burst)";
+                                 "use_burst, policy, log)";
   }
 }
 
@@ -66,6 +73,8 @@ RuntimeConfig& Config() {
         {"TVM_NNAPI_CACHE_DIR", "cache_dir"},
         {"TVM_NNAPI_PREFERENCE", "preference"},
         {"TVM_NNAPI_USE_BURST", "use_burst"},
+        {"TVM_NNAPI_POLICY", "policy"},
+        {"TVM_NNAPI_LOG", "log"},
     };
     for (const auto& variable : kVariables) {
       const char* value = std::getenv(variable.env);

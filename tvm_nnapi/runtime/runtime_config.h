@@ -6,6 +6,8 @@
 //   TVM_NNAPI_CACHE_DIR          NNAPI compilation cache directory (setCaching); empty: off
 //   TVM_NNAPI_PREFERENCE         fast | low_power | sustained (default fast)
 //   TVM_NNAPI_USE_BURST          1 (default) or 0: run executions through an NNAPI burst
+//   TVM_NNAPI_POLICY             device selection policy (policy.h; default "nnapi")
+//   TVM_NNAPI_LOG                "debug" logs every placement decision and fallback
 #ifndef TVM_NNAPI_RUNTIME_RUNTIME_CONFIG_H_
 #define TVM_NNAPI_RUNTIME_RUNTIME_CONFIG_H_
 
@@ -21,12 +23,15 @@ struct RuntimeConfig {
   std::string compilation_cache_dir;
   int32_t preference = 1;  // ANEURALNETWORKS_PREFER_FAST_SINGLE_ANSWER
   bool use_burst = true;
+  std::string policy = "nnapi";
+  bool log_debug = false;
 };
 
 // A copy of the current settings.
 RuntimeConfig GetRuntimeConfig();
 // Sets one option by its name (the environment variable without "TVM_NNAPI_", lower case:
-// "cache_max_entries", "cache_max_bytes", "cache_dir", "preference", "use_burst"). Throws a
+// "cache_max_entries", "cache_max_bytes", "cache_dir", "preference", "use_burst", "policy",
+// "log"). Throws a
 // ValueError naming the option on a bad name or value.
 void SetRuntimeOption(const std::string& name, const std::string& value);
 std::string PreferenceName(int32_t preference);
