@@ -98,3 +98,58 @@ def precompile(program: Any, **symbols: int | Iterable[int]) -> int:
             count += 1
         lengths = {len(v) for v in values.values()}
     return count
+
+
+def load_profile(profile: str) -> dict[str, Any]:
+    """A mock_nnapi device profile (docs/device-profiles.md) by built-in name or file path."""
+    import json
+    from pathlib import Path
+
+    from mock_nnapi._library import find_packaged_file
+
+    path = Path(profile)
+    if not path.is_file():
+        path = find_packaged_file("mock_nnapi", f"profiles/{profile}.json")
+    with open(path, encoding="utf-8") as file:
+        return json.load(file)
+
+
+def cost_policy_from_profile(
+    profile: str, dtype: str = "float32", device: str | None = None, host_efficiency: float = 1.0
+) -> str:
+    """A ``cost:`` device-selection policy from a device profile (see :func:`configure`).
+
+    NNAPI side: the named ``device`` (default: the non-CPU device with the highest throughput
+    for ``dtype``) at its throughput times its matmul efficiency, with the runtime's and the
+    device's per-execution overheads plus the transfer latency as the per-call cost and the
+    transfer bandwidth for inputs and outputs. Host side: TVM's CPU code, modelled with the
+    profile's CPU device throughput times ``host_efficiency``. All figures are modelled.
+    """
+    data = load_profile(profile)
+    devices = data["devices"]
+    cpus = [d for d in devices if d["type"] == "CPU"]
+    if not cpus:
+        raise ValueError(f"profile {profile!r} has no CPU device to model the host")
+    candidates = [d for d in devices if d["type"] != "CPU" and dtype in d.get("throughput", {})]
+    if device is not None:
+        candidates = [d for d in devices if d["name"] == device]
+        if not candidates:
+            raise ValueError(f"profile {profile!r} has no device named {device!r}")
+    if not candidates:
+        candidates = cpus
+    chosen = max(candidates, key=lambda d: d["throughput"].get(dtype, 0))
+    efficiency = chosen.get("efficiency", {})
+    nnapi_gflops = chosen["throughput"][dtype] * efficiency.get(
+        "matmul", efficiency.get("default", 1)
+    )
+    transfer = chosen.get("transfer") or {"latency_us": 0, "bandwidth_gbps": 1e6}
+    call_us = (
+        data.get("runtime", {}).get("overhead_us", 0)
+        + chosen.get("overhead_us", {}).get("execution", 0)
+        + transfer["latency_us"]
+    )
+    host_gflops = cpus[0]["throughput"].get(dtype, cpus[0]["throughput"]["float32"])
+    return (
+        f"cost:nnapi_gflops={nnapi_gflops:g},host_gflops={host_gflops * host_efficiency:g},"
+        f"call_us={call_us:g},transfer_gbps={transfer['bandwidth_gbps']:g}"
+    )

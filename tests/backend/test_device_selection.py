@@ -151,3 +151,13 @@ def test_exported_module_keeps_its_host_fallback(tmp_path, executable):
     assert result["nnapi"] == 0
     assert result["stats"]["main_nnapi_0"]["host_calls"] == 1
     assert abs(result["value"] - 1 / (1 + np.exp(-1))) < 1e-6
+
+
+@pytest.mark.parametrize("profile", ["snapdragon-8-gen-2", "dimensity-9000"])
+def test_cost_policy_from_a_phone_profile_splits_decode_and_prefill(options, executable, profile):
+    policy = runtime_api.cost_policy_from_profile(profile)
+    assert policy.startswith("cost:")
+    options.configure(policy=policy)
+    vm = relax.VirtualMachine(executable, tvm.cpu())
+    assert run(vm, 1)[1] == 0  # one token: the NNAPI per-call overhead dominates
+    assert run(vm, 2048)[1] == 1  # a long prompt: the accelerator's throughput wins
