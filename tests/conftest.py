@@ -2,8 +2,38 @@
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
+
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from targets import TARGETS, make_target
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--target",
+        default=os.environ.get("TVM_NNAPI_TEST_TARGET", "mock"),
+        choices=TARGETS,
+        help="where NNAPI builds run: mock (in process), rpc (loopback TVM RPC server), "
+        "device (a phone behind a TVM RPC tracker); env TVM_NNAPI_TEST_TARGET",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: a test that takes more than a few seconds")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"tvm-nnapi target: {config.getoption('--target')}"
+
+
+@pytest.fixture(scope="session")
+def target(request: pytest.FixtureRequest):
+    """The target NNAPI builds run on (see tests/targets.py)."""
+    chosen = make_target(request.config.getoption("--target"))
+    yield chosen
+    chosen.close()

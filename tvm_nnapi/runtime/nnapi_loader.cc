@@ -80,6 +80,8 @@ std::unique_ptr<Nnapi> Load() {
   TVM_NNAPI_RESOLVE(ANeuralNetworks_getRuntimeFeatureLevel);
   TVM_NNAPI_RESOLVE(ANeuralNetworksExecution_setReusable);
   TVM_NNAPI_RESOLVE(MockNnapi_getLastError);
+  TVM_NNAPI_RESOLVE(MockNnapi_getCounter);
+  TVM_NNAPI_RESOLVE(MockNnapi_getOperationExecutedCount);
 #undef TVM_NNAPI_REQUIRE
 #undef TVM_NNAPI_RESOLVE
   nnapi->is_mock = nnapi->MockNnapi_getLastError != nullptr;

@@ -78,6 +78,8 @@ struct Nnapi {
   TVM_NNAPI_FUNCTION_POINTER(ANeuralNetworksExecution_setReusable);
   // mock_nnapi's control API (null on a real NNAPI).
   const char* (*MockNnapi_getLastError)() = nullptr;
+  int (*MockNnapi_getCounter)(const char*, uint64_t*) = nullptr;
+  uint64_t (*MockNnapi_getOperationExecutedCount)(int32_t) = nullptr;
 };
 
 #undef TVM_NNAPI_FUNCTION_POINTER

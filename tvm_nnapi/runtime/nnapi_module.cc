@@ -760,6 +760,24 @@ TVM_FFI_STATIC_INIT_BLOCK() {
              options.Set("log", config.log_debug ? "debug" : "");
              return options;
            })
+      // Counters of the process's mock NNAPI, callable over RPC (-1 on a real NNAPI).
+      .def("tvm_nnapi.runtime.mock_counter",
+           [](const ffi::String& name) -> int64_t {
+             const Nnapi& nnapi = GetNnapi();
+             uint64_t value = 0;
+             if (nnapi.MockNnapi_getCounter == nullptr ||
+                 nnapi.MockNnapi_getCounter(std::string(name).c_str(), &value) != 0) {
+               return -1;
+             }
+             return static_cast<int64_t>(value);
+           })
+      .def("tvm_nnapi.runtime.mock_operation_count",
+           [](const ffi::String& operation) -> int64_t {
+             const Nnapi& nnapi = GetNnapi();
+             const int32_t code = OperationCode(std::string(operation));
+             if (nnapi.MockNnapi_getOperationExecutedCount == nullptr || code < 0) return -1;
+             return static_cast<int64_t>(nnapi.MockNnapi_getOperationExecutedCount(code));
+           })
       .def("tvm_nnapi.runtime.nnapi_library",
            []() -> ffi::String { return GetNnapi().library_path; });
 }
