@@ -103,13 +103,19 @@ def precompile(program: Any, **symbols: int | Iterable[int]) -> int:
 def load_profile(profile: str) -> dict[str, Any]:
     """A mock_nnapi device profile (docs/device-profiles.md) by built-in name or file path."""
     import json
+    import os
     from pathlib import Path
 
     from mock_nnapi._library import find_packaged_file
 
     path = Path(profile)
     if not path.is_file():
-        path = find_packaged_file("mock_nnapi", f"profiles/{profile}.json")
+        directory = os.environ.get("MOCK_NNAPI_PROFILE_DIR")  # the mock's own search order
+        candidate = Path(directory, f"{profile}.json") if directory else None
+        if candidate is not None and candidate.is_file():
+            path = candidate
+        else:
+            path = find_packaged_file("mock_nnapi", f"profiles/{profile}.json")
     with open(path, encoding="utf-8") as file:
         return json.load(file)
 

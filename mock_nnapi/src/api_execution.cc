@@ -41,6 +41,7 @@ Handle* ToHandle(T* object) {
 
 int CreateCompilation(ANeuralNetworksModel* model, std::vector<const Device*> devices,
                       ANeuralNetworksCompilation** compilation) {
+  *compilation = nullptr;
   const Model* m = As<Model>(model);
   NN_CHECK(m->finished() && !m->invalid(), ANEURALNETWORKS_BAD_STATE)
       << "Compilation_create: the model is not finished or is invalid";
@@ -58,9 +59,8 @@ extern "C" {
 int ANeuralNetworksCompilation_create(ANeuralNetworksModel* model,
                                       ANeuralNetworksCompilation** compilation) {
   NN_INJECTION_POINT("ANeuralNetworksCompilation_create");
-  NN_CHECK_NOT_NULL(compilation);
-  *compilation = nullptr;
-  NN_CHECK_NOT_NULL(model);
+  NN_CHECK(model != nullptr && compilation != nullptr, ANEURALNETWORKS_UNEXPECTED_NULL)
+      << "Compilation_create: model or compilation is NULL";
   return CreateCompilation(model, {}, compilation);
 }
 
@@ -69,9 +69,11 @@ int ANeuralNetworksCompilation_createForDevices(ANeuralNetworksModel* model,
                                                 uint32_t numDevices,
                                                 ANeuralNetworksCompilation** compilation) {
   NN_INJECTION_POINT("ANeuralNetworksCompilation_createForDevices");
-  NN_CHECK_NOT_NULL(compilation);
-  *compilation = nullptr;
-  NN_CHECK_NOT_NULL(model);
+  NN_CHECK(model != nullptr && devices != nullptr && compilation != nullptr,
+           ANEURALNETWORKS_UNEXPECTED_NULL)
+      << "Compilation_createForDevices: model, devices or compilation is NULL";
+  NN_CHECK_GT(numDevices, 0u, ANEURALNETWORKS_BAD_DATA)
+      << "Compilation_createForDevices: the device list is empty";
   std::vector<const Device*> list;
   NN_RETURN_IF_ERROR(mock_nnapi::ValidateDeviceList(devices, numDevices, &list));
   return CreateCompilation(model, std::move(list), compilation);
@@ -113,9 +115,7 @@ int ANeuralNetworksCompilation_setCaching(ANeuralNetworksCompilation* compilatio
 int ANeuralNetworksCompilation_finish(ANeuralNetworksCompilation* compilation) {
   NN_INJECTION_POINT("ANeuralNetworksCompilation_finish");
   NN_CHECK_NOT_NULL(compilation);
-  NN_RETURN_IF_ERROR(As<Compilation>(compilation)->Finish());
-  mock_nnapi::Increment(mock_nnapi::Counter::kCompilationsFinished);
-  return ANEURALNETWORKS_NO_ERROR;
+  return As<Compilation>(compilation)->Finish();
 }
 
 #define NN_PREFERRED_MEMORY_QUERY(function, method, is_input)                                    \
@@ -139,11 +139,15 @@ int ANeuralNetworksCompilation_addExtensionAttribute(ANeuralNetworksCompilation*
                                                      const char* extensionName,
                                                      uint16_t attributeCodeWithinExtension,
                                                      const void* data, size_t length) {
+  NN_INJECTION_POINT("ANeuralNetworksCompilation_addExtensionAttribute");
   NN_CHECK_NOT_NULL(compilation);
   NN_CHECK_NOT_NULL(extensionName);
   NN_CHECK(data != nullptr || length == 0, ANEURALNETWORKS_UNEXPECTED_NULL) << "data";
-  NN_CHECK(!As<Compilation>(compilation)->finished(), ANEURALNETWORKS_BAD_STATE)
-      << "addExtensionAttribute after finish";
+  const Compilation* c = As<Compilation>(compilation);
+  NN_CHECK(!c->finished(), ANEURALNETWORKS_BAD_STATE) << "addExtensionAttribute after finish";
+  NN_CHECK(c->single_explicit_device(), ANEURALNETWORKS_BAD_DATA)
+      << "Compilation_addExtensionAttribute needs a compilation created by createForDevices "
+         "with one device";
   NN_FAIL(ANEURALNETWORKS_BAD_DATA) << "unknown extension " << extensionName;
 }
 
@@ -153,12 +157,12 @@ int ANeuralNetworksCompilation_addExtensionAttribute(ANeuralNetworksCompilation*
 int ANeuralNetworksExecution_create(ANeuralNetworksCompilation* compilation,
                                     ANeuralNetworksExecution** execution) {
   NN_INJECTION_POINT("ANeuralNetworksExecution_create");
-  NN_CHECK_NOT_NULL(execution);
+  NN_CHECK(compilation != nullptr && execution != nullptr, ANEURALNETWORKS_UNEXPECTED_NULL)
+      << "Execution_create: compilation or execution is NULL";
   *execution = nullptr;
-  NN_CHECK_NOT_NULL(compilation);
   const Compilation* c = As<Compilation>(compilation);
-  NN_CHECK(c->finished(), ANEURALNETWORKS_BAD_STATE)
-      << "Execution_create: the compilation is not finished";
+  NN_CHECK(c->usable(), ANEURALNETWORKS_BAD_STATE)
+      << "Execution_create: the compilation is not finished or failed to finish";
   auto* created = new (std::nothrow) Execution(c);
   NN_CHECK(created != nullptr, ANEURALNETWORKS_OUT_OF_MEMORY) << "Execution_create";
   *execution = ToHandle<ANeuralNetworksExecution>(created);
@@ -166,7 +170,13 @@ int ANeuralNetworksExecution_create(ANeuralNetworksCompilation* compilation,
 }
 
 void ANeuralNetworksExecution_free(ANeuralNetworksExecution* execution) {
-  delete As<Execution>(execution);
+  Execution* e = As<Execution>(execution);
+  if (e != nullptr && e->in_flight()) {
+    // Android ignores (and logs) the free of an execution that is still computing.
+    mock_nnapi::RecordError("ANeuralNetworksExecution_free: the execution is in flight; ignored");
+    return;
+  }
+  delete e;
 }
 
 int ANeuralNetworksExecution_setInput(ANeuralNetworksExecution* execution, int32_t index,
@@ -224,7 +234,7 @@ int ANeuralNetworksExecution_startCompute(ANeuralNetworksExecution* execution,
   *event = nullptr;
   NN_CHECK_NOT_NULL(execution);
   std::unique_ptr<Event> created;
-  NN_RETURN_IF_ERROR(As<Execution>(execution)->StartCompute({}, 0, &created));
+  NN_RETURN_IF_ERROR(As<Execution>(execution)->StartCompute(&created));
   *event = ToHandle<ANeuralNetworksEvent>(created.release());
   return ANEURALNETWORKS_NO_ERROR;
 }
@@ -235,16 +245,24 @@ int ANeuralNetworksExecution_startComputeWithDependencies(
   NN_INJECTION_POINT("ANeuralNetworksExecution_startComputeWithDependencies");
   NN_CHECK_NOT_NULL(event);
   *event = nullptr;
-  NN_CHECK_NOT_NULL(execution);
   NN_CHECK(dependencies != nullptr || num_dependencies == 0, ANEURALNETWORKS_UNEXPECTED_NULL)
       << "dependencies";
-  std::vector<const Event*> waits;
+  NN_CHECK_NOT_NULL(execution);
+  // Like Android: dependencies backed by a fence are handed to the execution; the others are
+  // waited for here (their result is not checked).
+  std::vector<int> fences;
   for (uint32_t i = 0; i < num_dependencies; ++i) {
     NN_CHECK(dependencies[i] != nullptr, ANEURALNETWORKS_UNEXPECTED_NULL) << "dependency " << i;
-    waits.push_back(As<Event>(dependencies[i]));
+    const Event* dependency = As<Event>(dependencies[i]);
+    if (dependency->fence_fd() >= 0) {
+      fences.push_back(dependency->fence_fd());
+    } else {
+      dependency->Wait();
+    }
   }
   std::unique_ptr<Event> created;
-  NN_RETURN_IF_ERROR(As<Execution>(execution)->StartCompute(waits, duration, &created));
+  NN_RETURN_IF_ERROR(
+      As<Execution>(execution)->StartComputeWithDependencies(fences, duration, &created));
   *event = ToHandle<ANeuralNetworksEvent>(created.release());
   return ANEURALNETWORKS_NO_ERROR;
 }
@@ -276,6 +294,10 @@ int ANeuralNetworksExecution_getDuration(const ANeuralNetworksExecution* executi
   NN_INJECTION_POINT("ANeuralNetworksExecution_getDuration");
   NN_CHECK_NOT_NULL(execution);
   NN_CHECK_NOT_NULL(duration);
+  NN_CHECK(durationCode >= ANEURALNETWORKS_DURATION_ON_HARDWARE &&
+               durationCode <= ANEURALNETWORKS_FENCED_DURATION_IN_DRIVER,
+           ANEURALNETWORKS_BAD_DATA)
+      << "getDuration: invalid duration code " << durationCode;
   return As<Execution>(execution)->GetDuration(durationCode, duration);
 }
 
@@ -309,10 +331,11 @@ int ANeuralNetworksExecution_addExtensionAttribute(ANeuralNetworksExecution* exe
                                                    const char* extensionName,
                                                    uint16_t attributeCodeWithinExtension,
                                                    const void* data, size_t length) {
+  NN_INJECTION_POINT("ANeuralNetworksExecution_addExtensionAttribute");
   NN_CHECK_NOT_NULL(execution);
   NN_CHECK_NOT_NULL(extensionName);
   NN_CHECK(data != nullptr || length == 0, ANEURALNETWORKS_UNEXPECTED_NULL) << "data";
-  NN_FAIL(ANEURALNETWORKS_BAD_DATA) << "unknown extension " << extensionName;
+  return As<Execution>(execution)->AddExtensionAttribute(extensionName);
 }
 
 uint64_t ANeuralNetworks_getDefaultLoopTimeout(void) { return mock_nnapi::kDefaultLoopTimeoutNs; }
@@ -354,12 +377,15 @@ int ANeuralNetworksEvent_getSyncFenceFd(const ANeuralNetworksEvent* event, int* 
 int ANeuralNetworksBurst_create(ANeuralNetworksCompilation* compilation,
                                 ANeuralNetworksBurst** burst) {
   NN_INJECTION_POINT("ANeuralNetworksBurst_create");
-  NN_CHECK_NOT_NULL(burst);
+  NN_CHECK(compilation != nullptr && burst != nullptr, ANEURALNETWORKS_UNEXPECTED_NULL)
+      << "Burst_create: compilation or burst is NULL";
   *burst = nullptr;
-  NN_CHECK_NOT_NULL(compilation);
   const Compilation* c = As<Compilation>(compilation);
-  NN_CHECK(c->finished(), ANEURALNETWORKS_BAD_STATE) << "Burst_create: compilation not finished";
-  *burst = ToHandle<ANeuralNetworksBurst>(new Burst(c));
+  NN_CHECK(c->usable(), ANEURALNETWORKS_BAD_STATE)
+      << "Burst_create: the compilation is not finished or failed to finish";
+  auto* created = new (std::nothrow) Burst(c);
+  NN_CHECK(created != nullptr, ANEURALNETWORKS_OUT_OF_MEMORY) << "Burst_create";
+  *burst = ToHandle<ANeuralNetworksBurst>(created);
   return ANEURALNETWORKS_NO_ERROR;
 }
 
@@ -415,13 +441,15 @@ int ANeuralNetworksMemory_copy(const ANeuralNetworksMemory* src, const ANeuralNe
   NN_INJECTION_POINT("ANeuralNetworksMemory_copy");
   NN_CHECK_NOT_NULL(src);
   NN_CHECK_NOT_NULL(dst);
-  return mock_nnapi::CopyMemory(*As<Memory>(src), *As<Memory>(dst));
+  return Memory::Copy(*As<Memory>(src), *As<Memory>(dst));
 }
 
 int ANeuralNetworksMemoryDesc_create(ANeuralNetworksMemoryDesc** desc) {
   NN_INJECTION_POINT("ANeuralNetworksMemoryDesc_create");
   NN_CHECK_NOT_NULL(desc);
-  *desc = ToHandle<ANeuralNetworksMemoryDesc>(new MemoryDesc());
+  auto* created = new (std::nothrow) MemoryDesc();
+  *desc = ToHandle<ANeuralNetworksMemoryDesc>(created);
+  NN_CHECK(created != nullptr, ANEURALNETWORKS_OUT_OF_MEMORY) << "MemoryDesc_create";
   return ANEURALNETWORKS_NO_ERROR;
 }
 
@@ -435,7 +463,7 @@ int ANeuralNetworksMemoryDesc_addInputRole(ANeuralNetworksMemoryDesc* desc,
   NN_INJECTION_POINT("ANeuralNetworksMemoryDesc_addInputRole");
   NN_CHECK_NOT_NULL(desc);
   NN_CHECK_NOT_NULL(compilation);
-  return As<MemoryDesc>(desc)->AddRole(As<Compilation>(compilation), true, index, frequency);
+  return As<MemoryDesc>(desc)->AddRole(*As<Compilation>(compilation), true, index, frequency);
 }
 
 int ANeuralNetworksMemoryDesc_addOutputRole(ANeuralNetworksMemoryDesc* desc,
@@ -444,14 +472,15 @@ int ANeuralNetworksMemoryDesc_addOutputRole(ANeuralNetworksMemoryDesc* desc,
   NN_INJECTION_POINT("ANeuralNetworksMemoryDesc_addOutputRole");
   NN_CHECK_NOT_NULL(desc);
   NN_CHECK_NOT_NULL(compilation);
-  return As<MemoryDesc>(desc)->AddRole(As<Compilation>(compilation), false, index, frequency);
+  return As<MemoryDesc>(desc)->AddRole(*As<Compilation>(compilation), false, index, frequency);
 }
 
 int ANeuralNetworksMemoryDesc_setDimensions(ANeuralNetworksMemoryDesc* desc, uint32_t rank,
                                             const uint32_t* dimensions) {
   NN_INJECTION_POINT("ANeuralNetworksMemoryDesc_setDimensions");
-  NN_CHECK_NOT_NULL(desc);
-  return As<MemoryDesc>(desc)->SetDimensions(rank, dimensions);
+  NN_CHECK(desc != nullptr && (dimensions != nullptr || rank == 0), ANEURALNETWORKS_UNEXPECTED_NULL)
+      << "MemoryDesc_setDimensions: desc or dimensions is NULL";
+  return As<MemoryDesc>(desc)->SetDimensions(mock_nnapi::Dimensions(dimensions, dimensions + rank));
 }
 
 int ANeuralNetworksMemoryDesc_finish(ANeuralNetworksMemoryDesc* desc) {

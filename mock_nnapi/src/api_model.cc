@@ -4,7 +4,6 @@
 #include <android/NeuralNetworksExtensions.h>
 
 #include <algorithm>
-#include <set>
 
 #include "check.h"
 #include "device.h"
@@ -28,19 +27,19 @@ const Device* AsDevice(const ANeuralNetworksDevice* device) {
 }  // namespace
 
 namespace mock_nnapi {
-// Shared by getSupportedOperationsForDevices and createForDevices: non-empty, no NULL entries,
-// only devices this library handed out, no duplicates.
+// Shared by getSupportedOperationsForDevices and createForDevices, in Android's order: device i
+// must not be NULL (UNEXPECTED_NULL) nor repeated later in the list (BAD_DATA), before device
+// i + 1 is looked at. The mock also refuses pointers it never handed out (Android would crash).
 int ValidateDeviceList(const ANeuralNetworksDevice* const* devices, uint32_t count,
                        std::vector<const Device*>* result) {
-  NN_CHECK_NOT_NULL(devices);
-  NN_CHECK_GT(count, 0u, ANEURALNETWORKS_BAD_DATA) << "the device list is empty";
-  std::set<const Device*> seen;
   for (uint32_t i = 0; i < count; ++i) {
     NN_CHECK(devices[i] != nullptr, ANEURALNETWORKS_UNEXPECTED_NULL) << "device " << i;
+    for (uint32_t j = i + 1; j < count; ++j) {
+      NN_CHECK(devices[i] != devices[j], ANEURALNETWORKS_BAD_DATA)
+          << "device " << i << " is listed again at " << j;
+    }
     const Device* device = AsDevice(devices[i]);
     NN_CHECK(IsKnownDevice(device), ANEURALNETWORKS_BAD_DATA) << "device " << i << " is unknown";
-    NN_CHECK(seen.insert(device).second, ANEURALNETWORKS_BAD_DATA)
-        << "device " << device->name << " listed twice";
     result->push_back(device);
   }
   return ANEURALNETWORKS_NO_ERROR;
@@ -142,9 +141,11 @@ int ANeuralNetworksModel_getSupportedOperationsForDevices(
     const ANeuralNetworksModel* model, const ANeuralNetworksDevice* const* devices,
     uint32_t numDevices, bool* supportedOps) {
   NN_INJECTION_POINT("ANeuralNetworksModel_getSupportedOperationsForDevices");
-  NN_CHECK_NOT_NULL(model);
-  NN_CHECK_NOT_NULL(devices);
-  NN_CHECK_NOT_NULL(supportedOps);
+  NN_CHECK(model != nullptr && devices != nullptr && supportedOps != nullptr,
+           ANEURALNETWORKS_UNEXPECTED_NULL)
+      << "getSupportedOperationsForDevices: model, devices or supportedOps is NULL";
+  NN_CHECK_GT(numDevices, 0u, ANEURALNETWORKS_BAD_DATA)
+      << "getSupportedOperationsForDevices: the device list is empty";
   const Model& m = *AsModel(model);
   NN_CHECK(m.finished() && !m.invalid(), ANEURALNETWORKS_BAD_STATE)
       << "getSupportedOperationsForDevices: the model is not finished";
@@ -226,6 +227,7 @@ int64_t ANeuralNetworks_getRuntimeFeatureLevel(void) { return mock_nnapi::Runtim
 int ANeuralNetworksDevice_getExtensionSupport(const ANeuralNetworksDevice* device,
                                               const char* extensionName,
                                               bool* isExtensionSupported) {
+  NN_INJECTION_POINT("ANeuralNetworksDevice_getExtensionSupport");
   NN_CHECK_NOT_NULL(device);
   NN_CHECK_NOT_NULL(extensionName);
   NN_CHECK_NOT_NULL(isExtensionSupported);
@@ -237,6 +239,7 @@ int ANeuralNetworksModel_getExtensionOperandType(ANeuralNetworksModel* model,
                                                  const char* extensionName,
                                                  uint16_t operandCodeWithinExtension,
                                                  int32_t* type) {
+  NN_INJECTION_POINT("ANeuralNetworksModel_getExtensionOperandType");
   NN_CHECK_NOT_NULL(model);
   NN_CHECK_NOT_NULL(extensionName);
   NN_CHECK_NOT_NULL(type);
@@ -247,6 +250,7 @@ int ANeuralNetworksModel_getExtensionOperationType(ANeuralNetworksModel* model,
                                                    const char* extensionName,
                                                    uint16_t operationCodeWithinExtension,
                                                    ANeuralNetworksOperationType* type) {
+  NN_INJECTION_POINT("ANeuralNetworksModel_getExtensionOperationType");
   NN_CHECK_NOT_NULL(model);
   NN_CHECK_NOT_NULL(extensionName);
   NN_CHECK_NOT_NULL(type);
@@ -255,9 +259,11 @@ int ANeuralNetworksModel_getExtensionOperationType(ANeuralNetworksModel* model,
 
 int ANeuralNetworksModel_setOperandExtensionData(ANeuralNetworksModel* model, int32_t index,
                                                  const void* data, size_t length) {
+  NN_INJECTION_POINT("ANeuralNetworksModel_setOperandExtensionData");
   NN_CHECK_NOT_NULL(model);
   NN_CHECK(data != nullptr || length == 0, ANEURALNETWORKS_UNEXPECTED_NULL) << "data";
   NN_RETURN_IF_ERROR(AsModel(model)->CheckMutable("ANeuralNetworksModel_setOperandExtensionData"));
+  NN_RETURN_IF_ERROR(AsModel(model)->CheckOperandIndex(index, "setOperandExtensionData"));
   NN_FAIL(ANEURALNETWORKS_BAD_DATA)
       << "setOperandExtensionData: operand " << index << " is not of an extension type";
 }

@@ -1,5 +1,17 @@
 #include "compilation.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include "cost_model.h"
+#include "memory.h"
+#include "statistics.h"
+
 namespace mock_nnapi {
 
 Compilation::Compilation(const Model* model, std::vector<const Device*> devices)
@@ -14,9 +26,8 @@ int Compilation::CheckNotFinished(const char* function) const {
 
 int Compilation::SetPreference(int32_t preference) {
   NN_RETURN_IF_ERROR(CheckNotFinished("ANeuralNetworksCompilation_setPreference"));
-  NN_CHECK(preference >= ANEURALNETWORKS_PREFER_LOW_POWER &&
-               preference <= ANEURALNETWORKS_PREFER_SUSTAINED_SPEED,
-           ANEURALNETWORKS_BAD_DATA)
+  // Android only rejects values above the last PreferenceCode (a negative value passes).
+  NN_CHECK(preference <= ANEURALNETWORKS_PREFER_SUSTAINED_SPEED, ANEURALNETWORKS_BAD_DATA)
       << "setPreference: invalid preference " << preference;
   preference_ = preference;
   return ANEURALNETWORKS_NO_ERROR;
@@ -52,7 +63,7 @@ int Compilation::SetCaching(const char* cache_dir, const uint8_t* token) {
   return ANEURALNETWORKS_NO_ERROR;
 }
 
-int Compilation::AssignDevices() {
+int Compilation::ChooseDevices() {
   // Android's rule (ExecutionPlan's findBestDeviceForEachOperation): each operation goes to the
   // supporting device with the best performance figure for the compilation's preference; with
   // no explicit device list, operations no device supports run on the runtime's CPU fallback.
@@ -68,9 +79,9 @@ int Compilation::AssignDevices() {
       const Device& device = *devices_[d];
       if (!device.SupportsOperation(model, operation)) continue;
       const float cost = device.Cost(model, operation, preference_);
-      // Ties go to the CPU device, as in Android (it avoids data transfers).
+      // Ties go to the runtime's CPU device, as in Android (DeviceManager::getCpuDevice()).
       const bool better = best == kRuntimeCpuFallback || cost < best_cost ||
-                          (cost == best_cost && device.type == ANEURALNETWORKS_DEVICE_CPU);
+                          (cost == best_cost && device.runtime_cpu);
       if (better) {
         best = static_cast<int>(d);
         best_cost = cost;
@@ -83,6 +94,10 @@ int Compilation::AssignDevices() {
     }
     operation_devices_[op] = best;
   }
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+int Compilation::CheckDevicesAvailable() const {
   for (int device : operation_devices_) {
     if (device != kRuntimeCpuFallback) {
       NN_CHECK(devices_[device]->available, ANEURALNETWORKS_UNAVAILABLE_DEVICE)
@@ -94,14 +109,18 @@ int Compilation::AssignDevices() {
 
 int Compilation::Finish() {
   NN_CHECK(!finished_, ANEURALNETWORKS_BAD_STATE) << "Compilation_finish called twice";
-  NN_RETURN_IF_ERROR(AssignDevices());
+  // Like Android, the compilation counts as finished even when it fails below.
   finished_ = true;
-  return ANEURALNETWORKS_NO_ERROR;
+  const int code = CompileOrLoad();
+  valid_ = code == ANEURALNETWORKS_NO_ERROR;
+  if (valid_) Increment(Counter::kCompilationsFinished);
+  return code;
 }
 
 int Compilation::GetPreferredMemoryAlignment(bool input, uint32_t index,
                                              uint32_t* alignment) const {
-  NN_CHECK(finished_, ANEURALNETWORKS_BAD_STATE) << "the compilation is not finished";
+  NN_CHECK(usable(), ANEURALNETWORKS_BAD_STATE)
+      << "getPreferredMemoryAlignment: the compilation is not finished or failed to finish";
   const size_t count = input ? model_->inputs().size() : model_->outputs().size();
   NN_CHECK_LT(index, count, ANEURALNETWORKS_BAD_DATA) << (input ? "input" : "output") << " index";
   *alignment = kPreferredAlignment;
@@ -109,11 +128,241 @@ int Compilation::GetPreferredMemoryAlignment(bool input, uint32_t index,
 }
 
 int Compilation::GetPreferredMemoryPadding(bool input, uint32_t index, uint32_t* padding) const {
-  NN_CHECK(finished_, ANEURALNETWORKS_BAD_STATE) << "the compilation is not finished";
+  NN_CHECK(usable(), ANEURALNETWORKS_BAD_STATE)
+      << "getPreferredMemoryPadding: the compilation is not finished or failed to finish";
   const size_t count = input ? model_->inputs().size() : model_->outputs().size();
   NN_CHECK_LT(index, count, ANEURALNETWORKS_BAD_DATA) << (input ? "input" : "output") << " index";
   *padding = kPreferredPadding;
   return ANEURALNETWORKS_NO_ERROR;
+}
+
+// ---- Compilation cache -------------------------------------------------------------------------
+
+namespace {
+
+constexpr char kCacheMagic[8] = {'M', 'N', 'N', 'A', 'P', 'I', 'C', '\0'};
+constexpr uint32_t kCacheFormatVersion = 1;
+constexpr size_t kCacheHeaderSize = 8 + 4 + 32 + 32 + 4;  // up to the operation devices
+constexpr size_t kCacheChecksumSize = 32;
+
+void HashModel(const Model& model, Sha256* hash) {
+  hash->UpdateInteger(static_cast<uint64_t>(model.operands().size()));
+  for (const Operand& operand : model.operands()) {
+    hash->UpdateInteger(operand.type);
+    hash->UpdateInteger(static_cast<uint8_t>(operand.rank_known));
+    hash->UpdateInteger(static_cast<uint64_t>(operand.dimensions.size()));
+    for (uint32_t dimension : operand.dimensions) hash->UpdateInteger(dimension);
+    hash->UpdateFloat(operand.scale);
+    hash->UpdateInteger(operand.zero_point);
+    hash->UpdateInteger(static_cast<uint8_t>(operand.channel_quant.has_value()));
+    if (operand.channel_quant) {
+      hash->UpdateInteger(operand.channel_quant->channel_dim);
+      hash->UpdateInteger(static_cast<uint64_t>(operand.channel_quant->scales.size()));
+      for (float scale : operand.channel_quant->scales) hash->UpdateFloat(scale);
+    }
+    hash->UpdateInteger(static_cast<int32_t>(operand.lifetime));
+    if (const uint8_t* data = model.ConstantData(operand)) {
+      hash->UpdateInteger(static_cast<uint64_t>(operand.value_length));
+      hash->Update(data, operand.value_length);
+    }
+    if (operand.lifetime == OperandLifetime::kModelReference) {
+      HashModel(*operand.referenced_model, hash);
+    }
+  }
+  hash->UpdateInteger(static_cast<uint64_t>(model.operations().size()));
+  for (const Operation& operation : model.operations()) {
+    hash->UpdateInteger(operation.type);
+    hash->UpdateInteger(static_cast<uint64_t>(operation.inputs.size()));
+    for (uint32_t index : operation.inputs) hash->UpdateInteger(index);
+    hash->UpdateInteger(static_cast<uint64_t>(operation.outputs.size()));
+    for (uint32_t index : operation.outputs) hash->UpdateInteger(index);
+  }
+  hash->UpdateInteger(static_cast<uint64_t>(model.inputs().size()));
+  for (uint32_t index : model.inputs()) hash->UpdateInteger(index);
+  hash->UpdateInteger(static_cast<uint64_t>(model.outputs().size()));
+  for (uint32_t index : model.outputs()) hash->UpdateInteger(index);
+  hash->UpdateInteger(static_cast<uint8_t>(model.relaxed_float32_to_float16()));
+}
+
+std::string CacheFileName(const CacheToken& token) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string name;
+  for (uint8_t byte : token) {
+    name += kHex[byte >> 4];
+    name += kHex[byte & 15];
+  }
+  return name + ".mock_nnapi_cache";
+}
+
+void AppendUint32(std::vector<uint8_t>* bytes, uint32_t value) {
+  for (int i = 0; i < 4; ++i) bytes->push_back(static_cast<uint8_t>(value >> (8 * i)));
+}
+
+uint32_t ReadUint32(const uint8_t* bytes) {
+  return uint32_t{bytes[0]} | (uint32_t{bytes[1]} << 8) | (uint32_t{bytes[2]} << 16) |
+         (uint32_t{bytes[3]} << 24);
+}
+
+bool WriteAll(int fd, const uint8_t* data, size_t length) {
+  while (length > 0) {
+    const ssize_t written = write(fd, data, length);
+    if (written < 0 && errno == EINTR) continue;
+    if (written <= 0) return false;
+    data += written;
+    length -= static_cast<size_t>(written);
+  }
+  return true;
+}
+
+bool ReadAll(int fd, uint8_t* data, size_t length) {
+  while (length > 0) {
+    const ssize_t got = read(fd, data, length);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    data += got;
+    length -= static_cast<size_t>(got);
+  }
+  return true;
+}
+
+}  // namespace
+
+Sha256Digest Compilation::Fingerprint() const {
+  Sha256 hash;
+  hash.UpdateString("mock_nnapi compilation fingerprint 1");
+  HashModel(*model_, &hash);
+  hash.UpdateInteger(static_cast<uint8_t>(explicit_devices_));
+  hash.UpdateInteger(static_cast<uint64_t>(devices_.size()));
+  for (const Device* device : devices_) {
+    hash.UpdateString(device->name);
+    hash.UpdateString(device->version);
+    hash.UpdateInteger(device->type);
+    hash.UpdateInteger(device->feature_level);
+  }
+  hash.UpdateInteger(preference_);
+  return hash.Finish();
+}
+
+bool Compilation::LoadFromCache(int directory, const std::string& name,
+                                const Sha256Digest& fingerprint) {
+  // O_NOFOLLOW: a symbolic link planted under the cache name is never read through; O_NONBLOCK:
+  // opening a planted FIFO must not hang.
+  const int fd = openat(directory, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return false;
+  const size_t operation_count = model_->operations().size();
+  const size_t expected_size = kCacheHeaderSize + 4 * operation_count + kCacheChecksumSize;
+  std::vector<uint8_t> bytes;
+  struct stat info{};
+  const bool plausible = fstat(fd, &info) == 0 && S_ISREG(info.st_mode) &&
+                         info.st_uid == geteuid() &&
+                         static_cast<uint64_t>(info.st_size) == expected_size;
+  if (plausible) {
+    bytes.resize(expected_size);
+    if (!ReadAll(fd, bytes.data(), bytes.size())) bytes.clear();
+  }
+  close(fd);
+  if (bytes.empty()) return false;
+
+  const uint8_t* cursor = bytes.data();
+  const size_t body_size = expected_size - kCacheChecksumSize;
+  const Sha256Digest checksum = Sha256::Of(bytes.data(), body_size);
+  if (std::memcmp(checksum.data(), bytes.data() + body_size, checksum.size()) != 0) return false;
+  if (std::memcmp(cursor, kCacheMagic, sizeof(kCacheMagic)) != 0) return false;
+  cursor += sizeof(kCacheMagic);
+  if (ReadUint32(cursor) != kCacheFormatVersion) return false;
+  cursor += 4;
+  if (std::memcmp(cursor, cache_token_.data(), cache_token_.size()) != 0) return false;
+  cursor += cache_token_.size();
+  if (std::memcmp(cursor, fingerprint.data(), fingerprint.size()) != 0) return false;
+  cursor += fingerprint.size();
+  if (ReadUint32(cursor) != operation_count) return false;
+  cursor += 4;
+  std::vector<int> assignment(operation_count);
+  for (size_t op = 0; op < operation_count; ++op, cursor += 4) {
+    const int device = static_cast<int32_t>(ReadUint32(cursor));
+    const bool in_range = (device >= 0 && static_cast<size_t>(device) < devices_.size()) ||
+                          (device == kRuntimeCpuFallback && !explicit_devices_);
+    if (!in_range) return false;
+    assignment[op] = device;
+  }
+  operation_devices_ = std::move(assignment);
+  return true;
+}
+
+void Compilation::StoreInCache(int directory, const std::string& name,
+                               const Sha256Digest& fingerprint) const {
+  std::vector<uint8_t> bytes(kCacheMagic, kCacheMagic + sizeof(kCacheMagic));
+  AppendUint32(&bytes, kCacheFormatVersion);
+  bytes.insert(bytes.end(), cache_token_.begin(), cache_token_.end());
+  bytes.insert(bytes.end(), fingerprint.begin(), fingerprint.end());
+  AppendUint32(&bytes, static_cast<uint32_t>(operation_devices_.size()));
+  for (int device : operation_devices_) AppendUint32(&bytes, static_cast<uint32_t>(device));
+  const Sha256Digest checksum = Sha256::Of(bytes.data(), bytes.size());
+  bytes.insert(bytes.end(), checksum.begin(), checksum.end());
+
+  // Write a private temporary file next to the final one, then rename it into place: readers
+  // see either the old file or the complete new one, and rename() replaces a planted symbolic
+  // link itself rather than writing through it.
+  static std::atomic<uint64_t> sequence{0};
+  const std::string temporary =
+      "." + name + ".tmp." + std::to_string(getpid()) + "." + std::to_string(sequence.fetch_add(1));
+  const int fd = openat(directory, temporary.c_str(),
+                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    LogInfo("compilation cache: cannot create " + temporary + ": " + std::strerror(errno));
+    return;
+  }
+  const bool written = fchmod(fd, 0600) == 0 && WriteAll(fd, bytes.data(), bytes.size());
+  const bool closed = close(fd) == 0;
+  if (!written || !closed || renameat(directory, temporary.c_str(), directory, name.c_str()) != 0) {
+    LogInfo("compilation cache: cannot write " + name + ": " + std::strerror(errno));
+    unlinkat(directory, temporary.c_str(), 0);
+  }
+}
+
+int Compilation::CompileOrLoad() {
+  cache_hit_ = false;
+  int directory = -1;
+  Sha256Digest fingerprint{};
+  std::string name;
+  if (cache_dir_) {
+    // Android requires the directory to exist; without it caching is silently skipped.
+    directory = open(cache_dir_->c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (directory < 0) LogInfo("compilation cache: no directory " + *cache_dir_);
+  }
+  if (directory >= 0) {
+    fingerprint = Fingerprint();
+    name = CacheFileName(cache_token_);
+    cache_hit_ = LoadFromCache(directory, name, fingerprint);
+    Increment(cache_hit_ ? Counter::kCompilationCacheHits : Counter::kCompilationCacheMisses);
+  }
+  // A hit skips the modelled compilation work: the device assignment comes from the file.
+  int code = cache_hit_ ? ANEURALNETWORKS_NO_ERROR : ChooseDevices();
+  if (code == ANEURALNETWORKS_NO_ERROR) code = CheckDevicesAvailable();
+  // Android's CompilationBuilder::finish: without an explicit device list, a driver failure (not
+  // a user error) falls back to the runtime's CPU for the whole model. Not cached.
+  bool cpu_fallback = false;
+  if (code == ANEURALNETWORKS_UNAVAILABLE_DEVICE && !explicit_devices_) {
+    LogInfo("Compilation_finish: falling back to the CPU for the whole model");
+    operation_devices_.assign(model_->operations().size(), kRuntimeCpuFallback);
+    cpu_fallback = true;
+    code = ANEURALNETWORKS_NO_ERROR;
+  }
+  // setTimeout: the deadline is compared with the modelled compilation time (cost_model.h).
+  if (code == ANEURALNETWORKS_NO_ERROR && timeout_ns_) {
+    const uint64_t modelled_ns = ModelledNanoseconds(ModelledCompilationUs(*this));
+    if (modelled_ns > *timeout_ns_) {
+      code = CheckFailure(__FILE__, __LINE__, "modelled compilation time <= timeout",
+                          ANEURALNETWORKS_MISSED_DEADLINE_TRANSIENT)
+             << "the modelled compilation time " << modelled_ns << " ns exceeds the timeout "
+             << *timeout_ns_ << " ns";
+    }
+  }
+  if (code == ANEURALNETWORKS_NO_ERROR && directory >= 0 && !cache_hit_ && !cpu_fallback) {
+    StoreInCache(directory, name, fingerprint);
+  }
+  if (directory >= 0) close(directory);
+  return code;
 }
 
 }  // namespace mock_nnapi

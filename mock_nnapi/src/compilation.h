@@ -1,4 +1,26 @@
 // ANeuralNetworksCompilation: device assignment of each operation, preferences and caching.
+//
+// Compilation caching (ANeuralNetworksCompilation_setCaching). finish() looks in the cache
+// directory for the file "<64 hex digits of the token>.mock_nnapi_cache". A file that is valid
+// and records the fingerprint of this compilation is a hit: the device assignment is read from it
+// and the (modelled) compilation work is skipped. Anything else is a miss: the compilation runs
+// and the file is (re)written atomically (a 0600 temporary file in the same directory, then
+// rename). A missing cache directory silently disables caching, as on Android.
+//
+// File format version 1, integers little-endian:
+//   offset 0   8 bytes   magic "MNNAPIC\0"
+//          8   uint32    format version (1)
+//         12   32 bytes  the caching token
+//         44   32 bytes  fingerprint: SHA-256 of the model (operands with their types, shapes,
+//                        quantisation and constant values, operations, inputs and outputs,
+//                        relaxed flag, referenced models) and of the device list and preference
+//         76   uint32    number of operations N
+//         80   N int32   device of each operation (index into the compilation's device list,
+//                        or -1 for the runtime's CPU fallback)
+//     80+4N   32 bytes  checksum: SHA-256 of bytes [0, 80+4N)
+// A file is never trusted unless it is a regular file owned by the user, opened without
+// following symbolic links, of exactly this size, with matching magic, version, token,
+// fingerprint, operation count, in-range devices and checksum.
 #ifndef MOCK_NNAPI_SRC_COMPILATION_H_
 #define MOCK_NNAPI_SRC_COMPILATION_H_
 
@@ -13,12 +35,15 @@
 #include "device.h"
 #include "model.h"
 #include "object_counter.h"
+#include "sha256.h"
 
 namespace mock_nnapi {
 
 // The device that runs operations no listed device supports when compiling without an explicit
 // device list: the runtime's own CPU implementation (Android's "CPU fallback").
 constexpr int kRuntimeCpuFallback = -1;
+
+using CacheToken = std::array<uint8_t, ANEURALNETWORKS_BYTE_SIZE_OF_CACHE_TOKEN>;
 
 class Compilation : public CountedObject<Compilation> {
  public:
@@ -40,6 +65,9 @@ class Compilation : public CountedObject<Compilation> {
 
   const Model& model() const { return *model_; }
   bool finished() const { return finished_; }
+  // Finished successfully: executions, bursts and memory roles may use it. (Like Android, a
+  // failed finish() still counts as finished: it cannot be retried.)
+  bool usable() const { return finished_ && valid_; }
   bool explicit_devices() const { return explicit_devices_; }
   // Exactly one device given through createForDevices (needed for timeouts and timing).
   bool single_explicit_device() const { return explicit_devices_ && devices_.size() == 1; }
@@ -52,8 +80,13 @@ class Compilation : public CountedObject<Compilation> {
   bool cache_hit() const { return cache_hit_; }
 
  private:
-  int AssignDevices();
   int CheckNotFinished(const char* function) const;
+  int CompileOrLoad();
+  int ChooseDevices();
+  int CheckDevicesAvailable() const;
+  Sha256Digest Fingerprint() const;
+  bool LoadFromCache(int directory, const std::string& name, const Sha256Digest& fingerprint);
+  void StoreInCache(int directory, const std::string& name, const Sha256Digest& fingerprint) const;
 
   const Model* model_;
   std::vector<const Device*> devices_;
@@ -62,9 +95,10 @@ class Compilation : public CountedObject<Compilation> {
   int priority_ = ANEURALNETWORKS_PRIORITY_DEFAULT;
   std::optional<uint64_t> timeout_ns_;
   std::optional<std::string> cache_dir_;
-  std::array<uint8_t, ANEURALNETWORKS_BYTE_SIZE_OF_CACHE_TOKEN> cache_token_{};
+  CacheToken cache_token_{};
   bool cache_hit_ = false;
   bool finished_ = false;
+  bool valid_ = false;
   std::vector<int> operation_devices_;
 };
 

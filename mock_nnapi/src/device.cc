@@ -1,69 +1,444 @@
 #include "device.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <mutex>
+
+#include "check.h"
+#include "object_counter.h"
+#include "profile.h"
 
 namespace mock_nnapi {
+
+// ---- Data and operation classes ----------------------------------------------------------------
+
+namespace {
+const char* const kDataClassNames[kDataClassCount] = {
+    "float32", "relaxed_float32", "float16", "quant8", "quant16", "int32", "bool8"};
+const char* const kOperationClassNames[kOperationClassCount] = {"convolution",
+                                                                "depthwise_convolution",
+                                                                "fully_connected",
+                                                                "matmul",
+                                                                "pooling",
+                                                                "elementwise",
+                                                                "softmax",
+                                                                "reduction",
+                                                                "normalization",
+                                                                "data_movement",
+                                                                "other"};
+}  // namespace
+
+const char* DataClassName(DataClass data_class) {
+  return kDataClassNames[static_cast<int>(data_class)];
+}
+
+std::optional<DataClass> DataClassFromName(const std::string& name) {
+  for (int i = 0; i < kDataClassCount; ++i) {
+    if (name == kDataClassNames[i]) return static_cast<DataClass>(i);
+  }
+  return std::nullopt;
+}
+
+DataClass DataClassOf(int32_t operand_type, bool relaxed) {
+  switch (operand_type) {
+    case ANEURALNETWORKS_FLOAT32:
+    case ANEURALNETWORKS_TENSOR_FLOAT32:
+      return relaxed ? DataClass::kRelaxedFloat32 : DataClass::kFloat32;
+    case ANEURALNETWORKS_FLOAT16:
+    case ANEURALNETWORKS_TENSOR_FLOAT16:
+      return DataClass::kFloat16;
+    case ANEURALNETWORKS_TENSOR_QUANT8_ASYMM:
+    case ANEURALNETWORKS_TENSOR_QUANT8_ASYMM_SIGNED:
+    case ANEURALNETWORKS_TENSOR_QUANT8_SYMM:
+    case ANEURALNETWORKS_TENSOR_QUANT8_SYMM_PER_CHANNEL:
+      return DataClass::kQuant8;
+    case ANEURALNETWORKS_TENSOR_QUANT16_ASYMM:
+    case ANEURALNETWORKS_TENSOR_QUANT16_SYMM:
+      return DataClass::kQuant16;
+    case ANEURALNETWORKS_BOOL:
+    case ANEURALNETWORKS_TENSOR_BOOL8:
+      return DataClass::kBool8;
+    default:
+      return DataClass::kInt32;
+  }
+}
+
+const char* OperationClassName(OperationClass operation_class) {
+  return kOperationClassNames[static_cast<int>(operation_class)];
+}
+
+std::optional<OperationClass> OperationClassFromName(const std::string& name) {
+  for (int i = 0; i < kOperationClassCount; ++i) {
+    if (name == kOperationClassNames[i]) return static_cast<OperationClass>(i);
+  }
+  return std::nullopt;
+}
+
+OperationClass OperationClassOf(int32_t operation_type) {
+  switch (operation_type) {
+    case ANEURALNETWORKS_CONV_2D:
+    case ANEURALNETWORKS_GROUPED_CONV_2D:
+    case ANEURALNETWORKS_TRANSPOSE_CONV_2D:
+      return OperationClass::kConvolution;
+    case ANEURALNETWORKS_DEPTHWISE_CONV_2D:
+      return OperationClass::kDepthwiseConvolution;
+    case ANEURALNETWORKS_FULLY_CONNECTED:
+      return OperationClass::kFullyConnected;
+    case ANEURALNETWORKS_BATCH_MATMUL:
+      return OperationClass::kMatMul;
+    case ANEURALNETWORKS_AVERAGE_POOL_2D:
+    case ANEURALNETWORKS_MAX_POOL_2D:
+    case ANEURALNETWORKS_L2_POOL_2D:
+      return OperationClass::kPooling;
+    case ANEURALNETWORKS_SOFTMAX:
+    case ANEURALNETWORKS_LOG_SOFTMAX:
+      return OperationClass::kSoftmax;
+    case ANEURALNETWORKS_MEAN:
+    case ANEURALNETWORKS_REDUCE_ALL:
+    case ANEURALNETWORKS_REDUCE_ANY:
+    case ANEURALNETWORKS_REDUCE_MAX:
+    case ANEURALNETWORKS_REDUCE_MIN:
+    case ANEURALNETWORKS_REDUCE_PROD:
+    case ANEURALNETWORKS_REDUCE_SUM:
+    case ANEURALNETWORKS_ARGMAX:
+    case ANEURALNETWORKS_ARGMIN:
+      return OperationClass::kReduction;
+    case ANEURALNETWORKS_L2_NORMALIZATION:
+    case ANEURALNETWORKS_INSTANCE_NORMALIZATION:
+    case ANEURALNETWORKS_LOCAL_RESPONSE_NORMALIZATION:
+      return OperationClass::kNormalization;
+    case ANEURALNETWORKS_BATCH_TO_SPACE_ND:
+    case ANEURALNETWORKS_CHANNEL_SHUFFLE:
+    case ANEURALNETWORKS_CONCATENATION:
+    case ANEURALNETWORKS_DEPTH_TO_SPACE:
+    case ANEURALNETWORKS_EMBEDDING_LOOKUP:
+    case ANEURALNETWORKS_EXPAND_DIMS:
+    case ANEURALNETWORKS_FILL:
+    case ANEURALNETWORKS_GATHER:
+    case ANEURALNETWORKS_MIRROR_PAD:
+    case ANEURALNETWORKS_PACK:
+    case ANEURALNETWORKS_PAD:
+    case ANEURALNETWORKS_PAD_V2:
+    case ANEURALNETWORKS_RANK:
+    case ANEURALNETWORKS_RESHAPE:
+    case ANEURALNETWORKS_RESIZE_NEAREST_NEIGHBOR:
+    case ANEURALNETWORKS_REVERSE:
+    case ANEURALNETWORKS_SLICE:
+    case ANEURALNETWORKS_SPACE_TO_BATCH_ND:
+    case ANEURALNETWORKS_SPACE_TO_DEPTH:
+    case ANEURALNETWORKS_SPLIT:
+    case ANEURALNETWORKS_SQUEEZE:
+    case ANEURALNETWORKS_STRIDED_SLICE:
+    case ANEURALNETWORKS_TILE:
+    case ANEURALNETWORKS_TRANSPOSE:
+      return OperationClass::kDataMovement;
+    case ANEURALNETWORKS_ABS:
+    case ANEURALNETWORKS_ADD:
+    case ANEURALNETWORKS_CAST:
+    case ANEURALNETWORKS_DEQUANTIZE:
+    case ANEURALNETWORKS_DIV:
+    case ANEURALNETWORKS_ELU:
+    case ANEURALNETWORKS_EQUAL:
+    case ANEURALNETWORKS_EXP:
+    case ANEURALNETWORKS_FLOOR:
+    case ANEURALNETWORKS_GREATER:
+    case ANEURALNETWORKS_GREATER_EQUAL:
+    case ANEURALNETWORKS_HARD_SWISH:
+    case ANEURALNETWORKS_LESS:
+    case ANEURALNETWORKS_LESS_EQUAL:
+    case ANEURALNETWORKS_LOG:
+    case ANEURALNETWORKS_LOGICAL_AND:
+    case ANEURALNETWORKS_LOGICAL_NOT:
+    case ANEURALNETWORKS_LOGICAL_OR:
+    case ANEURALNETWORKS_LOGISTIC:
+    case ANEURALNETWORKS_MAXIMUM:
+    case ANEURALNETWORKS_MINIMUM:
+    case ANEURALNETWORKS_MUL:
+    case ANEURALNETWORKS_NEG:
+    case ANEURALNETWORKS_NOT_EQUAL:
+    case ANEURALNETWORKS_POW:
+    case ANEURALNETWORKS_PRELU:
+    case ANEURALNETWORKS_QUANTIZE:
+    case ANEURALNETWORKS_RELU:
+    case ANEURALNETWORKS_RELU1:
+    case ANEURALNETWORKS_RELU6:
+    case ANEURALNETWORKS_RESIZE_BILINEAR:
+    case ANEURALNETWORKS_RSQRT:
+    case ANEURALNETWORKS_SELECT:
+    case ANEURALNETWORKS_SIN:
+    case ANEURALNETWORKS_SQRT:
+    case ANEURALNETWORKS_SUB:
+    case ANEURALNETWORKS_TANH:
+      return OperationClass::kElementwise;
+    default:
+      return OperationClass::kOther;
+  }
+}
+
+// ---- Device ------------------------------------------------------------------------------------
 
 bool Device::SupportsOperation(const Model& model, const Operation& operation) const {
   if (operation.feature_level > feature_level) return false;
   if (!supported_operations.empty() && supported_operations.count(operation.type) == 0) {
     return false;
   }
-  auto operand_ok = [&](uint32_t index) {
-    const Operand& operand = model.operands()[index];
-    if (!supported_operand_types.empty() && supported_operand_types.count(operand.type) == 0) {
-      return false;
+  // The data type is the first input's (as in Android's performance lookup); a per-operation
+  // list replaces the device-wide one.
+  if (!operation.inputs.empty()) {
+    const int32_t first_type = model.operands()[operation.inputs[0]].type;
+    const auto per_operation = operation_operand_types.find(operation.type);
+    const std::set<int32_t>& allowed = per_operation != operation_operand_types.end()
+                                           ? per_operation->second
+                                           : supported_operand_types;
+    if (!allowed.empty() && allowed.count(first_type) == 0) {
+      const bool relaxed = relaxed_float32 && model.relaxed_float32_to_float16() &&
+                           first_type == ANEURALNETWORKS_TENSOR_FLOAT32 &&
+                           allowed.count(ANEURALNETWORKS_TENSOR_FLOAT16) > 0;
+      if (!relaxed) return false;
     }
-    return operand.dimensions.size() <= max_rank;
+  }
+  auto rank_ok = [&](uint32_t index) {
+    return model.operands()[index].dimensions.size() <= max_rank;
   };
-  return std::all_of(operation.inputs.begin(), operation.inputs.end(), operand_ok) &&
-         std::all_of(operation.outputs.begin(), operation.outputs.end(), operand_ok);
+  return std::all_of(operation.inputs.begin(), operation.inputs.end(), rank_ok) &&
+         std::all_of(operation.outputs.begin(), operation.outputs.end(), rank_ok);
 }
 
 float Device::Cost(const Model& model, const Operation& operation, int32_t preference) const {
+  // Android's ModelBuilder::getPerformance: the first input's type picks the figure.
   const int32_t type = operation.inputs.empty() ? ANEURALNETWORKS_TENSOR_FLOAT32
                                                 : model.operands()[operation.inputs[0]].type;
-  const PerformanceInfo* info = &quantized_performance;
-  if (type == ANEURALNETWORKS_TENSOR_FLOAT32 || type == ANEURALNETWORKS_FLOAT32) {
-    info = model.relaxed_float32_to_float16() ? &relaxed_performance : &float32_performance;
-  } else if (type == ANEURALNETWORKS_TENSOR_FLOAT16 || type == ANEURALNETWORKS_FLOAT16) {
-    info = &float16_performance;
-  }
-  return preference == ANEURALNETWORKS_PREFER_LOW_POWER ? info->power_usage : info->exec_time;
+  const PerformanceInfo& info =
+      performance[static_cast<int>(DataClassOf(type, model.relaxed_float32_to_float16()))];
+  return preference == ANEURALNETWORKS_PREFER_LOW_POWER ? info.power_usage : info.exec_time;
 }
 
+// ---- The active profile ------------------------------------------------------------------------
+
 namespace {
-std::vector<std::unique_ptr<Device>> MakeReferenceDevices() {
-  std::vector<std::unique_ptr<Device>> devices;
+
+// Last resort when even the built-in reference profile cannot be read: the same device as
+// profiles/reference.json.
+std::unique_ptr<Device> MakeReferenceDevice() {
   auto cpu = std::make_unique<Device>();
   cpu->name = "mock-reference";
   cpu->version = "mock_nnapi-1";
   cpu->type = ANEURALNETWORKS_DEVICE_CPU;
-  cpu->feature_level = kFeatureLevel8;
-  devices.push_back(std::move(cpu));
-  return devices;
+  cpu->runtime_cpu = true;
+  DeviceTiming& timing = cpu->timing;
+  timing.peak_gops.fill(100);
+  timing.energy_pj_per_op.fill(10);
+  timing.energy_pj_per_byte = 50;
+  timing.memory_bandwidth_gbps = 10;
+  timing.efficiency.fill(1);
+  timing.execution_overhead_us = 10;
+  timing.operation_overhead_us = 1;
+  timing.compilation_fixed_us = 100;
+  timing.compilation_per_operation_us = 10;
+  timing.compilation_cache_hit_us = 20;
+  return cpu;
 }
 
-std::vector<std::unique_ptr<Device>>& OwnedDevices() {
-  static std::vector<std::unique_ptr<Device>> devices = MakeReferenceDevices();
-  return devices;
+struct Registry {
+  std::mutex mutex;
+  bool loaded = false;
+  Profile profile;
+  // Devices of earlier profiles: never freed, so a stale handle is still safe to compare.
+  std::vector<std::unique_ptr<Device>> retired;
+  // Parameters of the CPU fallback when the profile has no runtime_cpu device.
+  std::unique_ptr<Device> default_runtime_cpu = MakeReferenceDevice();
+};
+
+Registry& TheRegistry() {
+  static Registry* registry = new Registry();  // never destroyed: used until process exit
+  return *registry;
 }
+
+void Install(Registry& registry, Profile&& profile) {
+  for (auto& device : registry.profile.devices) registry.retired.push_back(std::move(device));
+  registry.profile = std::move(profile);
+  registry.loaded = true;
+}
+
+// Loads the first profile: $MOCK_NNAPI_PROFILE, else "reference". A bad profile named in the
+// environment is reported on stderr and replaced by the reference profile.
+void EnsureLoaded(Registry& registry) {
+  if (registry.loaded) return;
+  const char* requested = std::getenv(kProfileEnvironmentVariable);
+  Profile profile;
+  std::string error;
+  if (requested != nullptr && *requested != '\0') {
+    if (LoadProfile(requested, &profile, &error)) {
+      Install(registry, std::move(profile));
+      return;
+    }
+    std::cerr << "mock_nnapi: " << kProfileEnvironmentVariable << "=" << requested
+              << " rejected: " << error << "; using the \"" << kDefaultProfileName << "\" profile"
+              << std::endl;
+    RecordError(error);
+    profile = Profile();
+  }
+  if (!LoadProfile(kDefaultProfileName, &profile, &error)) {
+    std::cerr << "mock_nnapi: " << error << std::endl;
+    profile = Profile();
+    profile.name = kDefaultProfileName;
+    profile.origin = "built-in fallback";
+    profile.devices.push_back(MakeReferenceDevice());
+  }
+  Install(registry, std::move(profile));
+}
+
+Device* FindDevice(Registry& registry, const std::string& name) {
+  for (auto& device : registry.profile.devices) {
+    if (device->name == name) return device.get();
+  }
+  return nullptr;
+}
+
+void ResetFaults(Device* device) {
+  device->hidden = false;
+  device->available = true;
+  device->feature_level = device->profile_feature_level;
+  device->execution_fault = ANEURALNETWORKS_NO_ERROR;
+  device->execution_fault_remaining = 0;
+  device->speed = 1.0;
+}
+
 }  // namespace
 
-const std::vector<const Device*>& Devices() {
-  static const std::vector<const Device*> devices = [] {
-    std::vector<const Device*> list;
-    for (const auto& device : OwnedDevices()) list.push_back(device.get());
-    return list;
-  }();
+std::vector<const Device*> Devices() {
+  Registry& registry = TheRegistry();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  EnsureLoaded(registry);
+  std::vector<const Device*> devices;
+  for (const auto& device : registry.profile.devices) {
+    if (!device->hidden) devices.push_back(device.get());
+  }
   return devices;
 }
 
 bool IsKnownDevice(const Device* device) {
-  const auto& devices = Devices();
+  const std::vector<const Device*> devices = Devices();
   return std::find(devices.begin(), devices.end(), device) != devices.end();
 }
 
-int64_t RuntimeFeatureLevel() { return kFeatureLevel8; }
+int64_t RuntimeFeatureLevel() {
+  Registry& registry = TheRegistry();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  EnsureLoaded(registry);
+  return registry.profile.runtime_feature_level;
+}
+
+const Device& RuntimeCpuDevice() {
+  Registry& registry = TheRegistry();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  EnsureLoaded(registry);
+  for (const auto& device : registry.profile.devices) {
+    if (device->runtime_cpu) return *device;
+  }
+  return *registry.default_runtime_cpu;
+}
+
+double RuntimeOverheadUs() {
+  Registry& registry = TheRegistry();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  EnsureLoaded(registry);
+  return registry.profile.runtime_overhead_us;
+}
+
+int SelectProfile(const std::string& name_or_path) {
+  Profile profile;
+  std::string error;
+  NN_CHECK(LoadProfile(name_or_path, &profile, &error), ANEURALNETWORKS_BAD_DATA) << error;
+  // Compilations made before the switch keep the devices they were compiled for: Install()
+  // retires the old devices instead of freeing them, so those pointers stay valid.
+  Registry& registry = TheRegistry();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  Install(registry, std::move(profile));
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+std::string ActiveProfileName() {
+  Registry& registry = TheRegistry();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  EnsureLoaded(registry);
+  return registry.profile.name;
+}
+
+std::string ActiveProfileJson() {
+  Registry& registry = TheRegistry();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  EnsureLoaded(registry);
+  return registry.profile.json_text;
+}
+
+// ---- Device faults -----------------------------------------------------------------------------
+
+int InjectDeviceFault(const std::string& device_name, int32_t fault, int64_t value, int32_t count) {
+  Registry& registry = TheRegistry();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  EnsureLoaded(registry);
+  Device* device = FindDevice(registry, device_name);
+  NN_CHECK(device != nullptr, ANEURALNETWORKS_BAD_DATA)
+      << "MockNnapi_injectDeviceFault: the profile \"" << registry.profile.name
+      << "\" has no device named \"" << device_name << "\"";
+  switch (static_cast<DeviceFault>(fault)) {
+    case DeviceFault::kHidden:
+      device->hidden = true;
+      return ANEURALNETWORKS_NO_ERROR;
+    case DeviceFault::kUnavailable:
+      device->available = false;
+      return ANEURALNETWORKS_NO_ERROR;
+    case DeviceFault::kFeatureLevel: {
+      static const int64_t kLevels[] = {kFeatureLevel1, kFeatureLevel2, kFeatureLevel3,
+                                        kFeatureLevel4, kFeatureLevel5, kFeatureLevel6,
+                                        kFeatureLevel7, kFeatureLevel8};
+      NN_CHECK(std::find(std::begin(kLevels), std::end(kLevels), value) != std::end(kLevels),
+               ANEURALNETWORKS_BAD_DATA)
+          << "MockNnapi_injectDeviceFault: " << value << " is not a FeatureLevelCode";
+      device->feature_level = value;
+      return ANEURALNETWORKS_NO_ERROR;
+    }
+    case DeviceFault::kExecutionTimeout:
+      NN_CHECK(value == ANEURALNETWORKS_MISSED_DEADLINE_TRANSIENT ||
+                   value == ANEURALNETWORKS_MISSED_DEADLINE_PERSISTENT,
+               ANEURALNETWORKS_BAD_DATA)
+          << "MockNnapi_injectDeviceFault: an execution timeout returns "
+             "MISSED_DEADLINE_TRANSIENT (10) or MISSED_DEADLINE_PERSISTENT (11), not "
+          << value;
+      NN_CHECK(count != 0, ANEURALNETWORKS_BAD_DATA)
+          << "MockNnapi_injectDeviceFault: count 0 arms nothing";
+      device->execution_fault = static_cast<int>(value);
+      device->execution_fault_remaining = count;
+      return ANEURALNETWORKS_NO_ERROR;
+    case DeviceFault::kThrottle:
+      NN_CHECK(value >= 1 && value <= 100, ANEURALNETWORKS_BAD_DATA)
+          << "MockNnapi_injectDeviceFault: throttle to " << value
+          << "% of the profile's speed; expected 1-100";
+      device->speed = static_cast<double>(value) / 100.0;
+      return ANEURALNETWORKS_NO_ERROR;
+  }
+  NN_FAIL(ANEURALNETWORKS_BAD_DATA) << "MockNnapi_injectDeviceFault: unknown fault kind " << fault;
+}
+
+void ClearDeviceFaults() {
+  Registry& registry = TheRegistry();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  for (auto& device : registry.profile.devices) ResetFaults(device.get());
+}
+
+int TakeExecutionFault(const Device& device) {
+  Registry& registry = TheRegistry();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  Device& mutable_device = const_cast<Device&>(device);
+  if (mutable_device.execution_fault == ANEURALNETWORKS_NO_ERROR) return ANEURALNETWORKS_NO_ERROR;
+  const int code = mutable_device.execution_fault;
+  if (mutable_device.execution_fault_remaining > 0 &&
+      --mutable_device.execution_fault_remaining == 0) {
+    mutable_device.execution_fault = ANEURALNETWORKS_NO_ERROR;
+  }
+  return code;
+}
 
 }  // namespace mock_nnapi

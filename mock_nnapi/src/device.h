@@ -1,17 +1,22 @@
 // The NNAPI devices the mock exposes (ANeuralNetworksDevice).
 //
 // A device is declarative, like the sample drivers of Android: a name, a type, a feature level,
-// relative performance figures (Android's Capabilities::PerformanceInfo, lower is better) and a
-// predicate saying which operations it can run. The set of devices comes from the active device
-// profile; without a profile the mock offers one CPU device, "mock-reference", that supports
-// every operation the mock implements (like the emulator's nnapi-reference).
+// relative performance figures (Android's Capabilities::PerformanceInfo, lower is better), a
+// predicate saying which operations it can run, and the cost-model parameters of its hardware.
+// The set of devices comes from the active device profile (profile.h, docs/device-profiles.md):
+// MOCK_NNAPI_PROFILE or MockNnapi_setProfile; without one the mock offers the "reference"
+// profile: one CPU device, "mock-reference", that supports every operation the mock implements
+// (like the emulator's nnapi-reference).
 #ifndef MOCK_NNAPI_SRC_DEVICE_H_
 #define MOCK_NNAPI_SRC_DEVICE_H_
 
 #include <android/NeuralNetworksTypes.h>
 
+#include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -25,24 +30,106 @@ struct PerformanceInfo {
   float power_usage = 1.f;
 };
 
+// Data-type classes: the granularity of Android's performance figures and of the cost model's
+// throughput and energy. An operation's class comes from its first input (like Android's
+// performance lookup); TENSOR_FLOAT32 counts as relaxed when the model allows float16 compute.
+enum class DataClass { kFloat32, kRelaxedFloat32, kFloat16, kQuant8, kQuant16, kInt32, kBool8 };
+constexpr int kDataClassCount = 7;
+// "float32", "relaxed_float32", "float16", "quant8", "quant16", "int32", "bool8".
+const char* DataClassName(DataClass data_class);
+std::optional<DataClass> DataClassFromName(const std::string& name);
+DataClass DataClassOf(int32_t operand_type, bool relaxed);
+
+// Operation classes: the granularity of the cost model's efficiency factors.
+enum class OperationClass {
+  kConvolution,
+  kDepthwiseConvolution,
+  kFullyConnected,
+  kMatMul,
+  kPooling,
+  kElementwise,
+  kSoftmax,
+  kReduction,
+  kNormalization,
+  kDataMovement,
+  kOther,
+};
+constexpr int kOperationClassCount = 11;
+// "convolution", "depthwise_convolution", "fully_connected", "matmul", "pooling", "elementwise",
+// "softmax", "reduction", "normalization", "data_movement", "other".
+const char* OperationClassName(OperationClass operation_class);
+std::optional<OperationClass> OperationClassFromName(const std::string& name);
+OperationClass OperationClassOf(int32_t operation_type);
+
+// Parameters of the cost model for one device (docs/cost-model.md). Every time derived from
+// them is a modelled time, never a measurement.
+struct DeviceTiming {
+  // Peak throughput per data class in GOP/s (GFLOP/s for floating point).
+  std::array<double, kDataClassCount> peak_gops{};
+  // Energy per operation (pJ) per data class, and per byte moved to or from memory.
+  std::array<double, kDataClassCount> energy_pj_per_op{};
+  double energy_pj_per_byte = 0;
+  // Sustained memory bandwidth of the device (GB/s).
+  double memory_bandwidth_gbps = 1;
+  // Fraction of the roofline an operation class achieves, in (0, 1].
+  std::array<double, kOperationClassCount> efficiency{};
+  // Driver cost of each execution step on the device, and of each operation (us).
+  double execution_overhead_us = 0;
+  double operation_overhead_us = 0;
+  // Host<->device copies; a CPU device shares host memory and never transfers.
+  double transfer_latency_us = 0;
+  double transfer_bandwidth_gbps = 1;
+  // Compilation: fixed + per operation, or the cost of a compilation-cache hit (us).
+  double compilation_fixed_us = 0;
+  double compilation_per_operation_us = 0;
+  double compilation_cache_hit_us = 0;
+};
+
+// The fault kinds of MockNnapi_injectDeviceFault (include/mock_nnapi/mock_nnapi.h).
+enum class DeviceFault {
+  kHidden = 1,
+  kUnavailable = 2,
+  kFeatureLevel = 3,
+  kExecutionTimeout = 4,
+  kThrottle = 5,
+};
+
 class Device {
  public:
   std::string name;
   std::string version = "1";
   int32_t type = ANEURALNETWORKS_DEVICE_CPU;
+  // The feature level the device reports (fault injection may lower it) and the profile's.
   int64_t feature_level = kFeatureLevel8;
-  // Android's relative performance figures used to pick a device per operation.
-  PerformanceInfo float32_performance;
-  PerformanceInfo float16_performance;
-  PerformanceInfo quantized_performance;
-  PerformanceInfo relaxed_performance;
+  int64_t profile_feature_level = kFeatureLevel8;
+  // The runtime's own CPU implementation (Android's nnapi-reference): preferred on ties and
+  // the cost model of the CPU fallback.
+  bool runtime_cpu = false;
+  // Android's relative performance figures (lower is better) per data class.
+  std::array<PerformanceInfo, kDataClassCount> performance{};
   // Operation types the device runs; empty means every operation the mock implements.
   std::set<int32_t> supported_operations;
-  // Operand types the device handles; empty means all.
+  // Operand types accepted as an operation's first input; empty means all.
   std::set<int32_t> supported_operand_types;
+  // Per-operation replacement of supported_operand_types.
+  std::map<int32_t, std::set<int32_t>> operation_operand_types;
+  // Accepts TENSOR_FLOAT32 operations where TENSOR_FLOAT16 is supported when the model allows
+  // relaxed computation (ANeuralNetworksModel_relaxComputationFloat32toFloat16).
+  bool relaxed_float32 = false;
+  // Largest tensor rank of any operand.
   uint32_t max_rank = 6;
-  // A device made unavailable by fault injection is still listed but fails compilations.
+  DeviceTiming timing;
+
+  // Fault injection state (MockNnapi_injectDeviceFault; MockNnapi_clearFaults restores it).
+  // A hidden device is not enumerated; an unavailable one is listed but fails compilations.
+  bool hidden = false;
   bool available = true;
+  // Result code of executions using the device while an execution-timeout fault is armed, and
+  // how many more executions it affects (< 0: all).
+  int execution_fault = ANEURALNETWORKS_NO_ERROR;
+  int32_t execution_fault_remaining = 0;
+  // Modelled speed relative to the profile, in (0, 1] (1: unthrottled).
+  double speed = 1.0;
 
   // Whether the device can run `operation` of `model` (the model's validation already passed).
   bool SupportsOperation(const Model& model, const Operation& operation) const;
@@ -50,12 +137,35 @@ class Device {
   float Cost(const Model& model, const Operation& operation, int32_t preference) const;
 };
 
-// The devices of the active profile, in enumeration order (stable for the process).
-const std::vector<const Device*>& Devices();
-// True if `device` is one of Devices() (guards against foreign pointers).
+// The devices of the active profile in enumeration order, without hidden ones. A copy: the
+// active profile may change (MockNnapi_setProfile) while no NNAPI object uses its devices.
+std::vector<const Device*> Devices();
+// True if `device` is one of Devices() (guards against foreign and stale pointers).
 bool IsKnownDevice(const Device* device);
-// The runtime's feature level (ANeuralNetworks_getRuntimeFeatureLevel).
+// The runtime's feature level (ANeuralNetworks_getRuntimeFeatureLevel), from the profile.
 int64_t RuntimeFeatureLevel();
+// The device whose parameters model the runtime's CPU fallback: the profile's runtime_cpu
+// device, or built-in defaults (docs/cost-model.md). Valid until the profile changes.
+const Device& RuntimeCpuDevice();
+// The NNAPI runtime's own modelled cost per execution (us).
+double RuntimeOverheadUs();
+
+// Selects the active profile: a built-in profile name or a path to a JSON file. BAD_DATA with
+// the parse error recorded (MockNnapi_getLastError) for a bad profile; BAD_STATE while NNAPI
+// objects that reference the current devices are alive.
+int SelectProfile(const std::string& name_or_path);
+std::string ActiveProfileName();
+// The JSON text of the active profile.
+std::string ActiveProfileJson();
+
+// Device fault injection (MockNnapi_injectDeviceFault). BAD_DATA for an unknown device name,
+// fault kind or value.
+int InjectDeviceFault(const std::string& device_name, int32_t fault, int64_t value, int32_t count);
+// Restores every device of the active profile (called by MockNnapi_clearFaults).
+void ClearDeviceFaults();
+// The result code an armed execution-timeout fault of `device` imposes on one execution
+// (consuming one use), or NO_ERROR.
+int TakeExecutionFault(const Device& device);
 
 }  // namespace mock_nnapi
 

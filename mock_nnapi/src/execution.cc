@@ -3,10 +3,14 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <limits>
+#include <system_error>
 
 #include "statistics.h"
+#include "trace.h"
 
 namespace mock_nnapi {
 
@@ -27,11 +31,26 @@ int Completion::Wait() {
   return result;
 }
 
+int WaitForFence(int fd) {
+  // A fence is signalled when its file descriptor becomes readable (sync_file semantics).
+  pollfd descriptor{fd, POLLIN, 0};
+  while (true) {
+    const int ready = poll(&descriptor, 1, -1);
+    if (ready > 0) {
+      NN_CHECK((descriptor.revents & (POLLERR | POLLNVAL)) == 0, ANEURALNETWORKS_OP_FAILED)
+          << "the sync fence " << fd << " signalled an error";
+      return ANEURALNETWORKS_NO_ERROR;
+    }
+    NN_CHECK(ready < 0 && errno == EINTR, ANEURALNETWORKS_OP_FAILED)
+        << "poll on the sync fence " << fd << " failed: " << std::strerror(errno);
+  }
+}
+
 int Event::CreateFromSyncFenceFd(int fd, std::unique_ptr<Event>* event) {
   NN_CHECK(fd > 0, ANEURALNETWORKS_BAD_DATA) << "Event_createFromSyncFenceFd: invalid fd " << fd;
   const int owned = dup(fd);
   NN_CHECK(owned >= 0, ANEURALNETWORKS_BAD_DATA)
-      << "Event_createFromSyncFenceFd: dup failed: " << std::strerror(errno);
+      << "Event_createFromSyncFenceFd: dup(" << fd << ") failed: " << std::strerror(errno);
   std::unique_ptr<Event> result(new Event());
   result->fence_fd_ = owned;
   *event = std::move(result);
@@ -39,37 +58,27 @@ int Event::CreateFromSyncFenceFd(int fd, std::unique_ptr<Event>* event) {
 }
 
 Event::~Event() {
+  // Android's Event_free waits for the computation first. (It also waits for a fence to
+  // signal; the mock does not, so freeing an event whose fence never signals cannot hang.)
   if (completion_) completion_->Wait();
   if (fence_fd_ >= 0) close(fence_fd_);
 }
 
-int Event::Wait() {
+int Event::Wait() const {
   if (completion_) return completion_->Wait();
-  // A fence is signalled when its file descriptor becomes readable (sync_file semantics).
-  pollfd descriptor{fence_fd_, POLLIN, 0};
-  while (true) {
-    const int ready = poll(&descriptor, 1, -1);
-    if (ready > 0) {
-      NN_CHECK((descriptor.revents & (POLLERR | POLLNVAL)) == 0, ANEURALNETWORKS_OP_FAILED)
-          << "Event_wait: the sync fence signalled an error";
-      return ANEURALNETWORKS_NO_ERROR;
-    }
-    NN_CHECK(ready < 0 && errno == EINTR, ANEURALNETWORKS_OP_FAILED)
-        << "Event_wait: poll on the sync fence failed";
-  }
+  return WaitForFence(fence_fd_);
 }
 
 int Event::GetSyncFenceFd(int* fd) const {
-  *fd = -1;
   NN_CHECK(fence_fd_ >= 0, ANEURALNETWORKS_BAD_DATA)
       << "Event_getSyncFenceFd: the event is not backed by a sync fence";
   *fd = dup(fence_fd_);
-  NN_CHECK(*fd >= 0, ANEURALNETWORKS_OP_FAILED) << "Event_getSyncFenceFd: dup failed";
+  NN_CHECK(*fd >= 0, ANEURALNETWORKS_BAD_DATA)
+      << "Event_getSyncFenceFd: dup failed: " << std::strerror(errno);
   return ANEURALNETWORKS_NO_ERROR;
 }
 
-// ---- Execution
-// -----------------------------------------------------------------------------------
+// ---- Execution: arguments ----------------------------------------------------------------------
 
 Execution::Execution(const Compilation* compilation)
     : compilation_(compilation),
@@ -81,144 +90,191 @@ Execution::~Execution() {
   if (worker_.joinable()) worker_.join();
 }
 
-int Execution::CheckModifiable(const char* function) const {
+bool Execution::in_flight() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return state_ == State::kComputing;
+}
+
+int Execution::CheckNotStarted(const char* function) const {
   NN_CHECK(state_ == State::kPreparation, ANEURALNETWORKS_BAD_STATE)
       << function << " called after the computation started";
   return ANEURALNETWORKS_NO_ERROR;
 }
 
+namespace {
+
+// Android's checkDimensionInfo: a given type must be valid on its own and may only fill in the
+// dimensions the model left unknown. Without a type, an input with a value needs the model's
+// dimensions to be fully known.
+int CheckTypeAgainstOperand(const Operand& operand, const ANeuralNetworksOperandType* type,
+                            bool allow_unspecified, const char* function) {
+  if (type == nullptr) {
+    NN_CHECK(allow_unspecified || !IsTensorType(operand.type) || operand.IsFullySpecified(),
+             ANEURALNETWORKS_BAD_DATA)
+        << function << ": the model's operand " << DimensionsToString(operand.dimensions)
+        << " is not fully specified; pass a type with its dimensions";
+    return ANEURALNETWORKS_NO_ERROR;
+  }
+  NN_RETURN_IF_ERROR(ValidateOperandType(*type, allow_unspecified, function));
+  if (type->type != operand.type || type->scale != operand.scale ||
+      type->zeroPoint != operand.zero_point) {
+    // Android does not compare these (the model's values are used); only warn.
+    LogInfo(std::string(function) + ": the type's code, scale or zeroPoint differ from the " +
+            "model's operand; Android ignores them");
+  }
+  if (operand.dimensions.empty()) return ANEURALNETWORKS_NO_ERROR;
+  NN_CHECK_EQ(type->dimensionCount, operand.dimensions.size(), ANEURALNETWORKS_BAD_DATA)
+      << function << ": rank differs from the model's operand "
+      << DimensionsToString(operand.dimensions);
+  for (uint32_t d = 0; d < type->dimensionCount; ++d) {
+    NN_CHECK(operand.dimensions[d] == 0 || operand.dimensions[d] == type->dimensions[d],
+             ANEURALNETWORKS_BAD_DATA)
+        << function << ": dimension " << d << " is " << type->dimensions[d]
+        << " but the model declares " << operand.dimensions[d];
+  }
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+// Bytes an argument of `dimensions` needs, or 0 when some dimension (or the rank) is unknown.
+size_t RequiredLength(int32_t type, const Dimensions& dimensions) {
+  return ByteSize(type, dimensions).value_or(0);
+}
+
+}  // namespace
+
 int Execution::SetArgument(bool input, int32_t index, const ANeuralNetworksOperandType* type,
-                           uint8_t* data, size_t length, const Memory* memory, size_t offset) {
-  const char* function = input ? "Execution_setInput" : "Execution_setOutput";
+                           uint8_t* buffer, size_t length, const Memory* memory, size_t offset,
+                           const char* function) {
   std::lock_guard<std::mutex> lock(mutex_);
-  NN_RETURN_IF_ERROR(CheckModifiable(function));
+  NN_RETURN_IF_ERROR(CheckNotStarted(function));
   std::vector<Argument>& arguments = input ? inputs_ : outputs_;
   NN_CHECK(index >= 0 && static_cast<size_t>(index) < arguments.size(), ANEURALNETWORKS_BAD_DATA)
       << function << ": index " << index << " out of range (" << arguments.size() << ")";
+  const Model& model = compilation_->model();
+  const Operand& operand = model.operands()[(input ? model.inputs() : model.outputs())[index]];
+  // Outputs may stay unspecified (dynamic output shapes); inputs only when omitted.
+  const bool allow_unspecified = !input || (memory == nullptr && buffer == nullptr);
+  NN_RETURN_IF_ERROR(CheckTypeAgainstOperand(operand, type, allow_unspecified, function));
+  if (memory != nullptr) {
+    NN_RETURN_IF_ERROR(
+        memory->ValidateArgument(compilation_, input, index, type, offset, length, function));
+    NN_CHECK(input ? memory->readable() : memory->writable(), ANEURALNETWORKS_BAD_DATA)
+        << function << ": the memory was mapped without " << (input ? "PROT_READ" : "PROT_WRITE");
+    if (memory->from_desc()) length = memory->size();
+  } else {
+    NN_CHECK_LE(length, size_t{0xFFFFFFFF}, ANEURALNETWORKS_BAD_DATA)
+        << function << ": length " << length << " exceeds 4 GiB";
+  }
   Argument& argument = arguments[index];
   NN_CHECK(argument.kind == Argument::Kind::kUnset, ANEURALNETWORKS_BAD_STATE)
       << function << ": index " << index << " was already set";
-
-  const Model& model = compilation_->model();
-  const Operand& operand = model.operands()[(input ? model.inputs() : model.outputs())[index]];
+  any_argument_set_ = true;
+  if (memory == nullptr) {
+    NN_CHECK((buffer == nullptr) == (length == 0), ANEURALNETWORKS_BAD_DATA)
+        << function << ": a non-NULL buffer needs a non-zero length";
+  }
+  const bool omitted = memory == nullptr && buffer == nullptr;
   Dimensions dimensions = operand.dimensions;
   bool rank_known = operand.rank_known;
   if (type != nullptr) {
-    NN_CHECK_EQ(type->type, operand.type, ANEURALNETWORKS_BAD_DATA)
-        << function << " " << index << ": type differs from the model's operand";
-    NN_CHECK(type->scale == operand.scale && type->zeroPoint == operand.zero_point,
-             ANEURALNETWORKS_BAD_DATA)
-        << function << " " << index << ": scale/zeroPoint differ from the model's operand";
-    NN_CHECK(type->dimensions != nullptr || type->dimensionCount == 0, ANEURALNETWORKS_BAD_DATA)
-        << function << " " << index << ": dimensions is NULL";
-    if (IsScalarType(operand.type)) {
-      NN_CHECK_EQ(type->dimensionCount, 0u, ANEURALNETWORKS_BAD_DATA)
-          << function << " " << index << ": a scalar has no dimensions";
-    } else if (type->dimensionCount > 0) {
-      Dimensions given(type->dimensions, type->dimensions + type->dimensionCount);
-      if (rank_known && !dimensions.empty()) {
-        NN_CHECK_EQ(given.size(), dimensions.size(), ANEURALNETWORKS_BAD_DATA)
-            << function << " " << index << ": rank differs from the model's operand";
-        for (size_t d = 0; d < given.size(); ++d) {
-          NN_CHECK(dimensions[d] == 0 || dimensions[d] == given[d], ANEURALNETWORKS_BAD_DATA)
-              << function << " " << index << ": dimension " << d << " is " << given[d]
-              << " but the model declares " << dimensions[d];
-        }
-      }
-      dimensions = given;
-      rank_known = true;
-    }
+    dimensions.assign(type->dimensions, type->dimensions + type->dimensionCount);
+    rank_known = rank_known || type->dimensionCount > 0;
   }
-  const bool omitted = memory == nullptr && data == nullptr && length == 0;
-  if (IsTensorType(operand.type) && input && !omitted) {
-    NN_CHECK(rank_known && !dimensions.empty() && !HasUnknownDimension(dimensions),
-             ANEURALNETWORKS_BAD_DATA)
-        << function << " " << index << ": input dimensions " << DimensionsToString(dimensions)
-        << " are not fully specified";
-  }
-  if (memory != nullptr && memory->from_desc()) {
-    NN_CHECK(offset == 0 && length == 0, ANEURALNETWORKS_BAD_DATA)
-        << function << " " << index << ": offset and length must be 0 for a descriptor memory";
-    bool has_role = false;
-    for (const Compilation* c : memory->roles()) has_role = has_role || c == compilation_;
-    NN_CHECK(has_role, ANEURALNETWORKS_BAD_DATA)
-        << function << " " << index << ": the memory has no role for this compilation";
-    length = memory->size();
-  } else if (memory != nullptr) {
-    NN_CHECK(offset <= memory->size() && length <= memory->size() - offset,
-             ANEURALNETWORKS_BAD_DATA)
-        << function << " " << index << ": offset " << offset << " + length " << length
-        << " exceeds the memory's " << memory->size() << " bytes";
-    data = memory->data() + offset;
-  }
-  if (!omitted) {
-    std::optional<size_t> needed;
-    if (IsScalarType(operand.type)) {
-      needed = ElementSize(operand.type);
-    } else if (rank_known && !dimensions.empty() && !HasUnknownDimension(dimensions)) {
-      needed = ByteSize(operand.type, dimensions);
-      NN_CHECK(needed.has_value(), ANEURALNETWORKS_BAD_DATA)
-          << function << " " << index << ": size of " << DimensionsToString(dimensions)
-          << " overflows";
-    }
-    if (needed.has_value()) {
-      if (padding_enabled_) {
-        NN_CHECK_GE(length, *needed, ANEURALNETWORKS_BAD_DATA)
-            << function << " " << index << ": buffer smaller than the operand";
-      } else {
-        NN_CHECK_EQ(length, *needed, ANEURALNETWORKS_BAD_DATA)
-            << function << " " << index << ": buffer length differs from the operand size";
-      }
-    }
+  if (!omitted && operand.type != ANEURALNETWORKS_OEM_SCALAR) {
+    // A buffer for dimensions still unknown just has to be "large enough" (checked at run
+    // time); a known size must fit, and any excess is padding, which must have been enabled.
+    const size_t needed = RequiredLength(operand.type, dimensions);
+    NN_CHECK_LE(needed, length, ANEURALNETWORKS_BAD_DATA)
+        << function << " " << index << ": " << length << " bytes for "
+        << OperandTypeName(operand.type) << " " << DimensionsToString(dimensions) << " (needs "
+        << needed << ")";
+    NN_CHECK(needed == 0 || needed == length || padding_enabled_, ANEURALNETWORKS_BAD_DATA)
+        << function << " " << index << ": length " << length << " differs from the operand's "
+        << needed << " bytes (enableInputAndOutputPadding allows a larger buffer)";
   }
   argument.kind = omitted ? Argument::Kind::kOmitted
                           : (memory ? Argument::Kind::kMemory : Argument::Kind::kPointer);
-  argument.data = data;
+  argument.data = memory ? memory->data() + offset : buffer;
   argument.length = length;
   argument.memory = memory;
-  argument.dimensions = dimensions;
+  argument.dimensions = std::move(dimensions);
   argument.rank_known = rank_known;
-  any_argument_set_ = true;
   return ANEURALNETWORKS_NO_ERROR;
 }
 
 int Execution::SetInput(int32_t index, const ANeuralNetworksOperandType* type, const void* buffer,
                         size_t length) {
   return SetArgument(true, index, type, static_cast<uint8_t*>(const_cast<void*>(buffer)), length,
-                     nullptr, 0);
+                     nullptr, 0, "Execution_setInput");
 }
 
 int Execution::SetInputFromMemory(int32_t index, const ANeuralNetworksOperandType* type,
                                   const Memory* memory, size_t offset, size_t length) {
-  return SetArgument(true, index, type, nullptr, length, memory, offset);
+  return SetArgument(true, index, type, nullptr, length, memory, offset,
+                     "Execution_setInputFromMemory");
 }
 
 int Execution::SetOutput(int32_t index, const ANeuralNetworksOperandType* type, void* buffer,
                          size_t length) {
-  return SetArgument(false, index, type, static_cast<uint8_t*>(buffer), length, nullptr, 0);
+  return SetArgument(false, index, type, static_cast<uint8_t*>(buffer), length, nullptr, 0,
+                     "Execution_setOutput");
 }
 
 int Execution::SetOutputFromMemory(int32_t index, const ANeuralNetworksOperandType* type,
                                    const Memory* memory, size_t offset, size_t length) {
-  return SetArgument(false, index, type, nullptr, length, memory, offset);
+  return SetArgument(false, index, type, nullptr, length, memory, offset,
+                     "Execution_setOutputFromMemory");
 }
 
-int Execution::BeginCompute(const char* function) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  NN_CHECK(state_ != State::kComputing, ANEURALNETWORKS_BAD_STATE)
-      << function << ": the execution is already computing";
-  NN_CHECK(state_ == State::kPreparation || reusable_, ANEURALNETWORKS_BAD_STATE)
-      << function << ": the execution has completed and is not reusable";
+// ---- Execution: computing ----------------------------------------------------------------------
+
+int Execution::CheckArguments(const char* function, bool fenced, uint64_t duration_ns) const {
+  if (fenced && duration_ns != 0) {
+    NN_CHECK(compilation_->single_explicit_device(), ANEURALNETWORKS_BAD_DATA)
+        << function << ": a duration needs a compilation created by createForDevices with "
+        << "exactly one device";
+  }
   for (size_t i = 0; i < inputs_.size(); ++i) {
-    NN_CHECK(inputs_[i].kind != Argument::Kind::kUnset, ANEURALNETWORKS_BAD_DATA)
+    const Argument& argument = inputs_[i];
+    NN_CHECK(argument.kind != Argument::Kind::kUnset, ANEURALNETWORKS_BAD_DATA)
         << function << ": input " << i << " is not set";
+    if (argument.kind == Argument::Kind::kMemory) {
+      NN_RETURN_IF_ERROR(
+          argument.memory->ValidateInputDimensions(argument.dimensions, static_cast<uint32_t>(i)));
+    }
   }
   for (size_t i = 0; i < outputs_.size(); ++i) {
     NN_CHECK(outputs_[i].kind != Argument::Kind::kUnset, ANEURALNETWORKS_BAD_DATA)
         << function << ": output " << i << " is not set";
   }
-  state_ = State::kComputing;
+  if (fenced) {
+    // Fenced executions do not support dynamic output shapes (Android's rule looks at the
+    // model's declaration, not at the type given to setOutput).
+    const Model& model = compilation_->model();
+    for (size_t i = 0; i < outputs_.size(); ++i) {
+      const Operand& operand = model.operands()[model.outputs()[i]];
+      NN_CHECK(outputs_[i].kind == Argument::Kind::kOmitted || !IsTensorType(operand.type) ||
+                   operand.IsFullySpecified(),
+               ANEURALNETWORKS_BAD_DATA)
+          << function << ": output " << i << " is not fully specified in the model";
+    }
+  }
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+int Execution::BeginCompute(const char* function, bool fenced, uint64_t duration_ns) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    NN_CHECK(state_ != State::kComputing, ANEURALNETWORKS_BAD_STATE)
+        << function << ": the execution is already computing";
+    NN_CHECK(state_ == State::kPreparation || reusable_, ANEURALNETWORKS_BAD_STATE)
+        << function << ": the execution has completed and is not reusable";
+    state_ = State::kComputing;
+    fenced_duration_ns_ = fenced ? duration_ns : 0;
+  }
   Increment(Counter::kExecutionsStarted);
+  const int checked = CheckArguments(function, fenced, duration_ns);
+  if (checked != ANEURALNETWORKS_NO_ERROR) return FinishComputation(checked, {});
   return ANEURALNETWORKS_NO_ERROR;
 }
 
@@ -237,48 +293,63 @@ class CountingObserver : public ExecutionObserver {
 };
 }  // namespace
 
-int Execution::RunAndComplete() {
+int Execution::Run() {
   auto to_executor = [](const Argument& argument) {
     ExecutorArgument result;
     result.omitted = argument.kind == Argument::Kind::kOmitted;
-    result.data = argument.kind == Argument::Kind::kMemory && argument.memory->from_desc()
-                      ? argument.memory->data()
-                      : argument.data;
+    result.data = argument.data;
     result.length = argument.length;
     result.dimensions = argument.dimensions;
     result.rank_known = argument.rank_known;
     return result;
   };
-  int result = ANEURALNETWORKS_NO_ERROR;
-  for (size_t i = 0; i < inputs_.size() && result == ANEURALNETWORKS_NO_ERROR; ++i) {
-    const Argument& argument = inputs_[i];
-    if (argument.kind == Argument::Kind::kMemory && argument.memory->from_desc() &&
-        !argument.memory->initialized()) {
-      result = CheckFailure(__FILE__, __LINE__, "memory initialized", ANEURALNETWORKS_OP_FAILED)
-               << "input " << i << " reads a device memory that holds no data yet";
-    }
-  }
+  std::vector<ExecutorArgument> inputs;
+  std::vector<ExecutorArgument> outputs;
+  for (const Argument& argument : inputs_) inputs.push_back(to_executor(argument));
+  for (const Argument& argument : outputs_) outputs.push_back(to_executor(argument));
   std::vector<OutputShape> shapes;
-  if (result == ANEURALNETWORKS_NO_ERROR) {
-    std::vector<ExecutorArgument> inputs;
-    std::vector<ExecutorArgument> outputs;
-    for (const Argument& argument : inputs_) inputs.push_back(to_executor(argument));
-    for (const Argument& argument : outputs_) outputs.push_back(to_executor(argument));
-    CountingObserver observer(compilation_->model());
-    result = ExecuteModel(compilation_->model(), inputs, outputs, &shapes, &observer);
+  CountingObserver observer(compilation_->model());
+  CostRecorder recorder(*compilation_, &observer);
+  int result = ExecuteModel(compilation_->model(), inputs, outputs, &shapes, &recorder);
+  // Durations, deadlines and device execution faults follow the cost model (trace.h).
+  std::optional<uint64_t> deadline_ns = timeout_ns_;
+  if (fenced_duration_ns_ != 0) {
+    deadline_ns = std::min(deadline_ns.value_or(fenced_duration_ns_), fenced_duration_ns_);
   }
+  ModelledTiming timing;
+  result = CompleteModelledExecution(*compilation_, recorder, result, deadline_ns, &timing);
+  time_on_hardware_ns_ = timing.on_hardware_ns;
+  time_in_driver_ns_ = timing.in_driver_ns;
+  return FinishComputation(result, shapes);
+}
+
+int Execution::FinishComputation(int result, const std::vector<OutputShape>& shapes) {
   std::lock_guard<std::mutex> lock(mutex_);
-  completion_result_ = result;
-  output_shapes_ = std::move(shapes);
-  if (result == ANEURALNETWORKS_NO_ERROR) {
-    for (size_t i = 0; i < outputs_.size(); ++i) {
-      const Argument& argument = outputs_[i];
-      if (argument.kind == Argument::Kind::kMemory && argument.memory->from_desc()) {
-        argument.memory->set_initialized(true);
-        argument.memory->set_dimensions(output_shapes_[i].dimensions);
-      }
+  const bool has_shapes =
+      result == ANEURALNETWORKS_NO_ERROR || result == ANEURALNETWORKS_OUTPUT_INSUFFICIENT_SIZE;
+  output_shapes_.assign(outputs_.size(), OutputShape{});
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    output_shapes_[i].dimensions = outputs_[i].dimensions;
+    if (has_shapes && i < shapes.size()) output_shapes_[i] = shapes[i];
+  }
+  // Descriptor memories written by a successful run take its output dimensions; outputs of a
+  // failed run no longer hold data (Android's rule).
+  for (size_t i = 0; i < outputs_.size() && result == ANEURALNETWORKS_NO_ERROR; ++i) {
+    const Argument& argument = outputs_[i];
+    if (argument.kind != Argument::Kind::kMemory) continue;
+    if (!argument.memory->UpdateDimensions(output_shapes_[i].dimensions)) {
+      result = CheckFailure(__FILE__, __LINE__, "memory dimensions", ANEURALNETWORKS_OP_FAILED)
+               << "output " << i << " dimensions "
+               << DimensionsToString(output_shapes_[i].dimensions)
+               << " do not fit its memory's descriptor";
     }
   }
+  for (const Argument& argument : outputs_) {
+    if (argument.kind == Argument::Kind::kMemory) {
+      argument.memory->set_initialized(result == ANEURALNETWORKS_NO_ERROR);
+    }
+  }
+  completion_result_ = result;
   state_ = State::kCompleted;
   Increment(result == ANEURALNETWORKS_NO_ERROR ? Counter::kExecutionsCompleted
                                                : Counter::kExecutionsFailed);
@@ -286,8 +357,8 @@ int Execution::RunAndComplete() {
 }
 
 int Execution::Compute() {
-  NN_RETURN_IF_ERROR(BeginCompute("Execution_compute"));
-  return RunAndComplete();
+  NN_RETURN_IF_ERROR(BeginCompute("Execution_compute", false, 0));
+  return Run();
 }
 
 int Execution::BurstCompute(Burst* burst) {
@@ -296,41 +367,38 @@ int Execution::BurstCompute(Burst* burst) {
   std::unique_lock<std::mutex> burst_lock(burst->in_use, std::try_to_lock);
   NN_CHECK(burst_lock.owns_lock(), ANEURALNETWORKS_BAD_STATE)
       << "Execution_burstCompute: the burst is serving another execution";
-  NN_RETURN_IF_ERROR(BeginCompute("Execution_burstCompute"));
-  return RunAndComplete();
+  NN_RETURN_IF_ERROR(BeginCompute("Execution_burstCompute", false, 0));
+  return Run();
 }
 
-int Execution::StartCompute(const std::vector<const Event*>& dependencies, uint64_t duration_ns,
-                            std::unique_ptr<Event>* event) {
-  if (duration_ns != 0) {
-    NN_CHECK(compilation_->single_explicit_device(), ANEURALNETWORKS_BAD_DATA)
-        << "startComputeWithDependencies: a duration needs a compilation created by "
-           "createForDevices with exactly one device";
-  }
-  NN_RETURN_IF_ERROR(BeginCompute("Execution_startCompute"));
+int Execution::StartCompute(std::unique_ptr<Event>* event) {
+  NN_RETURN_IF_ERROR(BeginCompute("Execution_startCompute", false, 0));
   if (worker_.joinable()) worker_.join();  // a reusable execution's previous run
-  fenced_ = !dependencies.empty();
   auto completion = std::make_shared<Completion>();
-  worker_ = std::thread([this, completion, dependencies] {
-    int dependency_result = ANEURALNETWORKS_NO_ERROR;
-    for (const Event* dependency : dependencies) {
-      if (const_cast<Event*>(dependency)->Wait() != ANEURALNETWORKS_NO_ERROR) {
-        dependency_result = ANEURALNETWORKS_OP_FAILED;
-      }
-    }
-    if (dependency_result != ANEURALNETWORKS_NO_ERROR) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      completion_result_ = dependency_result;
-      state_ = State::kCompleted;
-      Increment(Counter::kExecutionsFailed);
-      completion->Signal(dependency_result);
-      return;
-    }
-    completion->Signal(RunAndComplete());
-  });
+  *event = std::make_unique<Event>(completion);
+  try {
+    worker_ = std::thread([this, completion] { completion->Signal(Run()); });
+  } catch (const std::system_error&) {
+    completion->Signal(Run());  // no thread available: run on the caller's thread
+  }
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+int Execution::StartComputeWithDependencies(const std::vector<int>& fences, uint64_t duration_ns,
+                                            std::unique_ptr<Event>* event) {
+  NN_RETURN_IF_ERROR(BeginCompute("Execution_startComputeWithDependencies", true, duration_ns));
+  for (int fence : fences) {
+    const int waited = WaitForFence(fence);
+    if (waited != ANEURALNETWORKS_NO_ERROR) return FinishComputation(waited, {});
+  }
+  NN_RETURN_IF_ERROR(Run());
+  auto completion = std::make_shared<Completion>();
+  completion->Signal(ANEURALNETWORKS_NO_ERROR);
   *event = std::make_unique<Event>(completion);
   return ANEURALNETWORKS_NO_ERROR;
 }
+
+// ---- Execution: results and settings ---------------------------------------------------------
 
 int Execution::GetOutputOperandRank(int32_t index, uint32_t* rank) const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -369,31 +437,36 @@ int Execution::GetOutputOperandDimensions(int32_t index, uint32_t* dimensions) c
 
 int Execution::SetMeasureTiming(bool measure) {
   std::lock_guard<std::mutex> lock(mutex_);
-  NN_RETURN_IF_ERROR(CheckModifiable("Execution_setMeasureTiming"));
   NN_CHECK(compilation_->single_explicit_device(), ANEURALNETWORKS_BAD_DATA)
       << "setMeasureTiming needs a compilation created by createForDevices with one device";
+  NN_RETURN_IF_ERROR(CheckNotStarted("Execution_setMeasureTiming"));
   measure_timing_ = measure;
   return ANEURALNETWORKS_NO_ERROR;
 }
 
 int Execution::GetDuration(int32_t duration_code, uint64_t* duration) const {
   std::lock_guard<std::mutex> lock(mutex_);
+  *duration = std::numeric_limits<uint64_t>::max();
   NN_CHECK(state_ == State::kCompleted, ANEURALNETWORKS_BAD_STATE)
       << "getDuration: the execution has not completed";
-  NN_CHECK(duration_code >= ANEURALNETWORKS_DURATION_ON_HARDWARE &&
-               duration_code <= ANEURALNETWORKS_FENCED_DURATION_IN_DRIVER,
-           ANEURALNETWORKS_BAD_DATA)
-      << "getDuration: invalid duration code " << duration_code;
-  // No timing is available until the device cost model provides modelled durations.
-  *duration = std::numeric_limits<uint64_t>::max();
+  NN_CHECK(completion_result_ == ANEURALNETWORKS_NO_ERROR, ANEURALNETWORKS_BAD_STATE)
+      << "getDuration: the execution failed with " << ResultCodeName(completion_result_);
+  NN_CHECK(measure_timing_, ANEURALNETWORKS_BAD_STATE)
+      << "getDuration: setMeasureTiming(true) was not called";
+  // Modelled durations (cost_model.h). The mock's runs are synchronous on the driver side:
+  // fenced durations equal the others.
+  const bool on_hardware = duration_code == ANEURALNETWORKS_DURATION_ON_HARDWARE ||
+                           duration_code == ANEURALNETWORKS_FENCED_DURATION_ON_HARDWARE;
+  constexpr uint64_t kMaxTiming = std::numeric_limits<uint64_t>::max() - 1;
+  *duration = std::min(on_hardware ? time_on_hardware_ns_ : time_in_driver_ns_, kMaxTiming);
   return ANEURALNETWORKS_NO_ERROR;
 }
 
 int Execution::SetTimeout(uint64_t duration_ns) {
   std::lock_guard<std::mutex> lock(mutex_);
-  NN_RETURN_IF_ERROR(CheckModifiable("Execution_setTimeout"));
   NN_CHECK(compilation_->single_explicit_device(), ANEURALNETWORKS_BAD_DATA)
       << "Execution_setTimeout needs a compilation created by createForDevices with one device";
+  NN_RETURN_IF_ERROR(CheckNotStarted("Execution_setTimeout"));
   if (duration_ns == 0) {
     timeout_ns_.reset();
   } else {
@@ -404,25 +477,34 @@ int Execution::SetTimeout(uint64_t duration_ns) {
 
 int Execution::SetLoopTimeout(uint64_t duration_ns) {
   std::lock_guard<std::mutex> lock(mutex_);
-  NN_RETURN_IF_ERROR(CheckModifiable("Execution_setLoopTimeout"));
+  NN_RETURN_IF_ERROR(CheckNotStarted("Execution_setLoopTimeout"));
   loop_timeout_ns_ = std::min(duration_ns, kMaximumLoopTimeoutNs);
   return ANEURALNETWORKS_NO_ERROR;
 }
 
 int Execution::SetReusable(bool reusable) {
   std::lock_guard<std::mutex> lock(mutex_);
-  NN_RETURN_IF_ERROR(CheckModifiable("Execution_setReusable"));
+  NN_RETURN_IF_ERROR(CheckNotStarted("Execution_setReusable"));
   reusable_ = reusable;
   return ANEURALNETWORKS_NO_ERROR;
 }
 
 int Execution::EnableInputAndOutputPadding(bool enable) {
   std::lock_guard<std::mutex> lock(mutex_);
-  NN_RETURN_IF_ERROR(CheckModifiable("Execution_enableInputAndOutputPadding"));
+  NN_RETURN_IF_ERROR(CheckNotStarted("Execution_enableInputAndOutputPadding"));
   NN_CHECK(!any_argument_set_, ANEURALNETWORKS_BAD_STATE)
       << "enableInputAndOutputPadding must be called before any setInput/setOutput";
   padding_enabled_ = enable;
   return ANEURALNETWORKS_NO_ERROR;
+}
+
+int Execution::AddExtensionAttribute(const char* extension_name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  NN_RETURN_IF_ERROR(CheckNotStarted("Execution_addExtensionAttribute"));
+  NN_CHECK(compilation_->single_explicit_device(), ANEURALNETWORKS_BAD_DATA)
+      << "Execution_addExtensionAttribute needs a compilation created by createForDevices with "
+         "one device";
+  NN_FAIL(ANEURALNETWORKS_BAD_DATA) << "unknown extension " << extension_name;
 }
 
 }  // namespace mock_nnapi

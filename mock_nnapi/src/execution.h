@@ -1,4 +1,10 @@
 // ANeuralNetworksExecution, ANeuralNetworksEvent and ANeuralNetworksBurst.
+//
+// An execution moves preparation -> computing -> completed, like Android's ExecutionBuilder:
+// every setter needs the preparation state; a compute call first claims the computing state
+// (BAD_STATE if it is computing, or completed and not reusable), then checks its arguments; a
+// failure of those checks completes the execution with that error, exactly as a failed run does.
+// Output dimensions and durations can be read once it has completed.
 #ifndef MOCK_NNAPI_SRC_EXECUTION_H_
 #define MOCK_NNAPI_SRC_EXECUTION_H_
 
@@ -34,10 +40,14 @@ class Event : public CountedObject<Event> {
  public:
   static constexpr ObjectKind kObjectKind = ObjectKind::kEvent;
   explicit Event(std::shared_ptr<Completion> completion) : completion_(std::move(completion)) {}
-  // An event backed by a sync fence file descriptor (owned: closed on free).
+  // An event backed by a sync fence file descriptor (duplicated; closed on free). Any file
+  // descriptor that polls readable once signalled works (a sync_file, an eventfd, a pipe).
   static int CreateFromSyncFenceFd(int fd, std::unique_ptr<Event>* event);
   ~Event();
-  int Wait();
+  int Wait() const;
+  // The event's own fence descriptor, or -1 when it is not backed by a fence.
+  int fence_fd() const { return fence_fd_; }
+  // ANeuralNetworksEvent_getSyncFenceFd: a duplicate the caller must close.
   int GetSyncFenceFd(int* fd) const;
 
  private:
@@ -45,6 +55,9 @@ class Event : public CountedObject<Event> {
   std::shared_ptr<Completion> completion_;
   int fence_fd_ = -1;
 };
+
+// Blocks until `fd` polls readable. OP_FAILED if the descriptor reports an error.
+int WaitForFence(int fd);
 
 class Burst : public CountedObject<Burst> {
  public:
@@ -73,8 +86,12 @@ class Execution : public CountedObject<Execution> {
                           const Memory* memory, size_t offset, size_t length);
   int Compute();
   int BurstCompute(Burst* burst);
-  int StartCompute(const std::vector<const Event*>& dependencies, uint64_t duration_ns,
-                   std::unique_ptr<Event>* event);
+  int StartCompute(std::unique_ptr<Event>* event);
+  // Runs once every fence in `fences` has signalled (events without a fence were already
+  // waited for by the caller). Like Android's reference driver the run is synchronous: the
+  // returned event has completed, and a failure is returned here without an event.
+  int StartComputeWithDependencies(const std::vector<int>& fences, uint64_t duration_ns,
+                                   std::unique_ptr<Event>* event);
   int GetOutputOperandRank(int32_t index, uint32_t* rank) const;
   int GetOutputOperandDimensions(int32_t index, uint32_t* dimensions) const;
   int SetMeasureTiming(bool measure);
@@ -83,26 +100,37 @@ class Execution : public CountedObject<Execution> {
   int SetLoopTimeout(uint64_t duration_ns);
   int SetReusable(bool reusable);
   int EnableInputAndOutputPadding(bool enable);
+  int AddExtensionAttribute(const char* extension_name);
 
   const Compilation& compilation() const { return *compilation_; }
+  // True between the start of a computation and its completion (ANeuralNetworksExecution_free
+  // ignores such an execution, like Android).
+  bool in_flight() const;
 
  private:
   enum class State { kPreparation, kComputing, kCompleted };
   struct Argument {
     enum class Kind { kUnset, kPointer, kMemory, kOmitted } kind = Kind::kUnset;
     uint8_t* data = nullptr;
+    // Bytes available at `data` (the value plus any padding).
     size_t length = 0;
     const Memory* memory = nullptr;
+    // From setInput/setOutput's type, else the model's operand; may hold unknown dimensions.
     Dimensions dimensions;
     bool rank_known = true;
   };
 
-  int SetArgument(bool input, int32_t index, const ANeuralNetworksOperandType* type, uint8_t* data,
-                  size_t length, const Memory* memory, size_t offset);
-  int CheckModifiable(const char* function) const;
-  int BeginCompute(const char* function);
-  // Runs the model and records the completion (called on the caller's or the worker's thread).
-  int RunAndComplete();
+  int SetArgument(bool input, int32_t index, const ANeuralNetworksOperandType* type,
+                  uint8_t* buffer, size_t length, const Memory* memory, size_t offset,
+                  const char* function);
+  int CheckNotStarted(const char* function) const;
+  // Claims the computing state, then checks the arguments; a failed check completes the
+  // execution with its error.
+  int BeginCompute(const char* function, bool fenced, uint64_t duration_ns);
+  int CheckArguments(const char* function, bool fenced, uint64_t duration_ns) const;
+  // Runs the model (on the caller's or the worker's thread) and completes the execution.
+  int Run();
+  int FinishComputation(int result, const std::vector<OutputShape>& shapes);
 
   const Compilation* compilation_;
   std::vector<Argument> inputs_;
@@ -116,7 +144,11 @@ class Execution : public CountedObject<Execution> {
   uint64_t loop_timeout_ns_;
   int completion_result_ = ANEURALNETWORKS_NO_ERROR;
   std::vector<OutputShape> output_shapes_;
-  bool fenced_ = false;
+  // Modelled durations of the last run (cost_model.h): never measurements.
+  uint64_t time_on_hardware_ns_ = 0;
+  uint64_t time_in_driver_ns_ = 0;
+  // startComputeWithDependencies' duration (0: none), a deadline like setTimeout's.
+  uint64_t fenced_duration_ns_ = 0;
   std::thread worker_;
   mutable std::mutex mutex_;
 };

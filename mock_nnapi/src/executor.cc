@@ -62,6 +62,13 @@ class ModelRun : public OperationContext::OutputAllocator {
       for (uint32_t index : operation.inputs) inputs.push_back(&infos_[index]);
       for (uint32_t index : operation.outputs) outputs.push_back(&infos_[index]);
       current_outputs_ = &operation.outputs;
+      // Validate again with the run's values: scalars fed as model inputs (an activation, an
+      // axis) were unknown at addOperation. Android's CPU executor fails such a run with
+      // OP_FAILED instead of computing with an invalid parameter.
+      OperationContext check(operation.type, OperationPhase::kValidate, inputs, outputs);
+      if (registration->validate(check) != ANEURALNETWORKS_NO_ERROR) {
+        return ANEURALNETWORKS_OP_FAILED;
+      }
       OperationContext context(operation.type, OperationPhase::kPrepare, inputs, outputs, this);
       const int prepared = registration->prepare(context);
       if (prepared != ANEURALNETWORKS_NO_ERROR) {

@@ -4,6 +4,8 @@
 #include <mutex>
 #include <set>
 
+#include "device.h"
+
 namespace mock_nnapi {
 
 std::atomic<bool> g_faults_armed{false};
@@ -89,6 +91,13 @@ const std::set<std::string>& FaultableFunctions() {
       "ANeuralNetworksCompilation_getPreferredMemoryAlignmentForOutput",
       "ANeuralNetworksCompilation_getPreferredMemoryPaddingForOutput",
       "ANeuralNetworksExecution_setReusable",
+      // NeuralNetworksExtensions.h
+      "ANeuralNetworksDevice_getExtensionSupport",
+      "ANeuralNetworksModel_getExtensionOperandType",
+      "ANeuralNetworksModel_getExtensionOperationType",
+      "ANeuralNetworksModel_setOperandExtensionData",
+      "ANeuralNetworksCompilation_addExtensionAttribute",
+      "ANeuralNetworksExecution_addExtensionAttribute",
   };
   return names;
 }
@@ -122,8 +131,11 @@ void ClearFaults() {
   Faults().clear();
   g_faults_armed = false;
   g_injected_count = 0;
+  ClearDeviceFaults();
 }
 
 uint64_t InjectedFaultCount() { return g_injected_count.load(); }
+
+void CountInjectedFault() { g_injected_count++; }
 
 }  // namespace mock_nnapi

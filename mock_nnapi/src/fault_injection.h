@@ -17,8 +17,11 @@ extern std::atomic<bool> g_faults_armed;
 std::optional<int> TakeInjectedFault(const char* function);
 // Arms a fault; false if `function` is not an NNAPI function that returns a result code.
 bool InjectFault(const std::string& function, int code, int32_t count);
+// Removes every fault, including the device faults (device.h: ClearDeviceFaults).
 void ClearFaults();
 uint64_t InjectedFaultCount();
+// Counts a failure imposed by a device fault (MockNnapi_injectDeviceFault) as injected.
+void CountInjectedFault();
 bool IsFaultableFunction(const std::string& function);
 
 }  // namespace mock_nnapi

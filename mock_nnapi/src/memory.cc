@@ -1,8 +1,10 @@
 #include "memory.h"
 
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 
 #include "check.h"
@@ -11,27 +13,49 @@
 
 namespace mock_nnapi {
 
+bool MemoryOperand::operator==(const MemoryOperand& other) const {
+  return type == other.type && scale == other.scale && zero_point == other.zero_point &&
+         channel_dim == other.channel_dim && channel_scales == other.channel_scales;
+}
+
 int Memory::CreateFromFd(size_t size, int protect, int fd, size_t offset,
                          std::unique_ptr<Memory>* memory) {
-  NN_CHECK_GT(size, 0u, ANEURALNETWORKS_BAD_DATA) << "Memory_createFromFd: size 0";
-  NN_CHECK(fd >= 0, ANEURALNETWORKS_BAD_DATA) << "Memory_createFromFd: invalid fd " << fd;
-  NN_CHECK((protect & ~(PROT_READ | PROT_WRITE)) == 0, ANEURALNETWORKS_BAD_DATA)
-      << "Memory_createFromFd: protect " << protect;
+  NN_CHECK(size > 0 && fd >= 0, ANEURALNETWORKS_BAD_DATA)
+      << "Memory_createFromFd: invalid size " << size << " or fd " << fd;
+  // Android duplicates the descriptor first and reports a failure as UNEXPECTED_NULL.
+  const int owned = dup(fd);
+  NN_CHECK(owned >= 0, ANEURALNETWORKS_UNEXPECTED_NULL)
+      << "Memory_createFromFd: dup(" << fd << ") failed: " << std::strerror(errno);
+  struct stat info{};
+  const bool have_info = fstat(owned, &info) == 0;
+  // Android maps lazily, so a region past the end of a file only fails (SIGBUS) when used; the
+  // mock maps now and refuses such a region instead of crashing later.
+  const bool past_end = have_info && S_ISREG(info.st_mode) &&
+                        (offset > static_cast<uint64_t>(info.st_size) ||
+                         size > static_cast<uint64_t>(info.st_size) - offset);
   // mmap needs a page-aligned offset: map from the page start and point into it.
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const size_t aligned_offset = offset - offset % page;
   const size_t delta = offset - aligned_offset;
-  NN_CHECK(size <= SIZE_MAX - delta, ANEURALNETWORKS_BAD_DATA) << "Memory_createFromFd: size";
-  void* mapping =
-      mmap(nullptr, size + delta, protect, MAP_SHARED, fd, static_cast<off_t>(aligned_offset));
+  void* mapping = MAP_FAILED;
+  if (!past_end && size <= SIZE_MAX - delta) {
+    mapping = mmap(nullptr, size + delta, protect & (PROT_READ | PROT_WRITE), MAP_SHARED, owned,
+                   static_cast<off_t>(aligned_offset));
+  }
+  const int mmap_errno = errno;
+  close(owned);
+  NN_CHECK(!past_end, ANEURALNETWORKS_BAD_DATA)
+      << "Memory_createFromFd: offset " << offset << " + size " << size << " is past the end of "
+      << "the file (" << info.st_size << " bytes)";
   NN_CHECK(mapping != MAP_FAILED, ANEURALNETWORKS_BAD_DATA)
-      << "Memory_createFromFd: mmap failed: " << std::strerror(errno);
+      << "Memory_createFromFd: mmap failed: " << std::strerror(mmap_errno);
   std::unique_ptr<Memory> result(new Memory());
   result->mapping_ = mapping;
   result->mapping_size_ = size + delta;
   result->data_ = static_cast<uint8_t*>(mapping) + delta;
   result->size_ = size;
-  result->initialized_ = true;
+  result->readable_ = (protect & PROT_READ) != 0;
+  result->writable_ = (protect & PROT_WRITE) != 0;
   *memory = std::move(result);
   return ANEURALNETWORKS_NO_ERROR;
 }
@@ -39,8 +63,10 @@ int Memory::CreateFromFd(size_t size, int protect, int fd, size_t offset,
 int Memory::CreateFromDesc(const MemoryDesc& desc, std::unique_ptr<Memory>* memory) {
   NN_CHECK(desc.finished(), ANEURALNETWORKS_BAD_STATE)
       << "Memory_createFromDesc: the descriptor is not finished";
-  std::optional<size_t> size = ByteSize(desc.type(), desc.dimensions());
-  NN_CHECK(size.has_value(), ANEURALNETWORKS_OP_FAILED)
+  std::optional<size_t> size = ByteSize(desc.operand().type, desc.dimensions());
+  // Android falls back to shared memory only when the size is known; a real driver could
+  // allocate a dynamically shaped buffer, the mock cannot.
+  NN_CHECK(size.has_value() && *size > 0, ANEURALNETWORKS_OP_FAILED)
       << "Memory_createFromDesc: dimensions " << DimensionsToString(desc.dimensions())
       << " are not fully specified (dynamic device memory is not supported)";
   std::unique_ptr<Memory> result(new Memory());
@@ -53,9 +79,11 @@ int Memory::CreateFromDesc(const MemoryDesc& desc, std::unique_ptr<Memory>* memo
   result->data_ = result->owned_.data();
   result->size_ = *size;
   result->from_desc_ = true;
-  result->desc_type_ = desc.type();
-  result->dimensions_ = desc.dimensions();
-  result->roles_ = desc.compilations();
+  result->initialized_ = false;
+  result->roles_ = desc.roles();
+  result->operand_ = desc.operand();
+  result->initial_dimensions_ = desc.dimensions();
+  result->updated_dimensions_ = desc.dimensions();
   *memory = std::move(result);
   return ANEURALNETWORKS_NO_ERROR;
 }
@@ -64,101 +92,158 @@ Memory::~Memory() {
   if (mapping_ != nullptr) munmap(mapping_, mapping_size_);
 }
 
-int MemoryDesc::AddRole(const Compilation* compilation, bool input, uint32_t index,
-                        float frequency) {
-  const char* function = input ? "MemoryDesc_addInputRole" : "MemoryDesc_addOutputRole";
-  NN_CHECK(!finished_, ANEURALNETWORKS_BAD_STATE) << function << " after finish";
-  NN_CHECK(compilation->finished(), ANEURALNETWORKS_BAD_STATE)
-      << function << ": the compilation is not finished";
-  const Model& model = compilation->model();
-  const std::vector<uint32_t>& indices = input ? model.inputs() : model.outputs();
-  NN_CHECK_LT(index, indices.size(), ANEURALNETWORKS_BAD_DATA) << function << ": index";
-  NN_CHECK(frequency > 0.f && frequency <= 1.f, ANEURALNETWORKS_BAD_DATA)
-      << function << ": frequency " << frequency << " outside (0, 1]";
-  for (const auto& role : roles_) {
-    NN_CHECK(
-        !(role.first == compilation && role.second.first == input && role.second.second == index),
-        ANEURALNETWORKS_BAD_DATA)
-        << function << ": the same role was added twice";
-  }
-  const Operand& operand = model.operands()[indices[index]];
-  if (has_role_) {
-    NN_CHECK(operand.type == type_ && operand.scale == scale_ && operand.zero_point == zero_point_,
-             ANEURALNETWORKS_BAD_DATA)
-        << function << ": operand type differs from the descriptor's other roles";
-  }
-  // Combine dimensions: unknown (0) entries are filled in, known ones must agree.
-  if (operand.rank_known && !operand.dimensions.empty()) {
-    if (!rank_known_) {
-      dimensions_ = operand.dimensions;
-      rank_known_ = true;
-    } else {
-      NN_CHECK_EQ(dimensions_.size(), operand.dimensions.size(), ANEURALNETWORKS_BAD_DATA)
-          << function << ": incompatible rank";
-      for (size_t d = 0; d < dimensions_.size(); ++d) {
-        const uint32_t a = dimensions_[d];
-        const uint32_t b = operand.dimensions[d];
-        NN_CHECK(a == 0 || b == 0 || a == b, ANEURALNETWORKS_BAD_DATA)
-            << function << ": incompatible dimensions";
-        if (a == 0) dimensions_[d] = b;
-      }
-    }
-  }
-  has_role_ = true;
-  type_ = operand.type;
-  scale_ = operand.scale;
-  zero_point_ = operand.zero_point;
-  roles_.push_back({compilation, {input, index}});
-  bool known = false;
-  for (const Compilation* c : compilations_) known = known || c == compilation;
-  if (!known) compilations_.push_back(compilation);
+int Memory::ValidateRegion(size_t offset, size_t length, const char* function) const {
+  NN_CHECK(!from_desc_, ANEURALNETWORKS_BAD_DATA)
+      << function << ": a memory created from a descriptor cannot hold model constants";
+  NN_CHECK(offset <= size_ && length <= size_ - offset, ANEURALNETWORKS_BAD_DATA)
+      << function << ": offset " << offset << " + length " << length << " exceeds the memory's "
+      << size_ << " bytes";
+  NN_CHECK(offset != 0 || length != 0, ANEURALNETWORKS_BAD_DATA)
+      << function << ": offset 0 and length 0 (the size of this memory cannot be implied)";
   return ANEURALNETWORKS_NO_ERROR;
 }
 
-int MemoryDesc::SetDimensions(uint32_t rank, const uint32_t* dimensions) {
-  NN_CHECK(!finished_, ANEURALNETWORKS_BAD_STATE) << "MemoryDesc_setDimensions after finish";
-  NN_CHECK(dimensions != nullptr || rank == 0, ANEURALNETWORKS_UNEXPECTED_NULL)
-      << "MemoryDesc_setDimensions: dimensions is NULL";
-  Dimensions given(dimensions, dimensions + rank);
-  if (rank_known_ && rank > 0) {
-    NN_CHECK_EQ(dimensions_.size(), given.size(), ANEURALNETWORKS_BAD_DATA)
-        << "MemoryDesc_setDimensions: incompatible rank";
-    for (size_t d = 0; d < given.size(); ++d) {
-      NN_CHECK(dimensions_[d] == 0 || given[d] == 0 || dimensions_[d] == given[d],
+int Memory::ValidateArgument(const Compilation* compilation, bool input, uint32_t index,
+                             const ANeuralNetworksOperandType* type, size_t offset, size_t length,
+                             const char* function) const {
+  if (!from_desc_) return ValidateRegion(offset, length, function);
+  NN_CHECK(roles_.count({compilation, input, index}) > 0, ANEURALNETWORKS_BAD_DATA)
+      << function << ": the memory's descriptor has no " << (input ? "input" : "output")
+      << " role for index " << index << " of this compilation";
+  NN_CHECK(offset == 0 && length == 0, ANEURALNETWORKS_BAD_DATA)
+      << function << ": a memory created from a descriptor needs offset 0 and length 0";
+  if (type != nullptr) {
+    NN_CHECK(IsTensorType(operand_.type) || type->dimensionCount == 0, ANEURALNETWORKS_BAD_DATA)
+        << function << ": dimensions given for a scalar memory";
+    const Dimensions given(type->dimensions, type->dimensions + type->dimensionCount);
+    NN_CHECK(CombineDimensions(given, initial_dimensions_).has_value(), ANEURALNETWORKS_BAD_DATA)
+        << function << ": dimensions " << DimensionsToString(given)
+        << " are incompatible with the memory's " << DimensionsToString(initial_dimensions_);
+  }
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+int Memory::ValidateInputDimensions(const Dimensions& dimensions, uint32_t input) const {
+  if (!from_desc_) return ANEURALNETWORKS_NO_ERROR;
+  NN_CHECK(initialized_, ANEURALNETWORKS_OP_FAILED)
+      << "input " << input << " reads a memory created from a descriptor that holds no data";
+  NN_CHECK(dimensions == updated_dimensions_, ANEURALNETWORKS_OP_FAILED)
+      << "input " << input << " has dimensions " << DimensionsToString(dimensions)
+      << " but its memory holds " << DimensionsToString(updated_dimensions_);
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+bool Memory::UpdateDimensions(const Dimensions& dimensions) const {
+  if (!from_desc_) return true;
+  if (!dimensions.empty() && !IsTensorType(operand_.type)) return false;
+  std::optional<Dimensions> combined = CombineDimensions(dimensions, initial_dimensions_);
+  if (!combined) return false;
+  updated_dimensions_ = *combined;
+  return true;
+}
+
+int Memory::Copy(const Memory& source, const Memory& destination) {
+  auto copy = [&]() -> int {
+    if (&source == &destination) return ANEURALNETWORKS_NO_ERROR;
+    NN_CHECK(source.initialized_, ANEURALNETWORKS_BAD_DATA)
+        << "Memory_copy: the source memory holds no data";
+    NN_CHECK(source.readable_ && destination.writable_, ANEURALNETWORKS_BAD_DATA)
+        << "Memory_copy: the source is not readable or the destination is not writable";
+    // The destination takes the source's metadata: a logical size for any memory, plus operand
+    // properties and dimensions for a descriptor memory.
+    const Dimensions& dimensions = source.updated_dimensions_;
+    const size_t logical_size =
+        source.from_desc_ ? ByteSize(source.operand_.type, dimensions).value_or(0) : source.size_;
+    if (!destination.from_desc_) {
+      NN_CHECK(logical_size == 0 || logical_size == destination.size_, ANEURALNETWORKS_BAD_DATA)
+          << "Memory_copy: incompatible memory sizes " << logical_size << " and "
+          << destination.size_;
+    } else {
+      NN_CHECK(!source.from_desc_ || source.operand_ == destination.operand_,
                ANEURALNETWORKS_BAD_DATA)
-          << "MemoryDesc_setDimensions: incompatible dimensions";
-      if (given[d] == 0) given[d] = dimensions_[d];
+          << "Memory_copy: the memories hold different operand types";
+      NN_CHECK(dimensions.empty() || IsTensorType(destination.operand_.type),
+               ANEURALNETWORKS_BAD_DATA)
+          << "Memory_copy: dimensions for a scalar memory";
+      std::optional<Dimensions> combined =
+          CombineDimensions(dimensions, destination.initial_dimensions_);
+      NN_CHECK(combined.has_value(), ANEURALNETWORKS_BAD_DATA)
+          << "Memory_copy: dimensions " << DimensionsToString(dimensions)
+          << " are incompatible with " << DimensionsToString(destination.initial_dimensions_);
+      NN_CHECK(logical_size == 0 ||
+                   logical_size == ByteSize(destination.operand_.type, *combined).value_or(0),
+               ANEURALNETWORKS_BAD_DATA)
+          << "Memory_copy: incompatible memory sizes";
+      destination.updated_dimensions_ = *combined;
     }
+    NN_CHECK_EQ(source.size_, destination.size_, ANEURALNETWORKS_BAD_DATA)
+        << "Memory_copy: the memories have different sizes";
+    std::memmove(destination.data_, source.data_, source.size_);
+    return ANEURALNETWORKS_NO_ERROR;
+  };
+  const int result = copy();
+  // A failed copy leaves a descriptor destination without data (Android's rule).
+  destination.set_initialized(result == ANEURALNETWORKS_NO_ERROR);
+  return result;
+}
+
+// ---- MemoryDesc --------------------------------------------------------------------------------
+
+int MemoryDesc::AddRole(const Compilation& compilation, bool input, uint32_t index,
+                        float frequency) {
+  const char* function = input ? "MemoryDesc_addInputRole" : "MemoryDesc_addOutputRole";
+  NN_CHECK(!finished_, ANEURALNETWORKS_BAD_STATE) << function << " after finish";
+  NN_CHECK(roles_.count({&compilation, input, index}) == 0, ANEURALNETWORKS_BAD_DATA)
+      << function << ": the same operand is given twice";
+  // Android answers BAD_DATA (not BAD_STATE) for an unfinished or invalid compilation here.
+  NN_CHECK(compilation.usable(), ANEURALNETWORKS_BAD_DATA)
+      << function << ": the compilation is not finished or failed to finish";
+  const Model& model = compilation.model();
+  const std::vector<uint32_t>& indices = input ? model.inputs() : model.outputs();
+  NN_CHECK_LT(index, indices.size(), ANEURALNETWORKS_BAD_DATA) << function << ": index";
+  const Operand& model_operand = model.operands()[indices[index]];
+  MemoryOperand operand;
+  operand.type = model_operand.type;
+  operand.scale = model_operand.scale;
+  operand.zero_point = model_operand.zero_point;
+  if (model_operand.channel_quant) {
+    operand.channel_dim = model_operand.channel_quant->channel_dim;
+    operand.channel_scales = model_operand.channel_quant->scales;
   }
-  if (rank > 0) {
-    dimensions_ = given;
-    rank_known_ = true;
-  }
+  NN_CHECK(!operand_ || *operand_ == operand, ANEURALNETWORKS_BAD_DATA)
+      << function << ": the operand's type, scale, zero point or channel quantisation differ "
+      << "from the descriptor's other roles";
+  NN_CHECK(IsTensorType(operand.type) || dimensions_.empty(), ANEURALNETWORKS_BAD_DATA)
+      << function << ": a scalar operand with dimensions " << DimensionsToString(dimensions_);
+  std::optional<Dimensions> combined = CombineDimensions(dimensions_, model_operand.dimensions);
+  NN_CHECK(combined.has_value(), ANEURALNETWORKS_BAD_DATA)
+      << function << ": dimensions " << DimensionsToString(model_operand.dimensions)
+      << " are incompatible with " << DimensionsToString(dimensions_);
+  NN_CHECK(frequency > 0.f && frequency <= 1.f, ANEURALNETWORKS_BAD_DATA)
+      << function << ": frequency " << frequency << " outside (0, 1]";
+  roles_.insert({&compilation, input, index});
+  operand_ = std::move(operand);
+  dimensions_ = std::move(*combined);
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+int MemoryDesc::SetDimensions(const Dimensions& dimensions) {
+  NN_CHECK(!finished_, ANEURALNETWORKS_BAD_STATE) << "MemoryDesc_setDimensions after finish";
+  NN_CHECK(!operand_ || IsTensorType(operand_->type) || dimensions.empty(),
+           ANEURALNETWORKS_BAD_DATA)
+      << "MemoryDesc_setDimensions: dimensions for a scalar operand";
+  std::optional<Dimensions> combined = CombineDimensions(dimensions_, dimensions);
+  NN_CHECK(combined.has_value(), ANEURALNETWORKS_BAD_DATA)
+      << "MemoryDesc_setDimensions: " << DimensionsToString(dimensions) << " is incompatible with "
+      << DimensionsToString(dimensions_);
+  dimensions_ = std::move(*combined);
   return ANEURALNETWORKS_NO_ERROR;
 }
 
 int MemoryDesc::Finish() {
   NN_CHECK(!finished_, ANEURALNETWORKS_BAD_STATE) << "MemoryDesc_finish called twice";
-  NN_CHECK(has_role_, ANEURALNETWORKS_BAD_DATA) << "MemoryDesc_finish: no role was added";
+  NN_CHECK(!roles_.empty(), ANEURALNETWORKS_BAD_DATA) << "MemoryDesc_finish: no role was added";
   finished_ = true;
-  return ANEURALNETWORKS_NO_ERROR;
-}
-
-int CopyMemory(const Memory& src, const Memory& dst) {
-  if (src.from_desc()) {
-    NN_CHECK(src.initialized(), ANEURALNETWORKS_BAD_DATA)
-        << "Memory_copy: the source memory holds no data yet";
-  }
-  if (src.from_desc() && dst.from_desc()) {
-    NN_CHECK_EQ(src.desc_type(), dst.desc_type(), ANEURALNETWORKS_BAD_DATA)
-        << "Memory_copy: operand types differ";
-    NN_CHECK(src.dimensions() == dst.dimensions(), ANEURALNETWORKS_BAD_DATA)
-        << "Memory_copy: dimensions differ: " << DimensionsToString(src.dimensions()) << " vs "
-        << DimensionsToString(dst.dimensions());
-  }
-  NN_CHECK_EQ(src.size(), dst.size(), ANEURALNETWORKS_BAD_DATA) << "Memory_copy: sizes differ";
-  std::memmove(dst.data(), src.data(), src.size());
-  dst.set_initialized(true);
   return ANEURALNETWORKS_NO_ERROR;
 }
 

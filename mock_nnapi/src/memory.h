@@ -1,5 +1,10 @@
 // ANeuralNetworksMemory (from a file descriptor or from a memory descriptor) and
 // ANeuralNetworksMemoryDesc.
+//
+// The two kinds follow Android's memory validators: a memory from a file descriptor is a sized
+// region any execution or model may use with an explicit offset and length; a memory from a
+// descriptor ("device memory") may only play the roles its descriptor listed, always as a whole
+// (offset 0, length 0), and tracks whether it holds data and the dimensions of that data.
 #ifndef MOCK_NNAPI_SRC_MEMORY_H_
 #define MOCK_NNAPI_SRC_MEMORY_H_
 
@@ -7,14 +12,31 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <set>
+#include <tuple>
 #include <vector>
 
 #include "object_counter.h"
-#include "operand_types.h"
+#include "operation.h"
 
 namespace mock_nnapi {
 
 class Compilation;
+
+// One role of a descriptor memory: (compilation, is input, input or output index).
+using MemoryRole = std::tuple<const Compilation*, bool, uint32_t>;
+
+// The operand properties every role of a descriptor memory shares.
+struct MemoryOperand {
+  int32_t type = 0;
+  float scale = 0.f;
+  int32_t zero_point = 0;
+  // Per-channel quantisation (empty scales when the operand has none).
+  uint32_t channel_dim = 0;
+  std::vector<float> channel_scales;
+  bool operator==(const MemoryOperand& other) const;
+};
 
 class Memory : public CountedObject<Memory> {
  public:
@@ -30,55 +52,70 @@ class Memory : public CountedObject<Memory> {
   uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   bool from_desc() const { return from_desc_; }
-  // Memories from descriptors track whether they hold valid data (copy, or written by an
-  // execution) and the dimensions of what they hold.
+  bool readable() const { return readable_; }
+  bool writable() const { return writable_; }
+
+  // A model constant or an execution argument in [offset, offset + length) (memories from file
+  // descriptors only; the region must be inside the memory and not empty).
+  int ValidateRegion(size_t offset, size_t length, const char* function) const;
+  // setInputFromMemory / setOutputFromMemory: the region (or, for a descriptor memory, the role
+  // and the dimensions given by `type`) may be used as that argument.
+  int ValidateArgument(const Compilation* compilation, bool input, uint32_t index,
+                       const ANeuralNetworksOperandType* type, size_t offset, size_t length,
+                       const char* function) const;
+  // At compute: a descriptor memory used as input holds data of exactly `dimensions`.
+  int ValidateInputDimensions(const Dimensions& dimensions, uint32_t input) const;
+  // After a successful execution wrote `dimensions` into this descriptor memory.
+  bool UpdateDimensions(const Dimensions& dimensions) const;
+
+  // Descriptor memories hold data after a successful execution or copy into them and lose it
+  // after a failed one. Memories from file descriptors always hold data.
   bool initialized() const { return initialized_; }
-  void set_initialized(bool value) const { initialized_ = value; }
-  int32_t desc_type() const { return desc_type_; }
-  const Dimensions& dimensions() const { return dimensions_; }
-  void set_dimensions(const Dimensions& dimensions) const { dimensions_ = dimensions; }
-  const std::vector<const Compilation*>& roles() const { return roles_; }
+  void set_initialized(bool value) const {
+    if (from_desc_) initialized_ = value;
+  }
+  const Dimensions& dimensions() const { return updated_dimensions_; }
+
+  // ANeuralNetworksMemory_copy.
+  static int Copy(const Memory& source, const Memory& destination);
 
  private:
   Memory() = default;
+
   uint8_t* data_ = nullptr;
   size_t size_ = 0;
   void* mapping_ = nullptr;
   size_t mapping_size_ = 0;
   std::vector<uint8_t> owned_;
+  bool readable_ = true;
+  bool writable_ = true;
   bool from_desc_ = false;
-  mutable bool initialized_ = false;
-  int32_t desc_type_ = 0;
-  mutable Dimensions dimensions_;
-  std::vector<const Compilation*> roles_;
+  mutable bool initialized_ = true;
+  // Descriptor memories only.
+  std::set<MemoryRole> roles_;
+  MemoryOperand operand_;
+  Dimensions initial_dimensions_;
+  mutable Dimensions updated_dimensions_;
 };
 
 class MemoryDesc : public CountedObject<MemoryDesc> {
  public:
   static constexpr ObjectKind kObjectKind = ObjectKind::kMemoryDesc;
-  int AddRole(const Compilation* compilation, bool input, uint32_t index, float frequency);
-  int SetDimensions(uint32_t rank, const uint32_t* dimensions);
+  int AddRole(const Compilation& compilation, bool input, uint32_t index, float frequency);
+  int SetDimensions(const Dimensions& dimensions);
   int Finish();
+
   bool finished() const { return finished_; }
-  int32_t type() const { return type_; }
+  const std::set<MemoryRole>& roles() const { return roles_; }
+  const MemoryOperand& operand() const { return *operand_; }
   const Dimensions& dimensions() const { return dimensions_; }
-  const std::vector<const Compilation*>& compilations() const { return compilations_; }
 
  private:
   bool finished_ = false;
-  bool has_role_ = false;
-  int32_t type_ = -1;
-  float scale_ = 0.f;
-  int32_t zero_point_ = 0;
+  std::set<MemoryRole> roles_;
+  std::optional<MemoryOperand> operand_;
   Dimensions dimensions_;
-  bool rank_known_ = false;
-  std::vector<const Compilation*> compilations_;
-  std::vector<std::pair<const Compilation*, std::pair<bool, uint32_t>>> roles_;
 };
-
-// Copies src into dst (both from fds of equal size, or descriptor memories of compatible
-// type and dimensions).
-int CopyMemory(const Memory& src, const Memory& dst);
 
 }  // namespace mock_nnapi
 

@@ -2,8 +2,14 @@
 #include <mock_nnapi/mock_nnapi.h>
 
 #include "check.h"
+#include "compilation.h"
+#include "cost_model.h"
+#include "device.h"
 #include "fault_injection.h"
+#include "json.h"
+#include "profile.h"
 #include "statistics.h"
+#include "trace.h"
 
 #ifndef MOCK_NNAPI_VERSION
 #define MOCK_NNAPI_VERSION "0.0.0"
@@ -43,5 +49,62 @@ int MockNnapi_injectFault(const char* functionName, int resultCode, int32_t coun
 void MockNnapi_clearFaults(void) { mock_nnapi::ClearFaults(); }
 
 uint64_t MockNnapi_getInjectedFaultCount(void) { return mock_nnapi::InjectedFaultCount(); }
+
+// ---- Device profiles, device faults, modelled timing and traces --------------------------------
+
+namespace {
+// Strings returned to C callers: valid until the next such call on the same thread.
+const char* ThreadLocalString(std::string value) {
+  thread_local std::string storage;
+  storage = std::move(value);
+  return storage.c_str();
+}
+}  // namespace
+
+int MockNnapi_setProfile(const char* nameOrPath) {
+  return mock_nnapi::SelectProfile(nameOrPath != nullptr ? nameOrPath
+                                                         : mock_nnapi::kDefaultProfileName);
+}
+
+const char* MockNnapi_getProfileName(void) {
+  return ThreadLocalString(mock_nnapi::ActiveProfileName());
+}
+
+const char* MockNnapi_getProfileJson(void) {
+  return ThreadLocalString(mock_nnapi::ActiveProfileJson());
+}
+
+const char* MockNnapi_getAvailableProfiles(void) {
+  std::string json = "[";
+  for (const std::string& name : mock_nnapi::AvailableProfileNames()) {
+    json += (json.size() > 1 ? "," : "") + mock_nnapi::JsonQuote(name);
+  }
+  return ThreadLocalString(json + "]");
+}
+
+int MockNnapi_injectDeviceFault(const char* deviceName, int32_t fault, int64_t value,
+                                int32_t count) {
+  NN_CHECK_NOT_NULL(deviceName);
+  return mock_nnapi::InjectDeviceFault(deviceName, fault, value, count);
+}
+
+const char* MockNnapi_getLastTrace(void) { return ThreadLocalString(mock_nnapi::LastTraceJson()); }
+
+const char* MockNnapi_getTraces(void) { return ThreadLocalString(mock_nnapi::TracesJson()); }
+
+void MockNnapi_clearTraces(void) { mock_nnapi::ClearTraces(); }
+
+void MockNnapi_setTraceCapacity(uint32_t capacity) { mock_nnapi::SetTraceCapacity(capacity); }
+
+int MockNnapi_getModelledCompilationTime(const ANeuralNetworksCompilation* compilation,
+                                         uint64_t* nanoseconds) {
+  NN_CHECK_NOT_NULL(compilation);
+  NN_CHECK_NOT_NULL(nanoseconds);
+  const auto* object = reinterpret_cast<const mock_nnapi::Compilation*>(compilation);
+  NN_CHECK(object->usable(), ANEURALNETWORKS_BAD_STATE)
+      << "MockNnapi_getModelledCompilationTime: the compilation did not finish successfully";
+  *nanoseconds = mock_nnapi::ModelledNanoseconds(mock_nnapi::ModelledCompilationUs(*object));
+  return ANEURALNETWORKS_NO_ERROR;
+}
 
 }  // extern "C"

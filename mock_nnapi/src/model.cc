@@ -27,19 +27,15 @@ int Model::CheckOperandIndex(int32_t index, const char* function) const {
   return ANEURALNETWORKS_NO_ERROR;
 }
 
+namespace {
+// Android's NN_VALIDATE_NULL_OR_SIZED: a pointer is NULL exactly when its length is 0.
+bool NullIffEmpty(const void* data, size_t length) { return (data == nullptr) == (length == 0); }
+}  // namespace
+
 int Model::AddOperand(const ANeuralNetworksOperandType& type) {
   NN_RETURN_IF_ERROR(CheckMutable("ANeuralNetworksModel_addOperand"));
-  NN_CHECK(IsKnownOperandType(type.type), ANEURALNETWORKS_BAD_DATA)
-      << "addOperand: invalid operand type " << type.type;
-  NN_CHECK((type.dimensions == nullptr) == (type.dimensionCount == 0), ANEURALNETWORKS_BAD_DATA)
-      << "addOperand: dimensions pointer and dimensionCount " << type.dimensionCount << " disagree";
-  if (IsScalarType(type.type)) {
-    NN_CHECK_EQ(type.dimensionCount, 0u, ANEURALNETWORKS_BAD_DATA)
-        << "addOperand: scalar " << OperandTypeName(type.type) << " with dimensions";
-  }
-  NN_RETURN_IF_ERROR(ValidateQuantizationParameters(type.type, type.scale, type.zeroPoint));
-  NN_CHECK_LT(operands_.size(), static_cast<size_t>(std::numeric_limits<int32_t>::max()),
-              ANEURALNETWORKS_BAD_DATA)
+  NN_RETURN_IF_ERROR(ValidateOperandType(type, /*allow_partial=*/true, "addOperand"));
+  NN_CHECK_LT(operands_.size(), size_t{0xFFFFFFFE}, ANEURALNETWORKS_BAD_DATA)
       << "addOperand: too many operands";
   Operand operand;
   operand.type = type.type;
@@ -55,25 +51,26 @@ int Model::SetOperandValue(int32_t index, const void* buffer, size_t length) {
   NN_RETURN_IF_ERROR(CheckMutable("ANeuralNetworksModel_setOperandValue"));
   NN_RETURN_IF_ERROR(CheckOperandIndex(index, "setOperandValue"));
   Operand& operand = operands_[index];
-  NN_CHECK(operand.lifetime != OperandLifetime::kModelInput &&
-               operand.lifetime != OperandLifetime::kModelOutput,
-           ANEURALNETWORKS_BAD_DATA)
-      << "setOperandValue: operand " << index << " is a model input or output";
+  NN_CHECK(NullIffEmpty(buffer, length), ANEURALNETWORKS_BAD_DATA)
+      << "setOperandValue: a non-NULL buffer needs a non-zero length";
+  // Like Android, any operand may be given a value here, even one already identified as a model
+  // input or output; finish() then rejects the model.
   if (buffer == nullptr) {
-    // (NULL, 0) marks an omitted optional operand; (NULL, n) is rejected by the C entry point.
     operand.lifetime = OperandLifetime::kNoValue;
     operand.value_length = 0;
     return ANEURALNETWORKS_NO_ERROR;
   }
-  NN_CHECK(operand.type != ANEURALNETWORKS_MODEL, ANEURALNETWORKS_BAD_DATA)
-      << "setOperandValue: operand " << index << " is a MODEL; use setOperandValueFromModel";
-  std::optional<size_t> needed = ByteSize(operand.type, operand.dimensions);
-  if (operand.type == ANEURALNETWORKS_OEM_SCALAR) needed = length;
-  NN_CHECK(needed.has_value(), ANEURALNETWORKS_BAD_DATA)
+  NN_CHECK(!IsTensorType(operand.type) || operand.IsFullySpecified(), ANEURALNETWORKS_BAD_DATA)
       << "setOperandValue: operand " << index << " has unspecified dimensions "
       << DimensionsToString(operand.dimensions);
-  NN_CHECK_EQ(*needed, length, ANEURALNETWORKS_BAD_DATA)
-      << "setOperandValue: operand " << index << " needs " << *needed << " bytes";
+  NN_CHECK_LE(length, size_t{0xFFFFFFFF}, ANEURALNETWORKS_BAD_DATA)
+      << "setOperandValue: value too large";
+  if (operand.type != ANEURALNETWORKS_OEM_SCALAR) {
+    const size_t needed = ByteSize(operand.type, operand.dimensions).value_or(0);
+    NN_CHECK_EQ(needed, length, ANEURALNETWORKS_BAD_DATA)
+        << "setOperandValue: operand " << index << " (" << OperandTypeName(operand.type) << " "
+        << DimensionsToString(operand.dimensions) << ") needs " << needed << " bytes";
+  }
   if (length <= ANEURALNETWORKS_MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES) {
     const size_t offset = AlignUp(value_pool_.size());
     value_pool_.resize(offset + length);
@@ -81,6 +78,7 @@ int Model::SetOperandValue(int32_t index, const void* buffer, size_t length) {
     operand.lifetime = OperandLifetime::kConstantCopy;
     operand.value_offset = offset;
   } else {
+    // Larger values are only referenced: the caller keeps the buffer alive until finish().
     operand.lifetime = OperandLifetime::kConstantPointer;
     operand.value_pointer = buffer;
   }
@@ -92,17 +90,15 @@ int Model::SetOperandValueFromMemory(int32_t index, const Memory* memory, size_t
                                      size_t length) {
   NN_RETURN_IF_ERROR(CheckMutable("ANeuralNetworksModel_setOperandValueFromMemory"));
   NN_RETURN_IF_ERROR(CheckOperandIndex(index, "setOperandValueFromMemory"));
-  NN_CHECK(!memory->from_desc(), ANEURALNETWORKS_BAD_DATA)
-      << "setOperandValueFromMemory: a memory created from a descriptor cannot hold constants";
   Operand& operand = operands_[index];
-  std::optional<size_t> needed = ByteSize(operand.type, operand.dimensions);
-  NN_CHECK(needed.has_value(), ANEURALNETWORKS_BAD_DATA)
+  NN_CHECK(!IsTensorType(operand.type) || operand.IsFullySpecified(), ANEURALNETWORKS_BAD_DATA)
       << "setOperandValueFromMemory: operand " << index << " has unspecified dimensions";
-  NN_CHECK_EQ(*needed, length, ANEURALNETWORKS_BAD_DATA)
-      << "setOperandValueFromMemory: operand " << index << " needs " << *needed << " bytes";
-  NN_CHECK(offset <= memory->size() && length <= memory->size() - offset, ANEURALNETWORKS_BAD_DATA)
-      << "setOperandValueFromMemory: offset " << offset << " + length " << length
-      << " exceeds the memory's " << memory->size() << " bytes";
+  const size_t needed = ByteSize(operand.type, operand.dimensions).value_or(0);
+  NN_CHECK_EQ(needed, length, ANEURALNETWORKS_BAD_DATA)
+      << "setOperandValueFromMemory: operand " << index << " needs " << needed << " bytes";
+  NN_RETURN_IF_ERROR(memory->ValidateRegion(offset, length, "setOperandValueFromMemory"));
+  NN_CHECK(memory->readable(), ANEURALNETWORKS_BAD_DATA)
+      << "setOperandValueFromMemory: the memory was mapped without PROT_READ";
   operand.lifetime = OperandLifetime::kConstantMemory;
   operand.memory = memory;
   operand.memory_offset = offset;
@@ -112,12 +108,13 @@ int Model::SetOperandValueFromMemory(int32_t index, const Memory* memory, size_t
 
 int Model::SetOperandValueFromModel(int32_t index, const Model* value) {
   NN_RETURN_IF_ERROR(CheckMutable("ANeuralNetworksModel_setOperandValueFromModel"));
+  NN_CHECK(value->finished(), ANEURALNETWORKS_BAD_STATE)
+      << "setOperandValueFromModel: the referenced model is not finished";
+  NN_CHECK(!value->invalid(), ANEURALNETWORKS_BAD_STATE)
+      << "setOperandValueFromModel: the referenced model is invalid";
   NN_RETURN_IF_ERROR(CheckOperandIndex(index, "setOperandValueFromModel"));
-  NN_CHECK(value->finished() && !value->invalid(), ANEURALNETWORKS_BAD_DATA)
-      << "setOperandValueFromModel: the referenced model must be finished and valid";
+  // The operand's type (MODEL) is checked at finish(), like Android.
   Operand& operand = operands_[index];
-  NN_CHECK_EQ(operand.type, ANEURALNETWORKS_MODEL, ANEURALNETWORKS_BAD_DATA)
-      << "setOperandValueFromModel: operand " << index << " is not of type MODEL";
   operand.lifetime = OperandLifetime::kModelReference;
   operand.referenced_model = value;
   return ANEURALNETWORKS_NO_ERROR;
@@ -128,16 +125,18 @@ int Model::SetOperandSymmPerChannelQuantParams(
   NN_RETURN_IF_ERROR(CheckMutable("ANeuralNetworksModel_setOperandSymmPerChannelQuantParams"));
   NN_RETURN_IF_ERROR(CheckOperandIndex(index, "setOperandSymmPerChannelQuantParams"));
   Operand& operand = operands_[index];
+  NN_CHECK(NullIffEmpty(params.scales, params.scaleCount), ANEURALNETWORKS_BAD_DATA)
+      << "setOperandSymmPerChannelQuantParams: scales is NULL exactly when scaleCount is 0";
   NN_CHECK_EQ(operand.type, ANEURALNETWORKS_TENSOR_QUANT8_SYMM_PER_CHANNEL,
               ANEURALNETWORKS_BAD_DATA)
       << "setOperandSymmPerChannelQuantParams: operand " << index << " has type "
       << OperandTypeName(operand.type);
   NN_CHECK_LT(params.channelDim, operand.dimensions.size(), ANEURALNETWORKS_BAD_DATA)
       << "channelDim out of range for operand " << index;
-  NN_CHECK_EQ(params.scaleCount, operand.dimensions[params.channelDim], ANEURALNETWORKS_BAD_DATA)
+  const uint32_t channels = operand.dimensions[params.channelDim];
+  NN_CHECK_EQ(params.scaleCount, channels, ANEURALNETWORKS_BAD_DATA)
       << "scaleCount must equal the size of the channel dimension";
-  NN_CHECK(params.scales != nullptr || params.scaleCount == 0, ANEURALNETWORKS_UNEXPECTED_NULL)
-      << "scales is NULL";
+  NN_CHECK_NE(channels, 0u, ANEURALNETWORKS_BAD_DATA) << "the channel dimension is unknown";
   ChannelQuantization quant;
   quant.channel_dim = params.channelDim;
   quant.scales.assign(params.scales, params.scales + params.scaleCount);
@@ -188,6 +187,9 @@ int Model::AddOperation(int32_t type, uint32_t input_count, const uint32_t* inpu
   const bool known = (type >= ANEURALNETWORKS_ADD && type <= ANEURALNETWORKS_REVERSE) ||
                      type == ANEURALNETWORKS_OEM_OPERATION;
   NN_CHECK(known, ANEURALNETWORKS_BAD_DATA) << "addOperation: invalid operation type " << type;
+  NN_CHECK(NullIffEmpty(inputs, input_count) && NullIffEmpty(outputs, output_count),
+           ANEURALNETWORKS_BAD_DATA)
+      << "addOperation " << OperationTypeName(type) << ": an operand list is empty";
   for (uint32_t i = 0; i < input_count; ++i) {
     NN_CHECK_LT(inputs[i], operands_.size(), ANEURALNETWORKS_BAD_DATA)
         << "addOperation " << OperationTypeName(type) << ": input " << i;
@@ -196,6 +198,8 @@ int Model::AddOperation(int32_t type, uint32_t input_count, const uint32_t* inpu
     NN_CHECK_LT(outputs[i], operands_.size(), ANEURALNETWORKS_BAD_DATA)
         << "addOperation " << OperationTypeName(type) << ": output " << i;
   }
+  NN_CHECK_LT(operations_.size(), size_t{0xFFFFFFFE}, ANEURALNETWORKS_BAD_DATA)
+      << "addOperation: too many operations";
   Operation operation;
   operation.type = type;
   operation.inputs.assign(inputs, inputs + input_count);
@@ -208,26 +212,34 @@ int Model::AddOperation(int32_t type, uint32_t input_count, const uint32_t* inpu
 int Model::IdentifyInputsAndOutputs(uint32_t input_count, const uint32_t* inputs,
                                     uint32_t output_count, const uint32_t* outputs) {
   NN_RETURN_IF_ERROR(CheckMutable("ANeuralNetworksModel_identifyInputsAndOutputs"));
-  std::set<uint32_t> seen;
-  auto check = [&](uint32_t index, const char* role) -> int {
-    NN_CHECK_LT(index, operands_.size(), ANEURALNETWORKS_BAD_DATA)
-        << "identifyInputsAndOutputs: " << role << " operand index";
-    const Operand& operand = operands_[index];
-    NN_CHECK(operand.lifetime == OperandLifetime::kTemporary, ANEURALNETWORKS_BAD_DATA)
-        << "identifyInputsAndOutputs: " << role << " operand " << index
-        << " is a constant, an omitted value or already an input or output";
-    NN_CHECK(seen.insert(index).second, ANEURALNETWORKS_BAD_DATA)
-        << "identifyInputsAndOutputs: operand " << index << " listed twice";
+  // Android rejects an empty list passed as a non-NULL pointer (and the C entry point rejects
+  // NULL), so a model always has at least one input and one output.
+  auto check_list = [this](const uint32_t* list, uint32_t count, const char* role) -> int {
+    NN_CHECK(NullIffEmpty(list, count), ANEURALNETWORKS_BAD_DATA)
+        << "identifyInputsAndOutputs: the " << role << " list is empty";
+    for (uint32_t i = 0; i < count; ++i) {
+      NN_CHECK_LT(list[i], operands_.size(), ANEURALNETWORKS_BAD_DATA)
+          << "identifyInputsAndOutputs: " << role << " " << i << " is operand " << list[i];
+    }
     return ANEURALNETWORKS_NO_ERROR;
   };
-  for (uint32_t i = 0; i < input_count; ++i) NN_RETURN_IF_ERROR(check(inputs[i], "input"));
-  for (uint32_t i = 0; i < output_count; ++i) NN_RETURN_IF_ERROR(check(outputs[i], "output"));
-  inputs_.assign(inputs, inputs + input_count);
-  outputs_.assign(outputs, outputs + output_count);
-  for (uint32_t index : inputs_) operands_[index].lifetime = OperandLifetime::kModelInput;
-  for (uint32_t index : outputs_) operands_[index].lifetime = OperandLifetime::kModelOutput;
-  identified_ = true;
-  return ANEURALNETWORKS_NO_ERROR;
+  NN_RETURN_IF_ERROR(check_list(inputs, input_count, "input"));
+  NN_RETURN_IF_ERROR(check_list(outputs, output_count, "output"));
+  // Operands are marked one by one, as in Android: a failure leaves the earlier ones marked.
+  auto mark = [this](std::vector<uint32_t>* indices, const uint32_t* list, uint32_t count,
+                     OperandLifetime lifetime, const char* role) -> int {
+    indices->assign(list, list + count);
+    for (uint32_t i = 0; i < count; ++i) {
+      Operand& operand = operands_[list[i]];
+      NN_CHECK(operand.lifetime == OperandLifetime::kTemporary, ANEURALNETWORKS_BAD_DATA)
+          << "identifyInputsAndOutputs: " << role << " operand " << list[i]
+          << " is a constant, an omitted value or already an input or output";
+      operand.lifetime = lifetime;
+    }
+    return ANEURALNETWORKS_NO_ERROR;
+  };
+  NN_RETURN_IF_ERROR(mark(&inputs_, inputs, input_count, OperandLifetime::kModelInput, "input"));
+  return mark(&outputs_, outputs, output_count, OperandLifetime::kModelOutput, "output");
 }
 
 int Model::RelaxComputationFloat32toFloat16(bool allow) {
@@ -285,6 +297,59 @@ int Model::SortIntoRunOrder() {
   return ANEURALNETWORKS_NO_ERROR;
 }
 
+int Model::ValidateGraph() {
+  NN_CHECK(!operations_.empty(), ANEURALNETWORKS_BAD_DATA) << "finish: the model is empty";
+  NN_CHECK(!outputs_.empty(), ANEURALNETWORKS_BAD_DATA)
+      << "finish: the model has no outputs (identifyInputsAndOutputs not called?)";
+  std::vector<int> role(operands_.size(), 0);  // 1: listed input, 2: listed output
+  for (uint32_t index : inputs_) {
+    NN_CHECK(operands_[index].lifetime == OperandLifetime::kModelInput, ANEURALNETWORKS_BAD_DATA)
+        << "finish: model input operand " << index << " was later given a value";
+    role[index] = 1;
+  }
+  for (uint32_t index : outputs_) {
+    NN_CHECK(operands_[index].lifetime == OperandLifetime::kModelOutput, ANEURALNETWORKS_BAD_DATA)
+        << "finish: model output operand " << index << " was later given a value";
+    role[index] = 2;
+  }
+  for (size_t i = 0; i < operands_.size(); ++i) {
+    Operand& operand = operands_[i];
+    operand.writer_count = 0;
+    const OperandLifetime lifetime = operand.lifetime;
+    NN_CHECK((lifetime != OperandLifetime::kModelInput || role[i] == 1) &&
+                 (lifetime != OperandLifetime::kModelOutput || role[i] == 2),
+             ANEURALNETWORKS_BAD_DATA)
+        << "finish: operand " << i << " was identified as a model input or output by an "
+        << "earlier identifyInputsAndOutputs call only";
+    NN_CHECK(
+        (lifetime == OperandLifetime::kModelReference) == (operand.type == ANEURALNETWORKS_MODEL),
+        ANEURALNETWORKS_BAD_DATA)
+        << "finish: operand " << i << " of type " << OperandTypeName(operand.type)
+        << (lifetime == OperandLifetime::kModelReference ? " holds a model"
+                                                         : " needs setOperandValueFromModel");
+  }
+  for (const Operation& operation : operations_) {
+    for (uint32_t output : operation.outputs) {
+      Operand& operand = operands_[output];
+      NN_CHECK(operand.lifetime == OperandLifetime::kTemporary ||
+                   operand.lifetime == OperandLifetime::kModelOutput,
+               ANEURALNETWORKS_BAD_DATA)
+          << "finish: " << OperationTypeName(operation.type) << " writes operand " << output
+          << ", which is a model input or a constant";
+      ++operand.writer_count;
+    }
+  }
+  for (size_t i = 0; i < operands_.size(); ++i) {
+    const Operand& operand = operands_[i];
+    if (operand.lifetime == OperandLifetime::kTemporary ||
+        operand.lifetime == OperandLifetime::kModelOutput) {
+      NN_CHECK_EQ(operand.writer_count, 1u, ANEURALNETWORKS_BAD_DATA)
+          << "finish: operand " << i << " must be written by exactly one operation";
+    }
+  }
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
 int Model::Finish() {
   NN_CHECK(!finished_, ANEURALNETWORKS_BAD_STATE) << "ANeuralNetworksModel_finish called twice";
   NN_CHECK(!invalid_, ANEURALNETWORKS_BAD_STATE) << "ANeuralNetworksModel_finish: invalid model";
@@ -292,34 +357,7 @@ int Model::Finish() {
     invalid_ = true;
     return code;
   };
-  auto validate = [this]() -> int {
-    NN_CHECK(!operations_.empty(), ANEURALNETWORKS_BAD_DATA) << "finish: the model is empty";
-    NN_CHECK(!outputs_.empty(), ANEURALNETWORKS_BAD_DATA)
-        << "finish: the model has no outputs (identifyInputsAndOutputs not called?)";
-    for (Operand& operand : operands_) operand.writer_count = 0;
-    for (const Operation& operation : operations_) {
-      for (uint32_t output : operation.outputs) {
-        Operand& operand = operands_[output];
-        NN_CHECK(operand.lifetime == OperandLifetime::kTemporary ||
-                     operand.lifetime == OperandLifetime::kModelOutput,
-                 ANEURALNETWORKS_BAD_DATA)
-            << "finish: " << OperationTypeName(operation.type) << " writes operand " << output
-            << ", which is a model input or a constant";
-        ++operand.writer_count;
-      }
-    }
-    for (size_t i = 0; i < operands_.size(); ++i) {
-      const Operand& operand = operands_[i];
-      const bool written = operand.lifetime == OperandLifetime::kTemporary ||
-                           operand.lifetime == OperandLifetime::kModelOutput;
-      if (written) {
-        NN_CHECK_EQ(operand.writer_count, 1u, ANEURALNETWORKS_BAD_DATA)
-            << "finish: operand " << i << " must be written by exactly one operation";
-      }
-    }
-    return ANEURALNETWORKS_NO_ERROR;
-  };
-  int code = validate();
+  int code = ValidateGraph();
   if (code != ANEURALNETWORKS_NO_ERROR) return fail(code);
   code = SortIntoRunOrder();
   if (code != ANEURALNETWORKS_NO_ERROR) return fail(code);

@@ -48,6 +48,11 @@ struct Operand {
   const class Model* referenced_model = nullptr;
   // Number of operations writing the operand (validated at finish: exactly one for temporaries).
   uint32_t writer_count = 0;
+
+  // A tensor with a known rank and no unknown (0) dimension.
+  bool IsFullySpecified() const {
+    return rank_known && !dimensions.empty() && !HasUnknownDimension(dimensions);
+  }
 };
 
 struct Operation {
@@ -77,6 +82,8 @@ class Model : public CountedObject<Model> {
 
   // BAD_STATE when the model may no longer change (finished or invalid).
   int CheckMutable(const char* function) const;
+  // BAD_DATA unless `index` names an operand.
+  int CheckOperandIndex(int32_t index, const char* function) const;
 
   bool finished() const { return finished_; }
   bool invalid() const { return invalid_; }
@@ -97,8 +104,9 @@ class Model : public CountedObject<Model> {
   int ValidateOperation(const Operation& operation, int64_t* feature_level) const;
 
  private:
-  int CheckOperandIndex(int32_t index, const char* function) const;
   int SortIntoRunOrder();
+  // Whole-graph checks of finish(): lifetimes, writers, referenced models.
+  int ValidateGraph();
 
   std::vector<Operand> operands_;
   std::vector<Operation> operations_;
@@ -106,7 +114,6 @@ class Model : public CountedObject<Model> {
   std::vector<uint32_t> outputs_;
   std::vector<uint32_t> run_order_;
   std::vector<uint8_t> value_pool_;
-  bool identified_ = false;
   bool relaxed_ = false;
   bool finished_ = false;
   bool invalid_ = false;

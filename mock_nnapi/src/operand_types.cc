@@ -304,10 +304,8 @@ int ValidateQuantizationParameters(int32_t type, float scale, int32_t zero_point
       NN_CHECK_EQ(zero_point, 0, ANEURALNETWORKS_BAD_DATA) << name << " needs zeroPoint 0";
       return ANEURALNETWORKS_NO_ERROR;
     case ANEURALNETWORKS_TENSOR_INT32:
-      // TENSOR_INT32 may carry a scale (biases of quantized operations), never a zero point.
-      NN_CHECK(scale >= 0.f, ANEURALNETWORKS_BAD_DATA) << name << " with a negative scale";
-      NN_CHECK_EQ(zero_point, 0, ANEURALNETWORKS_BAD_DATA) << name << " needs zeroPoint 0";
-      return ANEURALNETWORKS_NO_ERROR;
+      // Android accepts any scale and zero point on TENSOR_INT32 (quantised biases carry a
+      // scale; the runtime never checked the rest).
     case ANEURALNETWORKS_OEM_SCALAR:
     case ANEURALNETWORKS_TENSOR_OEM_BYTE:
       return ANEURALNETWORKS_NO_ERROR;
@@ -316,6 +314,50 @@ int ValidateQuantizationParameters(int32_t type, float scale, int32_t zero_point
       NN_CHECK_EQ(zero_point, 0, ANEURALNETWORKS_BAD_DATA) << name << " needs zeroPoint 0";
       return ANEURALNETWORKS_NO_ERROR;
   }
+}
+
+int ValidateOperandType(const ANeuralNetworksOperandType& type, bool allow_partial,
+                        const char* tag) {
+  NN_CHECK((type.dimensionCount == 0) == (type.dimensions == nullptr), ANEURALNETWORKS_BAD_DATA)
+      << tag << ": dimensionCount " << type.dimensionCount << " and the dimensions pointer ("
+      << (type.dimensions ? "set" : "NULL") << ") disagree";
+  NN_CHECK(IsKnownOperandType(type.type), ANEURALNETWORKS_BAD_DATA)
+      << tag << ": invalid operand type " << type.type;
+  if (IsScalarType(type.type)) {
+    NN_CHECK_EQ(type.dimensionCount, 0u, ANEURALNETWORKS_BAD_DATA)
+        << tag << ": scalar " << OperandTypeName(type.type) << " with dimensions";
+  } else {
+    if (!allow_partial) {
+      NN_CHECK_GT(type.dimensionCount, 0u, ANEURALNETWORKS_BAD_DATA)
+          << tag << ": " << OperandTypeName(type.type) << " needs a known rank";
+    }
+    uint64_t size = ElementSize(type.type);
+    constexpr uint64_t kMaxSize = std::numeric_limits<uint32_t>::max();
+    for (uint32_t i = 0; i < type.dimensionCount; ++i) {
+      const uint32_t dimension = type.dimensions[i];
+      if (!allow_partial) {
+        NN_CHECK_NE(dimension, 0u, ANEURALNETWORKS_BAD_DATA)
+            << tag << ": dimension " << i << " is unknown";
+      }
+      if (dimension == 0) continue;
+      size *= dimension;
+      NN_CHECK_LE(size, kMaxSize, ANEURALNETWORKS_BAD_DATA)
+          << tag << ": operand byte size exceeds " << kMaxSize;
+    }
+  }
+  return ValidateQuantizationParameters(type.type, type.scale, type.zeroPoint);
+}
+
+std::optional<Dimensions> CombineDimensions(const Dimensions& a, const Dimensions& b) {
+  if (a.empty()) return b;
+  if (b.empty()) return a;
+  if (a.size() != b.size()) return std::nullopt;
+  Dimensions combined(a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != 0 && b[i] != 0 && a[i] != b[i]) return std::nullopt;
+    combined[i] = a[i] != 0 ? a[i] : b[i];
+  }
+  return combined;
 }
 
 }  // namespace mock_nnapi

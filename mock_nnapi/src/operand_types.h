@@ -51,6 +51,17 @@ std::string DimensionsToString(const Dimensions& dimensions);
 // Returns NO_ERROR or BAD_DATA with the error recorded.
 int ValidateQuantizationParameters(int32_t type, float scale, int32_t zero_point);
 
+// Android's validateOperandType: the dimensions pointer and count agree, the code is known,
+// scalars have no dimensions, a tensor's known dimensions fit in 4 GiB, quantisation parameters
+// follow the type's rules. With `allow_partial` false a tensor must have a known rank and no
+// unknown (0) dimension. `tag` names the calling function in the error message.
+int ValidateOperandType(const ANeuralNetworksOperandType& type, bool allow_partial,
+                        const char* tag);
+
+// Android's combineDimensions: an empty list (unknown rank) takes the other; otherwise ranks
+// must agree and each axis known in both must agree. nullopt when incompatible.
+std::optional<Dimensions> CombineDimensions(const Dimensions& a, const Dimensions& b);
+
 }  // namespace mock_nnapi
 
 #endif  // MOCK_NNAPI_SRC_OPERAND_TYPES_H_

@@ -153,11 +153,30 @@ def test_exported_module_keeps_its_host_fallback(tmp_path, executable):
     assert abs(result["value"] - 1 / (1 + np.exp(-1))) < 1e-6
 
 
+@tvm.script.ir_module
+class WideProjection:
+    @R.function
+    def main(x: R.Tensor(("seq_len", 512), "float32"), w: R.Tensor((512, 512), "float32")):
+        with R.dataflow():
+            y = R.matmul(x, w)
+            R.output(y)
+        return y
+
+
 @pytest.mark.parametrize("profile", ["snapdragon-8-gen-2", "dimensity-9000"])
-def test_cost_policy_from_a_phone_profile_splits_decode_and_prefill(options, executable, profile):
+def test_cost_policy_from_a_phone_profile_splits_decode_and_prefill(options, profile):
+    # A 512x512 projection: one token is dominated by NNAPI's per-call and transfer cost,
+    # a 512-token prompt by arithmetic, where the accelerator is several times faster.
     policy = runtime_api.cost_policy_from_profile(profile)
     assert policy.startswith("cost:")
     options.configure(policy=policy)
-    vm = relax.VirtualMachine(executable, tvm.cpu())
-    assert run(vm, 1)[1] == 0  # one token: the NNAPI per-call overhead dominates
-    assert run(vm, 2048)[1] == 1  # a long prompt: the accelerator's throughput wins
+    vm = relax.VirtualMachine(tvm_nnapi.build(WideProjection, host_fallback=True), tvm.cpu())
+    weight = tvm.runtime.tensor(RNG.standard_normal((512, 512)).astype(np.float32))
+    executions = []
+    for rows in (1, 512):
+        x = RNG.standard_normal((rows, 512)).astype(np.float32)
+        before = mock_nnapi.counter("executions_completed")
+        out = vm["main"](tvm.runtime.tensor(x), weight).numpy()
+        np.testing.assert_allclose(out, x @ weight.numpy(), rtol=1e-4, atol=1e-3)
+        executions.append(mock_nnapi.counter("executions_completed") - before)
+    assert executions == [0, 1]

@@ -132,3 +132,17 @@ def test_int32_with_activation_rejected():
     with pytest.raises(NnapiError) as error:
         run_binary(OperationCode.ADD, np.ones(3, np.int32), np.ones(3, np.int32), FuseCode.RELU)
     assert error.value.code == ResultCode.BAD_DATA
+
+
+def test_omitted_input_fails_the_run_cleanly():
+    tester = (
+        OpTester(OperationCode.ADD)
+        .input(np.ones(3, np.float32))
+        .omitted(OperandCode.TENSOR_FLOAT32)
+        .scalar(OperandCode.INT32, FuseCode.NONE)
+        .output(OperandCode.TENSOR_FLOAT32, (3,))
+    )
+    with pytest.raises(NnapiError) as error:
+        tester.run()
+    assert error.value.code == ResultCode.OP_FAILED
+    assert "omitted" in str(error.value)

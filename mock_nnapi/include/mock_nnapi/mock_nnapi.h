@@ -52,6 +52,73 @@ MOCK_NNAPI_EXPORT void MockNnapi_clearFaults(void);
 /* Number of calls that returned an injected fault since the last clear. */
 MOCK_NNAPI_EXPORT uint64_t MockNnapi_getInjectedFaultCount(void);
 
+/*
+ * Device profiles (docs/device-profiles.md): the phone the mock stands in for, as a set of NNAPI
+ * devices with their capabilities and cost-model parameters. The first profile comes from the
+ * environment variable MOCK_NNAPI_PROFILE (a built-in name or a path to a .json file), else
+ * "reference" (one CPU device, "mock-reference"). MOCK_NNAPI_PROFILE_DIR names a directory
+ * searched first for profile names.
+ *
+ * MockNnapi_setProfile selects another profile (NULL: "reference"). Returns
+ * ANEURALNETWORKS_BAD_DATA for an unknown name or a bad file (MockNnapi_getLastError names the
+ * file and the field). Compilations made before the switch keep running on the devices they
+ * were compiled for; device handles obtained before the switch become unknown devices for new
+ * calls.
+ */
+MOCK_NNAPI_EXPORT int MockNnapi_setProfile(const char* nameOrPath);
+/* Name of the active profile. The string stays valid until the next call on this thread. */
+MOCK_NNAPI_EXPORT const char* MockNnapi_getProfileName(void);
+/* JSON text of the active profile (valid until the next call on this thread). */
+MOCK_NNAPI_EXPORT const char* MockNnapi_getProfileJson(void);
+/* JSON array of the profile names MockNnapi_setProfile finds (valid until the next call). */
+MOCK_NNAPI_EXPORT const char* MockNnapi_getAvailableProfiles(void);
+
+/*
+ * Device faults, in the spirit of TFLite's NnApiHandler; MockNnapi_clearFaults restores every
+ * device. `deviceName` is a device of the active profile.
+ *   HIDDEN             the device disappears: not enumerated, unknown to createForDevices.
+ *   UNAVAILABLE        listed, but ANeuralNetworksDevice_wait and compilations that need it
+ *                      fail with ANEURALNETWORKS_UNAVAILABLE_DEVICE (ANeuralNetworksCompilation
+ *                      _create falls back to the CPU for the whole model, as Android does).
+ *   FEATURE_LEVEL      the device reports (and supports only) feature level `value`, a
+ *                      FeatureLevelCode.
+ *   EXECUTION_TIMEOUT  the next `count` executions that use the device (count < 0: all) fail
+ *                      with `value`: ANEURALNETWORKS_MISSED_DEADLINE_TRANSIENT or _PERSISTENT.
+ *   THROTTLE           the device's modelled compute runs at `value` percent (1-100) of the
+ *                      profile's speed (thermal throttling).
+ * `count` is only used by EXECUTION_TIMEOUT. Returns ANEURALNETWORKS_BAD_DATA for an unknown
+ * device, fault or value.
+ */
+enum {
+  MOCK_NNAPI_DEVICE_FAULT_HIDDEN = 1,
+  MOCK_NNAPI_DEVICE_FAULT_UNAVAILABLE = 2,
+  MOCK_NNAPI_DEVICE_FAULT_FEATURE_LEVEL = 3,
+  MOCK_NNAPI_DEVICE_FAULT_EXECUTION_TIMEOUT = 4,
+  MOCK_NNAPI_DEVICE_FAULT_THROTTLE = 5,
+};
+MOCK_NNAPI_EXPORT int MockNnapi_injectDeviceFault(const char* deviceName, int32_t fault,
+                                                  int64_t value, int32_t count);
+
+/*
+ * MODELLED timing (docs/cost-model.md). The mock computes on the host; these numbers say how
+ * long the profile's phone would take according to the cost model. They are never
+ * measurements. ANeuralNetworksExecution_getDuration reports the same model.
+ *
+ * Traces of the last executions (default 16): per operation its device, modelled start and
+ * duration, FLOPs and bytes, plus transfers and driver overheads, as JSON. MockNnapi_getLastTrace
+ * returns the newest trace object ("null" if none), MockNnapi_getTraces an array of all kept
+ * traces, oldest first; both strings stay valid until the next call on this thread.
+ */
+MOCK_NNAPI_EXPORT const char* MockNnapi_getLastTrace(void);
+MOCK_NNAPI_EXPORT const char* MockNnapi_getTraces(void);
+MOCK_NNAPI_EXPORT void MockNnapi_clearTraces(void);
+/* How many execution traces are kept (0 turns tracing off). */
+MOCK_NNAPI_EXPORT void MockNnapi_setTraceCapacity(uint32_t capacity);
+/* Modelled compilation time of a finished compilation, in nanoseconds. BAD_STATE if the
+ * compilation did not finish successfully. */
+MOCK_NNAPI_EXPORT int MockNnapi_getModelledCompilationTime(
+    const ANeuralNetworksCompilation* compilation, uint64_t* nanoseconds);
+
 #ifdef __cplusplus
 }
 #endif

@@ -17,12 +17,19 @@ mock's explanation of the failure.
 from __future__ import annotations
 
 import ctypes
+import os
 from collections.abc import Sequence
 
 import numpy as np
 
 from . import _library
-from .constants import OperandCode, OperationCode, PreferenceCode, ResultCode
+from .constants import (
+    BYTE_SIZE_OF_CACHE_TOKEN,
+    OperandCode,
+    OperationCode,
+    PreferenceCode,
+    ResultCode,
+)
 
 #: numpy dtype of each tensor operand type.
 NUMPY_DTYPES: dict[OperandCode, np.dtype] = {
@@ -274,6 +281,18 @@ class Compilation:
 
     def set_preference(self, preference: int = PreferenceCode.FAST_SINGLE_ANSWER) -> Compilation:
         call("ANeuralNetworksCompilation_setPreference", self.handle, int(preference))
+        return self
+
+    def set_caching(self, cache_dir: str | os.PathLike[str], token: bytes) -> Compilation:
+        """Compilation caching: ``token`` (32 bytes) names this compilation in ``cache_dir``."""
+        if len(token) != BYTE_SIZE_OF_CACHE_TOKEN:
+            raise ValueError(f"a caching token has {BYTE_SIZE_OF_CACHE_TOKEN} bytes")
+        call(
+            "ANeuralNetworksCompilation_setCaching",
+            self.handle,
+            os.fsencode(cache_dir),
+            (ctypes.c_uint8 * BYTE_SIZE_OF_CACHE_TOKEN)(*token),
+        )
         return self
 
     def finish(self) -> Compilation:

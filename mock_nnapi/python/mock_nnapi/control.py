@@ -1,18 +1,27 @@
-"""The mock-only control API (``MockNnapi_*``): counters, fault injection, last error.
+"""The mock-only control API (``MockNnapi_*``): counters, fault injection, last error, device
+profiles, device faults, and the MODELLED timing traces of the cost model.
 
 These functions exist only in mock_nnapi; calling them with a real ``libneuralnetworks.so``
-loaded raises :class:`MockOnlyError`.
+loaded raises :class:`MockOnlyError`. Modelled times come from the cost model
+(docs/cost-model.md): the mock computes on the host, so they say how long the selected phone
+profile would take according to the model. They are never measurements.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
-from collections.abc import Iterator
+import enum
+import functools
+import json
+import os
+import pathlib
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from . import _library
 from .api import NnapiError, last_error
-from .constants import OperationCode, ResultCode
+from .constants import BYTE_SIZE_OF_CACHE_TOKEN, OperationCode, ResultCode
 
 COUNTER_NAMES = (
     "models_finished",
@@ -65,6 +74,22 @@ def counters() -> dict[str, int]:
     return {name: counter(name) for name in COUNTER_NAMES}
 
 
+def compilation_cache_counters() -> dict[str, int]:
+    """Compilation-cache hits and misses (ANeuralNetworksCompilation_setCaching) since the last
+    reset. A compilation whose cache directory does not exist counts as neither."""
+    return {
+        "hits": counter("compilation_cache_hits"),
+        "misses": counter("compilation_cache_misses"),
+    }
+
+
+def compilation_cache_file(cache_dir: str | os.PathLike, token: bytes) -> pathlib.Path:
+    """The file a compilation with caching token ``token`` uses in ``cache_dir``."""
+    if len(token) != BYTE_SIZE_OF_CACHE_TOKEN:
+        raise ValueError(f"a caching token has {BYTE_SIZE_OF_CACHE_TOKEN} bytes")
+    return pathlib.Path(cache_dir) / f"{token.hex()}.mock_nnapi_cache"
+
+
 def operation_count(operation: int | str) -> int:
     """How many times operations of this type were executed since the last reset."""
     code = OperationCode[operation] if isinstance(operation, str) else int(operation)
@@ -98,3 +123,258 @@ def FaultInjection(function: str, code: int, count: int = 1) -> Iterator[None]: 
         yield
     finally:
         clear_faults()
+
+
+# ---- Device profiles, device faults, modelled timing ------------------------------------------
+
+_PROFILE_SIGNATURES: dict[str, tuple[object, list[object]]] = {
+    "MockNnapi_setProfile": (ctypes.c_int32, [ctypes.c_char_p]),
+    "MockNnapi_getProfileName": (ctypes.c_char_p, []),
+    "MockNnapi_getProfileJson": (ctypes.c_char_p, []),
+    "MockNnapi_getAvailableProfiles": (ctypes.c_char_p, []),
+    "MockNnapi_injectDeviceFault": (
+        ctypes.c_int32,
+        [ctypes.c_char_p, ctypes.c_int32, ctypes.c_int64, ctypes.c_int32],
+    ),
+    "MockNnapi_getLastTrace": (ctypes.c_char_p, []),
+    "MockNnapi_getTraces": (ctypes.c_char_p, []),
+    "MockNnapi_clearTraces": (None, []),
+    "MockNnapi_setTraceCapacity": (None, [ctypes.c_uint32]),
+    "MockNnapi_getModelledCompilationTime": (
+        ctypes.c_int32,
+        [ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64)],
+    ),
+}
+
+
+@functools.cache
+def _profile_api(library: ctypes.CDLL) -> ctypes.CDLL:
+    for name, (restype, argtypes) in _PROFILE_SIGNATURES.items():
+        function = getattr(library, name, None)
+        if function is None:
+            raise MockOnlyError(f"this mock_nnapi build has no {name}; rebuild the library")
+        function.restype = restype
+        function.argtypes = argtypes
+    return library
+
+
+def _profiles() -> ctypes.CDLL:
+    return _profile_api(_mock())
+
+
+def set_profile(name_or_path: str | os.PathLike[str] | None) -> None:
+    """Make the mock stand in for another phone: a built-in profile name or a .json path.
+
+    ``None`` selects the default ``"reference"`` profile. Compilations made before the switch
+    keep running on the devices they were compiled for. A bad profile raises BAD_DATA with a
+    message naming the file and the field.
+    """
+    argument = None if name_or_path is None else os.fsencode(name_or_path)
+    code = _profiles().MockNnapi_setProfile(argument)
+    if code != ResultCode.NO_ERROR:
+        raise NnapiError("MockNnapi_setProfile", code, last_error())
+
+
+def profile_name() -> str:
+    """Name of the active device profile."""
+    return (_profiles().MockNnapi_getProfileName() or b"").decode()
+
+
+def profile() -> dict[str, Any]:
+    """The active device profile (its JSON document, docs/device-profiles.md)."""
+    return json.loads(_profiles().MockNnapi_getProfileJson() or b"{}")
+
+
+def available_profiles() -> list[str]:
+    """Names :func:`set_profile` finds: built-in profiles and ``$MOCK_NNAPI_PROFILE_DIR``."""
+    return list(json.loads(_profiles().MockNnapi_getAvailableProfiles() or b"[]"))
+
+
+@contextlib.contextmanager
+def Profile(name_or_path: str | os.PathLike[str]) -> Iterator[None]:  # noqa: N802
+    """Context manager: select a profile, go back to the default ``"reference"`` on exit."""
+    set_profile(name_or_path)
+    try:
+        yield
+    finally:
+        set_profile(None)
+
+
+class DeviceFault(enum.IntEnum):
+    """Fault kinds of :func:`inject_device_fault` (``MOCK_NNAPI_DEVICE_FAULT_*``)."""
+
+    HIDDEN = 1  #: the device is not enumerated
+    UNAVAILABLE = 2  #: compilations needing it and Device_wait fail with UNAVAILABLE_DEVICE
+    FEATURE_LEVEL = 3  #: the device reports (and supports) feature level ``value``
+    EXECUTION_TIMEOUT = 4  #: executions using it fail with ``value`` (MISSED_DEADLINE_*)
+    THROTTLE = 5  #: the device's modelled compute runs at ``value`` percent of its speed
+
+
+def inject_device_fault(device: str, fault: int, value: int = 0, count: int = -1) -> None:
+    """Inject a device fault; :func:`clear_faults` restores every device.
+
+    ``count`` is the number of executions an EXECUTION_TIMEOUT affects (< 0: all).
+    """
+    result = _profiles().MockNnapi_injectDeviceFault(
+        device.encode(), int(fault), int(value), int(count)
+    )
+    if result != ResultCode.NO_ERROR:
+        raise NnapiError("MockNnapi_injectDeviceFault", result, last_error())
+
+
+@contextlib.contextmanager
+def DeviceFaultInjection(  # noqa: N802
+    device: str, fault: int, value: int = 0, count: int = -1
+) -> Iterator[None]:
+    """Context manager: inject a device fault, clear all faults on exit."""
+    inject_device_fault(device, fault, value, count)
+    try:
+        yield
+    finally:
+        clear_faults()
+
+
+def modelled_compilation_time_ns(compilation: Any) -> int:
+    """MODELLED compilation time (ns) of a finished compilation (an ``api.Compilation`` or a
+    raw ``ANeuralNetworksCompilation*``)."""
+    handle = getattr(compilation, "handle", compilation)
+    value = ctypes.c_uint64()
+    code = _profiles().MockNnapi_getModelledCompilationTime(handle, ctypes.byref(value))
+    if code != ResultCode.NO_ERROR:
+        raise NnapiError("MockNnapi_getModelledCompilationTime", code, last_error())
+    return int(value.value)
+
+
+def last_execution_trace() -> dict[str, Any] | None:
+    """The MODELLED trace of the newest execution, or None.
+
+    Keys: ``id``, ``modelled`` (always True), ``profile``, ``result``, ``preference``,
+    ``compilation`` (devices, modelled_us, cache_hit), ``modelled_total_us``,
+    ``modelled_in_driver_us``, ``modelled_on_hardware_us``, ``modelled_energy_uj``, ``flops``,
+    ``bytes``, ``transfer_bytes``, ``lanes`` and ``events`` (each with ``kind`` = runtime,
+    driver, transfer or operation, ``name``, ``device``, ``start_us``, ``duration_us``,
+    ``end_us`` and, for
+    operations, ``flops``, ``bytes``, ``compute_us``, ``memory_us``, ``bound``, ...).
+    """
+    return json.loads(_profiles().MockNnapi_getLastTrace() or b"null")
+
+
+def execution_traces() -> list[dict[str, Any]]:
+    """Every kept execution trace, oldest first (see :func:`last_execution_trace`)."""
+    return list(json.loads(_profiles().MockNnapi_getTraces() or b"[]"))
+
+
+def clear_traces() -> None:
+    _profiles().MockNnapi_clearTraces()
+
+
+def set_trace_capacity(capacity: int) -> None:
+    """How many execution traces the mock keeps (default 16; 0 turns tracing off)."""
+    _profiles().MockNnapi_setTraceCapacity(int(capacity))
+
+
+def trace_to_chrome_json(traces: dict[str, Any] | Iterable[dict[str, Any]] | None = None) -> str:
+    """Chrome trace-event JSON (opens in Perfetto / chrome://tracing) for execution traces.
+
+    ``traces``: one trace, a list of them, or None for every kept trace. Executions are laid
+    end to end on one modelled clock; each device is a thread, and each execution also
+    appears as one span on the runtime thread. Every event carries ph, ts, dur, name, pid and
+    tid; times are MODELLED microseconds.
+    """
+    if traces is None:
+        traces = execution_traces()
+    elif isinstance(traces, dict):
+        traces = [traces]
+    pid = 1
+    lanes: dict[str, int] = {}
+    events: list[dict[str, Any]] = [
+        _metadata("process_name", pid, 0, "mock_nnapi (MODELLED times, not measurements)")
+    ]
+
+    def lane_id(name: str) -> int:
+        if name not in lanes:
+            lanes[name] = len(lanes)
+            events.append(_metadata("thread_name", pid, lanes[name], name))
+        return lanes[name]
+
+    clock = 0.0
+    profiles = set()
+    for trace in traces:
+        profiles.add(trace["profile"])
+        runtime = lane_id(trace["lanes"][0])
+        events.append(
+            {
+                "ph": "X",
+                "name": f"execution {trace['id']} ({trace['result']})",
+                "cat": "execution",
+                "pid": pid,
+                "tid": runtime,
+                "ts": clock,
+                "dur": trace["modelled_total_us"],
+                "args": {
+                    key: trace[key]
+                    for key in (
+                        "profile",
+                        "preference",
+                        "result",
+                        "modelled_total_us",
+                        "modelled_in_driver_us",
+                        "modelled_on_hardware_us",
+                        "modelled_energy_uj",
+                        "flops",
+                        "bytes",
+                        "transfer_bytes",
+                    )
+                },
+            }
+        )
+        for event in trace["events"]:
+            args = {
+                key: value
+                for key, value in event.items()
+                if key not in ("name", "kind", "start_us", "duration_us", "end_us", "lane")
+            }
+            events.append(
+                {
+                    "ph": "X",
+                    "name": event["name"],
+                    "cat": event["kind"],
+                    "pid": pid,
+                    "tid": lane_id(event["device"]),
+                    "ts": clock + event["start_us"],
+                    "dur": event["duration_us"],
+                    "args": args,
+                }
+            )
+        clock += trace["modelled_total_us"]
+    document = {
+        "traceEvents": events,
+        "displayTimeUnit": "ns",
+        "otherData": {
+            "source": "mock_nnapi cost model (docs/cost-model.md)",
+            "modelled": True,
+            "profiles": sorted(profiles),
+        },
+    }
+    return json.dumps(document)
+
+
+def write_chrome_trace(
+    path: str | os.PathLike[str],
+    traces: dict[str, Any] | Iterable[dict[str, Any]] | None = None,
+) -> None:
+    """Write :func:`trace_to_chrome_json` to ``path`` (open it in https://ui.perfetto.dev)."""
+    with open(path, "w", encoding="utf-8") as file:
+        file.write(trace_to_chrome_json(traces))
+
+
+def _metadata(kind: str, pid: int, tid: int, name: str) -> dict[str, Any]:
+    return {
+        "ph": "M",
+        "name": kind,
+        "pid": pid,
+        "tid": tid,
+        "ts": 0,
+        "dur": 0,
+        "args": {"name": name},
+    }

@@ -14,6 +14,7 @@
 #include <cmath>
 
 #include "common.h"
+#include "elementwise_helpers.h"
 
 namespace mock_nnapi {
 namespace {
@@ -71,6 +72,9 @@ int Validate(OperationContext& context) {
 }
 
 int Prepare(OperationContext& context) {
+  // Every input is required (an omitted one fails the run, as in Android's executor); zero-sized
+  // inputs are allowed and give a zero-sized output.
+  NN_RETURN_IF_ERROR(elementwise::CheckRunnableInputs(context, /*allow_zero_sized=*/true));
   const OperandInfo& a = context.Input(0);
   const OperandInfo& b = context.Input(1);
   Dimensions out;

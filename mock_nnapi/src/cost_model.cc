@@ -1,0 +1,383 @@
+#include "cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <set>
+
+namespace mock_nnapi {
+
+// ---- Work per operation ------------------------------------------------------------------------
+
+namespace {
+
+double Elements(const OperandInfo& info) {
+  double count = 1;
+  for (uint32_t dimension : info.dimensions) count *= dimension;
+  return count;
+}
+
+double TensorBytes(const OperandInfo& info) {
+  if (info.omitted || !IsTensorType(info.type)) return 0;
+  return Elements(info) * static_cast<double>(ElementSize(info.type));
+}
+
+// The value of a scalar input, or `fallback` when absent or omitted.
+int32_t ScalarInt(const std::vector<const OperandInfo*>& inputs, size_t index, int32_t fallback) {
+  if (index >= inputs.size()) return fallback;
+  const OperandInfo& info = *inputs[index];
+  if (info.omitted || info.data == nullptr || info.length < sizeof(int32_t)) return fallback;
+  int32_t value;
+  std::memcpy(&value, info.data, sizeof(value));
+  return value;
+}
+
+bool ScalarBool(const std::vector<const OperandInfo*>& inputs, size_t index) {
+  if (index >= inputs.size()) return false;
+  const OperandInfo& info = *inputs[index];
+  if (info.omitted || info.data == nullptr || info.length < 1) return false;
+  return info.data[0] != 0;
+}
+
+uint32_t Dimension(const OperandInfo& info, size_t index) {
+  return index < info.dimensions.size() ? info.dimensions[index] : 1;
+}
+
+// Arithmetic per output element of element-wise operations (1 for add, compare, select, ...).
+double ElementwiseCost(int32_t operation_type) {
+  switch (operation_type) {
+    case ANEURALNETWORKS_EXP:
+    case ANEURALNETWORKS_LOG:
+    case ANEURALNETWORKS_LOGISTIC:
+    case ANEURALNETWORKS_TANH:
+    case ANEURALNETWORKS_SIN:
+    case ANEURALNETWORKS_SQRT:
+    case ANEURALNETWORKS_RSQRT:
+    case ANEURALNETWORKS_ELU:
+    case ANEURALNETWORKS_POW:
+    case ANEURALNETWORKS_HARD_SWISH:
+      return 4;
+    case ANEURALNETWORKS_RESIZE_BILINEAR:
+      return 8;  // four taps, weighted
+    default:
+      return 1;
+  }
+}
+
+}  // namespace
+
+OperationWork CountOperationWork(int32_t operation_type,
+                                 const std::vector<const OperandInfo*>& inputs,
+                                 const std::vector<const OperandInfo*>& outputs) {
+  OperationWork work;
+  for (const OperandInfo* info : inputs) work.bytes += TensorBytes(*info);
+  for (const OperandInfo* info : outputs) work.bytes += TensorBytes(*info);
+  if (inputs.empty() || outputs.empty()) return work;
+  const OperandInfo& input = *inputs[0];
+  const double output_elements = Elements(*outputs[0]);
+  switch (OperationClassOf(operation_type)) {
+    case OperationClass::kConvolution:
+      if (inputs.size() > 1) {
+        // Filter [C_out, kH, kW, C_in per group]; a transposed convolution scatters each input.
+        const OperandInfo& filter = *inputs[1];
+        const double kernel = static_cast<double>(Dimension(filter, 1)) * Dimension(filter, 2);
+        if (operation_type == ANEURALNETWORKS_TRANSPOSE_CONV_2D) {
+          work.flops = 2 * Elements(input) * kernel * Dimension(filter, 0);
+        } else {
+          work.flops = 2 * output_elements * kernel * Dimension(filter, 3);
+        }
+      }
+      break;
+    case OperationClass::kDepthwiseConvolution:
+      if (inputs.size() > 1) {  // filter [1, kH, kW, C_out]
+        work.flops = 2 * output_elements * Dimension(*inputs[1], 1) * Dimension(*inputs[1], 2);
+      }
+      break;
+    case OperationClass::kFullyConnected:
+      if (inputs.size() > 1) {  // weights [num_units, input_size]
+        work.flops = 2 * output_elements * Dimension(*inputs[1], 1);
+      }
+      break;
+    case OperationClass::kMatMul: {
+      const size_t rank = input.dimensions.size();
+      if (rank >= 2) {
+        const bool adjoint_x = ScalarBool(inputs, 2);
+        const double inner = adjoint_x ? input.dimensions[rank - 2] : input.dimensions[rank - 1];
+        work.flops = 2 * output_elements * inner;
+      }
+      break;
+    }
+    case OperationClass::kPooling: {
+      // Explicit padding (10 or 11 inputs): filter width/height are inputs 7 and 8; implicit
+      // padding (7 or 8 inputs): inputs 4 and 5.
+      const bool explicit_padding = inputs.size() >= 10;
+      const double window = static_cast<double>(ScalarInt(inputs, explicit_padding ? 7 : 4, 1)) *
+                            ScalarInt(inputs, explicit_padding ? 8 : 5, 1);
+      work.flops =
+          output_elements * window * (operation_type == ANEURALNETWORKS_L2_POOL_2D ? 2 : 1);
+      break;
+    }
+    case OperationClass::kElementwise:
+      work.flops = output_elements * ElementwiseCost(operation_type);
+      break;
+    case OperationClass::kSoftmax:
+      work.flops = 5 * Elements(input);  // max, subtract, exp, sum, divide
+      break;
+    case OperationClass::kReduction:
+      work.flops = Elements(input);
+      break;
+    case OperationClass::kNormalization:
+      if (operation_type == ANEURALNETWORKS_LOCAL_RESPONSE_NORMALIZATION) {
+        const double radius = std::max(0, ScalarInt(inputs, 1, 0));
+        work.flops = Elements(input) * (2 * (2 * radius + 1) + 3);
+      } else {
+        work.flops =
+            Elements(input) * (operation_type == ANEURALNETWORKS_INSTANCE_NORMALIZATION ? 5 : 3);
+      }
+      break;
+    case OperationClass::kDataMovement:
+    case OperationClass::kOther:
+      break;  // bytes only
+  }
+  return work;
+}
+
+// ---- Devices of a compilation ------------------------------------------------------------------
+
+const Device& ModelledDevice(const Compilation& compilation, uint32_t operation_index) {
+  const std::vector<int>& assignment = compilation.operation_devices();
+  const int device =
+      operation_index < assignment.size() ? assignment[operation_index] : kRuntimeCpuFallback;
+  if (device == kRuntimeCpuFallback) return RuntimeCpuDevice();
+  return *compilation.devices()[device];
+}
+
+double ModelledCompilationUs(const Compilation& compilation) {
+  std::map<const Device*, size_t> operations_per_device;
+  for (uint32_t op = 0; op < compilation.model().operations().size(); ++op) {
+    ++operations_per_device[&ModelledDevice(compilation, op)];
+  }
+  double total = 0;
+  for (const auto& [device, count] : operations_per_device) {
+    const DeviceTiming& timing = device->timing;
+    total += compilation.cache_hit()
+                 ? timing.compilation_cache_hit_us
+                 : timing.compilation_fixed_us + timing.compilation_per_operation_us * count;
+  }
+  return total;
+}
+
+uint64_t ModelledNanoseconds(double microseconds) {
+  const double nanoseconds = std::round(microseconds * 1000.0);
+  if (!(nanoseconds >= 0)) return 0;
+  constexpr uint64_t kLargest = std::numeric_limits<uint64_t>::max() - 1;
+  if (nanoseconds >= static_cast<double>(kLargest)) return kLargest;
+  return static_cast<uint64_t>(nanoseconds);
+}
+
+// ---- Execution timeline ------------------------------------------------------------------------
+
+CostRecorder::CostRecorder(const Compilation& compilation, ExecutionObserver* next)
+    : compilation_(compilation), next_(next) {}
+
+void CostRecorder::OnOperation(uint32_t operation_index,
+                               const std::vector<const OperandInfo*>& inputs,
+                               const std::vector<const OperandInfo*>& outputs) {
+  const Model& model = compilation_.model();
+  if (operation_index >= model.operations().size()) {  // not an operation of the main model
+    if (next_ != nullptr) next_->OnOperation(operation_index, inputs, outputs);
+    return;
+  }
+  const Operation& operation = model.operations()[operation_index];
+  Record record;
+  record.operation_index = operation_index;
+  record.work = CountOperationWork(operation.type, inputs, outputs);
+  const int32_t first_type = operation.inputs.empty() ? ANEURALNETWORKS_TENSOR_FLOAT32
+                                                      : model.operands()[operation.inputs[0]].type;
+  record.data_class = DataClassOf(first_type, model.relaxed_float32_to_float16());
+  // Constants live on the device since compilation; only values made at run time move.
+  for (size_t i = 0; i < inputs.size() && i < operation.inputs.size(); ++i) {
+    const OperandLifetime lifetime = model.operands()[operation.inputs[i]].lifetime;
+    const bool produced_at_run_time = lifetime == OperandLifetime::kTemporary ||
+                                      lifetime == OperandLifetime::kModelInput ||
+                                      lifetime == OperandLifetime::kModelOutput;
+    const double bytes = TensorBytes(*inputs[i]);
+    if (produced_at_run_time && bytes > 0) record.inputs.emplace_back(operation.inputs[i], bytes);
+  }
+  for (size_t i = 0; i < outputs.size() && i < operation.outputs.size(); ++i) {
+    record.outputs.emplace_back(operation.outputs[i], TensorBytes(*outputs[i]));
+  }
+  records_.push_back(std::move(record));
+  if (next_ != nullptr) next_->OnOperation(operation_index, inputs, outputs);
+}
+
+namespace {
+
+// Builds the timeline: one clock, steps and transfers in execution order.
+class TimelineBuilder {
+ public:
+  TimelineBuilder() { result_.lanes.push_back("NNAPI runtime"); }
+
+  int Lane(const Device& device) {
+    auto found = lanes_.find(&device);
+    if (found != lanes_.end()) return found->second;
+    const int lane = static_cast<int>(result_.lanes.size());
+    result_.lanes.push_back(device.name.empty() ? "runtime CPU fallback" : device.name);
+    lanes_[&device] = lane;
+    return lane;
+  }
+
+  void Add(TimelineEvent event) {
+    event.start_us = clock_us_;
+    clock_us_ += event.duration_us;
+    result_.events.push_back(std::move(event));
+  }
+
+  // Host memory is shared by CPU devices; every other device has its own (nullptr = host).
+  static const Device* Domain(const Device& device) {
+    return device.type == ANEURALNETWORKS_DEVICE_CPU ? nullptr : &device;
+  }
+
+  void Transfer(const Device& device, bool to_device, uint32_t operand, double bytes) {
+    const DeviceTiming& timing = device.timing;
+    TimelineEvent event;
+    event.kind = TimelineEvent::Kind::kTransfer;
+    event.direction = to_device ? "host_to_device" : "device_to_host";
+    event.name = to_device ? "transfer host->" + device.name : "transfer " + device.name + "->host";
+    event.lane = Lane(device);
+    event.operand = operand;
+    event.bytes = bytes;
+    event.duration_us = timing.transfer_latency_us + bytes / (timing.transfer_bandwidth_gbps * 1e3);
+    event.energy_uj = bytes * timing.energy_pj_per_byte * 1e-6;
+    result_.transfer_bytes += bytes;
+    transfer_us_ += event.duration_us;
+    result_.energy_uj += event.energy_uj;
+    Add(std::move(event));
+  }
+
+  // Makes `operand` available where `device` computes, copying through host memory.
+  void MoveTo(uint32_t operand, double bytes, const Device* destination) {
+    std::set<const Device*>& places = residency_[operand];
+    if (places.empty()) places.insert(nullptr);  // a model input starts in host memory
+    if (places.count(destination) > 0) return;
+    if (places.count(nullptr) == 0) {
+      Transfer(**places.begin(), /*to_device=*/false, operand, bytes);
+      places.insert(nullptr);
+    }
+    if (destination != nullptr) {
+      Transfer(*destination, /*to_device=*/true, operand, bytes);
+      places.insert(destination);
+    }
+  }
+
+  void Produced(uint32_t operand, const Device* domain) { residency_[operand] = {domain}; }
+
+  void Step(const Device& device) {
+    if (&device == step_device_) return;
+    step_device_ = &device;
+    if (device.timing.execution_overhead_us <= 0) return;
+    TimelineEvent event;
+    event.kind = TimelineEvent::Kind::kDriver;
+    event.name = "execution step on " + device.name;
+    event.lane = Lane(device);
+    event.duration_us = device.timing.execution_overhead_us;
+    driver_us_ += event.duration_us;
+    Add(std::move(event));
+  }
+
+  void Operation(const Device& device, int32_t type, uint32_t index, const OperationWork& work,
+                 DataClass data_class, bool cpu_fallback) {
+    const DeviceTiming& timing = device.timing;
+    const int data_index = static_cast<int>(data_class);
+    TimelineEvent event;
+    event.kind = TimelineEvent::Kind::kOperation;
+    event.name = OperationTypeName(type);
+    event.lane = Lane(device);
+    event.operation_index = index;
+    event.operation_type = type;
+    event.data_class = data_class;
+    event.cpu_fallback = cpu_fallback;
+    event.flops = work.flops;
+    event.bytes = work.bytes;
+    event.compute_us = work.flops / (timing.peak_gops[data_index] * 1e3);
+    event.memory_us = work.bytes / (timing.memory_bandwidth_gbps * 1e3);
+    event.efficiency = timing.efficiency[static_cast<int>(OperationClassOf(type))];
+    event.busy_us = std::max(event.compute_us, event.memory_us) / event.efficiency / device.speed;
+    event.overhead_us = timing.operation_overhead_us;
+    event.duration_us = event.busy_us + event.overhead_us;
+    event.energy_uj = (work.flops * timing.energy_pj_per_op[data_index] +
+                       work.bytes * timing.energy_pj_per_byte) *
+                      1e-6;
+    result_.on_hardware_us += event.busy_us;
+    driver_us_ += event.overhead_us;
+    result_.energy_uj += event.energy_uj;
+    result_.flops += work.flops;
+    result_.bytes += work.bytes;
+    Add(std::move(event));
+  }
+
+  void Runtime(double overhead_us) {
+    TimelineEvent event;
+    event.kind = TimelineEvent::Kind::kRuntime;
+    event.name = "NNAPI runtime overhead";
+    event.lane = 0;
+    event.duration_us = overhead_us;
+    runtime_us_ += overhead_us;
+    Add(std::move(event));
+  }
+
+  // Model outputs left in a device's memory are copied back to the host.
+  void ReturnOutputs(const std::vector<uint32_t>& outputs,
+                     const std::map<uint32_t, double>& bytes) {
+    for (uint32_t operand : outputs) {
+      const auto found = bytes.find(operand);
+      if (found != bytes.end()) MoveTo(operand, found->second, nullptr);
+    }
+  }
+
+  ModelledExecution Finish() {
+    result_.in_driver_us = result_.on_hardware_us + driver_us_ + transfer_us_;
+    result_.total_us = result_.in_driver_us + runtime_us_;
+    return std::move(result_);
+  }
+
+ private:
+  ModelledExecution result_;
+  std::map<const Device*, int> lanes_;
+  std::map<uint32_t, std::set<const Device*>> residency_;
+  const Device* step_device_ = nullptr;
+  double clock_us_ = 0;
+  double driver_us_ = 0;
+  double transfer_us_ = 0;
+  double runtime_us_ = 0;
+};
+
+}  // namespace
+
+ModelledExecution CostRecorder::Finish() const {
+  TimelineBuilder timeline;
+  timeline.Runtime(RuntimeOverheadUs());
+  std::map<uint32_t, double> produced_bytes;
+  for (const Record& record : records_) {
+    const Device& device = ModelledDevice(compilation_, record.operation_index);
+    timeline.Step(device);
+    const Device* domain = TimelineBuilder::Domain(device);
+    for (const auto& [operand, bytes] : record.inputs) timeline.MoveTo(operand, bytes, domain);
+    const int32_t type = compilation_.model().operations()[record.operation_index].type;
+    const std::vector<int>& assignment = compilation_.operation_devices();
+    const bool cpu_fallback = record.operation_index >= assignment.size() ||
+                              assignment[record.operation_index] == kRuntimeCpuFallback;
+    timeline.Operation(device, type, record.operation_index, record.work, record.data_class,
+                       cpu_fallback);
+    for (const auto& [operand, bytes] : record.outputs) {
+      timeline.Produced(operand, domain);
+      produced_bytes[operand] = bytes;
+    }
+  }
+  timeline.ReturnOutputs(compilation_.model().outputs(), produced_bytes);
+  return timeline.Finish();
+}
+
+}  // namespace mock_nnapi

@@ -1,0 +1,107 @@
+// The cost model: MODELLED times (and energy) of executions and compilations on the devices of
+// the active profile. The equations are documented once, in docs/cost-model.md. Nothing here
+// is a measurement: the mock computes every result on the host, and these numbers say how long
+// the profile's phone would take, according to the model.
+#ifndef MOCK_NNAPI_SRC_COST_MODEL_H_
+#define MOCK_NNAPI_SRC_COST_MODEL_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compilation.h"
+#include "device.h"
+#include "executor.h"
+
+namespace mock_nnapi {
+
+// Work of one executed operation, from its operand shapes.
+struct OperationWork {
+  double flops = 0;  // arithmetic operations (a multiply-add counts 2)
+  double bytes = 0;  // tensor bytes read and written
+};
+OperationWork CountOperationWork(int32_t operation_type,
+                                 const std::vector<const OperandInfo*>& inputs,
+                                 const std::vector<const OperandInfo*>& outputs);
+
+// One interval of the modelled timeline of an execution.
+struct TimelineEvent {
+  enum class Kind { kRuntime, kDriver, kTransfer, kOperation };
+  Kind kind = Kind::kOperation;
+  std::string name;
+  // Lane (an index into ModelledExecution::lanes) and its device name.
+  int lane = 0;
+  double start_us = 0;
+  double duration_us = 0;
+  // kOperation.
+  int64_t operation_index = -1;
+  int32_t operation_type = 0;
+  double flops = 0;
+  double bytes = 0;
+  double compute_us = 0;   // flops / peak
+  double memory_us = 0;    // bytes / bandwidth
+  double busy_us = 0;      // max(compute, memory) / efficiency / speed
+  double overhead_us = 0;  // per-operation driver overhead
+  double efficiency = 1;
+  double energy_uj = 0;
+  DataClass data_class = DataClass::kFloat32;
+  // Run by the runtime's CPU fallback (no device of the compilation supports it).
+  bool cpu_fallback = false;
+  // kTransfer.
+  int64_t operand = -1;
+  std::string direction;  // "host_to_device" or "device_to_host"
+};
+
+// The modelled timeline and totals of one execution.
+struct ModelledExecution {
+  // Lane 0 is the NNAPI runtime; then one lane per device that did work.
+  std::vector<std::string> lanes;
+  std::vector<TimelineEvent> events;
+  // Time on the devices' compute hardware (sum of busy times).
+  double on_hardware_us = 0;
+  // Time in the drivers: hardware + per-operation and per-step overheads + transfers.
+  double in_driver_us = 0;
+  // What the application waits: driver time + the runtime's own overhead.
+  double total_us = 0;
+  double energy_uj = 0;
+  double flops = 0;
+  double bytes = 0;
+  double transfer_bytes = 0;
+};
+
+// Collects each executed operation's work while the executor runs (and forwards to `next`),
+// then builds the execution's modelled timeline.
+class CostRecorder : public ExecutionObserver {
+ public:
+  CostRecorder(const Compilation& compilation, ExecutionObserver* next);
+  void OnOperation(uint32_t operation_index, const std::vector<const OperandInfo*>& inputs,
+                   const std::vector<const OperandInfo*>& outputs) override;
+  ModelledExecution Finish() const;
+
+ private:
+  struct Record {
+    uint32_t operation_index;
+    OperationWork work;
+    DataClass data_class;
+    // Non-constant tensor operands with their byte sizes (for transfers).
+    std::vector<std::pair<uint32_t, double>> inputs;
+    std::vector<std::pair<uint32_t, double>> outputs;
+  };
+  const Compilation& compilation_;
+  ExecutionObserver* next_;
+  std::vector<Record> records_;
+};
+
+// The device whose parameters model operation `operation_index` of `compilation` (its assigned
+// device, or the runtime CPU for the CPU fallback).
+const Device& ModelledDevice(const Compilation& compilation, uint32_t operation_index);
+// Modelled compilation time (us): per device used, fixed + per-operation cost, or the
+// compilation-cache hit cost.
+double ModelledCompilationUs(const Compilation& compilation);
+// Modelled microseconds as integer nanoseconds.
+uint64_t ModelledNanoseconds(double microseconds);
+
+}  // namespace mock_nnapi
+
+#endif  // MOCK_NNAPI_SRC_COST_MODEL_H_

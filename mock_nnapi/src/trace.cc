@@ -1,0 +1,220 @@
+#include "trace.h"
+
+#include <algorithm>
+#include <atomic>
+#include <deque>
+#include <mutex>
+#include <sstream>
+
+#include "check.h"
+#include "fault_injection.h"
+#include "json.h"
+
+namespace mock_nnapi {
+
+namespace {
+
+struct TraceStore {
+  std::mutex mutex;
+  std::deque<ExecutionTrace> traces;
+  size_t capacity = kDefaultTraceCapacity;
+};
+
+TraceStore& Store() {
+  static TraceStore* store = new TraceStore();  // used until process exit
+  return *store;
+}
+
+const char* PreferenceName(int32_t preference) {
+  switch (preference) {
+    case ANEURALNETWORKS_PREFER_LOW_POWER:
+      return "LOW_POWER";
+    case ANEURALNETWORKS_PREFER_FAST_SINGLE_ANSWER:
+      return "FAST_SINGLE_ANSWER";
+    case ANEURALNETWORKS_PREFER_SUSTAINED_SPEED:
+      return "SUSTAINED_SPEED";
+    default:
+      return "UNKNOWN";
+  }
+}
+
+const char* KindName(TimelineEvent::Kind kind) {
+  switch (kind) {
+    case TimelineEvent::Kind::kRuntime:
+      return "runtime";
+    case TimelineEvent::Kind::kDriver:
+      return "driver";
+    case TimelineEvent::Kind::kTransfer:
+      return "transfer";
+    case TimelineEvent::Kind::kOperation:
+      return "operation";
+  }
+  return "event";
+}
+
+void WriteEvent(const TimelineEvent& event, const std::vector<std::string>& lanes,
+                std::ostringstream* out) {
+  *out << "{\"kind\":" << JsonQuote(KindName(event.kind)) << ",\"name\":" << JsonQuote(event.name)
+       << ",\"lane\":" << event.lane << ",\"device\":" << JsonQuote(lanes[event.lane])
+       << ",\"start_us\":" << JsonNumber(event.start_us)
+       << ",\"duration_us\":" << JsonNumber(event.duration_us)
+       << ",\"end_us\":" << JsonNumber(event.start_us + event.duration_us);
+  if (event.kind == TimelineEvent::Kind::kOperation) {
+    *out << ",\"operation\":" << event.operation_index
+         << ",\"operation_type\":" << event.operation_type
+         << ",\"data_class\":" << JsonQuote(DataClassName(event.data_class))
+         << ",\"operation_class\":"
+         << JsonQuote(OperationClassName(OperationClassOf(event.operation_type)))
+         << ",\"flops\":" << JsonNumber(event.flops, 15)
+         << ",\"bytes\":" << JsonNumber(event.bytes, 15)
+         << ",\"compute_us\":" << JsonNumber(event.compute_us)
+         << ",\"memory_us\":" << JsonNumber(event.memory_us)
+         << ",\"busy_us\":" << JsonNumber(event.busy_us)
+         << ",\"overhead_us\":" << JsonNumber(event.overhead_us)
+         << ",\"efficiency\":" << JsonNumber(event.efficiency)
+         << ",\"bound\":" << JsonQuote(event.compute_us >= event.memory_us ? "compute" : "memory")
+         << ",\"cpu_fallback\":" << (event.cpu_fallback ? "true" : "false")
+         << ",\"energy_uj\":" << JsonNumber(event.energy_uj);
+  } else if (event.kind == TimelineEvent::Kind::kTransfer) {
+    *out << ",\"operand\":" << event.operand << ",\"direction\":" << JsonQuote(event.direction)
+         << ",\"bytes\":" << JsonNumber(event.bytes, 15)
+         << ",\"energy_uj\":" << JsonNumber(event.energy_uj);
+  }
+  *out << "}";
+}
+
+std::string ToJson(const ExecutionTrace& trace) {
+  const ModelledExecution& modelled = trace.modelled;
+  std::ostringstream out;
+  out << "{\"id\":" << trace.id << ",\"modelled\":true"
+      << ",\"profile\":" << JsonQuote(trace.profile)
+      << ",\"result\":" << JsonQuote(ResultCodeName(trace.result))
+      << ",\"result_code\":" << trace.result
+      << ",\"preference\":" << JsonQuote(PreferenceName(trace.preference))
+      << ",\"timeout_ns\":" << (trace.timeout_ns ? std::to_string(*trace.timeout_ns) : "null")
+      << ",\"compilation\":{\"explicit_devices\":" << (trace.explicit_devices ? "true" : "false")
+      << ",\"devices\":[";
+  for (size_t i = 0; i < trace.compilation_devices.size(); ++i) {
+    out << (i ? "," : "") << JsonQuote(trace.compilation_devices[i]);
+  }
+  out << "],\"modelled_us\":" << JsonNumber(trace.compilation_us)
+      << ",\"cache_hit\":" << (trace.cache_hit ? "true" : "false") << "}"
+      << ",\"modelled_total_us\":" << JsonNumber(modelled.total_us)
+      << ",\"modelled_in_driver_us\":" << JsonNumber(modelled.in_driver_us)
+      << ",\"modelled_on_hardware_us\":" << JsonNumber(modelled.on_hardware_us)
+      << ",\"modelled_energy_uj\":" << JsonNumber(modelled.energy_uj)
+      << ",\"flops\":" << JsonNumber(modelled.flops, 15)
+      << ",\"bytes\":" << JsonNumber(modelled.bytes, 15)
+      << ",\"transfer_bytes\":" << JsonNumber(modelled.transfer_bytes, 15) << ",\"lanes\":[";
+  for (size_t i = 0; i < modelled.lanes.size(); ++i) {
+    out << (i ? "," : "") << JsonQuote(modelled.lanes[i]);
+  }
+  out << "],\"events\":[";
+  for (size_t i = 0; i < modelled.events.size(); ++i) {
+    if (i) out << ",";
+    WriteEvent(modelled.events[i], modelled.lanes, &out);
+  }
+  out << "]}";
+  return out.str();
+}
+
+}  // namespace
+
+uint64_t NextExecutionId() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1);
+}
+
+void RecordTrace(ExecutionTrace trace) {
+  TraceStore& store = Store();
+  std::lock_guard<std::mutex> lock(store.mutex);
+  if (store.capacity == 0) return;
+  store.traces.push_back(std::move(trace));
+  while (store.traces.size() > store.capacity) store.traces.pop_front();
+}
+
+std::string LastTraceJson() {
+  TraceStore& store = Store();
+  std::lock_guard<std::mutex> lock(store.mutex);
+  return store.traces.empty() ? "null" : ToJson(store.traces.back());
+}
+
+std::string TracesJson() {
+  TraceStore& store = Store();
+  std::lock_guard<std::mutex> lock(store.mutex);
+  std::string json = "[";
+  for (size_t i = 0; i < store.traces.size(); ++i) {
+    if (i) json += ",";
+    json += ToJson(store.traces[i]);
+  }
+  return json + "]";
+}
+
+void ClearTraces() {
+  TraceStore& store = Store();
+  std::lock_guard<std::mutex> lock(store.mutex);
+  store.traces.clear();
+}
+
+void SetTraceCapacity(size_t capacity) {
+  TraceStore& store = Store();
+  std::lock_guard<std::mutex> lock(store.mutex);
+  store.capacity = capacity;
+  while (store.traces.size() > store.capacity) store.traces.pop_front();
+}
+
+size_t TraceCapacity() {
+  TraceStore& store = Store();
+  std::lock_guard<std::mutex> lock(store.mutex);
+  return store.capacity;
+}
+
+int CompleteModelledExecution(const Compilation& compilation, const CostRecorder& recorder,
+                              int result, std::optional<uint64_t> deadline_ns,
+                              ModelledTiming* timing) {
+  ExecutionTrace trace;
+  trace.modelled = recorder.Finish();
+  const ModelledExecution& modelled = trace.modelled;
+  timing->on_hardware_ns = ModelledNanoseconds(modelled.on_hardware_us);
+  timing->in_driver_ns = ModelledNanoseconds(modelled.in_driver_us);
+  timing->total_ns = ModelledNanoseconds(modelled.total_us);
+  if (result == ANEURALNETWORKS_NO_ERROR) {
+    // A device with an armed execution-timeout fault aborts the run (one use per execution).
+    std::vector<const Device*> used;
+    for (uint32_t op = 0; op < compilation.model().operations().size(); ++op) {
+      const Device* device = &ModelledDevice(compilation, op);
+      if (std::find(used.begin(), used.end(), device) == used.end()) used.push_back(device);
+    }
+    for (const Device* device : used) {
+      const int fault = TakeExecutionFault(*device);
+      if (fault != ANEURALNETWORKS_NO_ERROR && result == ANEURALNETWORKS_NO_ERROR) {
+        CountInjectedFault();
+        result = CheckFailure(__FILE__, __LINE__, "no injected execution timeout", fault)
+                 << "injected fault: the execution on " << device->name << " missed its deadline";
+      }
+    }
+  }
+  if (result == ANEURALNETWORKS_NO_ERROR && deadline_ns && timing->total_ns > *deadline_ns) {
+    result = CheckFailure(__FILE__, __LINE__, "modelled execution time <= timeout",
+                          ANEURALNETWORKS_MISSED_DEADLINE_TRANSIENT)
+             << "the modelled execution time " << timing->total_ns << " ns exceeds the timeout "
+             << *deadline_ns << " ns";
+  }
+  if (TraceCapacity() > 0) {
+    trace.id = NextExecutionId();
+    trace.profile = ActiveProfileName();
+    trace.result = result;
+    trace.preference = compilation.preference();
+    trace.explicit_devices = compilation.explicit_devices();
+    for (const Device* device : compilation.devices()) {
+      trace.compilation_devices.push_back(device->name);
+    }
+    trace.compilation_us = ModelledCompilationUs(compilation);
+    trace.cache_hit = compilation.cache_hit();
+    trace.timeout_ns = deadline_ns;
+    RecordTrace(std::move(trace));
+  }
+  return result;
+}
+
+}  // namespace mock_nnapi

@@ -1,0 +1,21 @@
+"""Fixtures of the NNAPI C API tests: an arena of handles and a leak check around every test."""
+
+from __future__ import annotations
+
+import pytest
+
+from .nn import Arena, counter, lib
+
+
+@pytest.fixture
+def arena():
+    """The test's NNAPI objects; freed afterwards, and the live-object counters must return to
+    where they were (every object the mock handed out was released)."""
+    before = counter("live_objects")
+    owned = Arena()
+    try:
+        yield owned
+    finally:
+        owned.close()
+        lib.MockNnapi_clearFaults()
+    assert counter("live_objects") == before, "the test leaked NNAPI objects"

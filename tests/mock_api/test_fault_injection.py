@@ -1,0 +1,115 @@
+"""MockNnapi_injectFault: make an NNAPI function fail once, N times or always, like TFLite's
+NnApiHandler."""
+
+from __future__ import annotations
+
+import ctypes
+
+import pytest
+from mock_nnapi.constants import ResultCode
+
+from mock_nnapi import control
+
+from .nn import BAD_DATA, NO_ERROR, UNEXPECTED_NULL, lib
+
+OOM = ResultCode.OUT_OF_MEMORY
+
+
+def create_model() -> tuple[int, ctypes.c_void_p]:
+    model = ctypes.c_void_p()
+    code = lib.ANeuralNetworksModel_create(ctypes.byref(model))
+    if model.value:
+        lib.ANeuralNetworksModel_free(model)
+    return code, model
+
+
+def test_once(arena):
+    assert lib.MockNnapi_injectFault(b"ANeuralNetworksModel_create", OOM, 1) == NO_ERROR
+    code, model = create_model()
+    assert code == OOM and model.value is None  # nothing was done
+    assert create_model()[0] == NO_ERROR
+    assert control.injected_fault_count() == 1
+
+
+def test_n_times(arena):
+    control.inject_fault("ANeuralNetworksModel_create", ResultCode.OP_FAILED, 3)
+    assert [create_model()[0] for _ in range(5)] == [5, 5, 5, 0, 0]
+    assert control.injected_fault_count() == 3
+
+
+def test_always_until_cleared(arena):
+    control.inject_fault("ANeuralNetworksExecution_compute", ResultCode.DEAD_OBJECT, -1)
+    execution, _ = arena.add_execution()
+    for _ in range(4):
+        assert lib.ANeuralNetworksExecution_compute(execution) == ResultCode.DEAD_OBJECT
+    control.clear_faults()
+    assert control.injected_fault_count() == 0
+    assert lib.ANeuralNetworksExecution_compute(execution) == NO_ERROR
+
+
+def test_fault_replaces_even_null_checks(arena):
+    # The fault comes first: the function returns the code without looking at its arguments.
+    control.inject_fault("ANeuralNetworksModel_finish", ResultCode.BAD_STATE, 1)
+    assert lib.ANeuralNetworksModel_finish(None) == ResultCode.BAD_STATE
+    assert lib.ANeuralNetworksModel_finish(None) == UNEXPECTED_NULL
+
+
+def test_context_manager(arena):
+    with control.FaultInjection("ANeuralNetworks_getDeviceCount", OOM, -1):
+        count = ctypes.c_uint32()
+        assert lib.ANeuralNetworks_getDeviceCount(ctypes.byref(count)) == OOM
+    assert lib.ANeuralNetworks_getDeviceCount(ctypes.byref(count)) == NO_ERROR
+
+
+@pytest.mark.parametrize(
+    "name, count",
+    [
+        (b"ANeuralNetworksModel_bogus", 1),  # no such function
+        (b"ANeuralNetworksModel_free", 1),  # returns nothing: cannot fail
+        (b"ANeuralNetworks_getDefaultLoopTimeout", 1),  # returns a duration, not a code
+        (b"ANeuralNetworks_getRuntimeFeatureLevel", 1),
+        (b"ANeuralNetworksModel_create", 0),  # a count of 0
+    ],
+)
+def test_refused_faults(arena, name, count):
+    assert lib.MockNnapi_injectFault(name, OOM, count) == BAD_DATA
+    assert create_model()[0] == NO_ERROR
+
+
+def test_null_name():
+    assert lib.MockNnapi_injectFault(None, OOM, 1) == UNEXPECTED_NULL
+
+
+def test_every_result_returning_function_can_fail(arena):
+    import pathlib
+
+    names = (pathlib.Path(__file__).parents[1] / "data" / "nnapi_public_functions.txt").read_text()
+    void_or_value = {
+        "ANeuralNetworksMemory_free",
+        "ANeuralNetworksModel_free",
+        "ANeuralNetworksCompilation_free",
+        "ANeuralNetworksExecution_free",
+        "ANeuralNetworksEvent_free",
+        "ANeuralNetworksBurst_free",
+        "ANeuralNetworksMemoryDesc_free",
+        "ANeuralNetworks_getDefaultLoopTimeout",
+        "ANeuralNetworks_getMaximumLoopTimeout",
+        "ANeuralNetworks_getRuntimeFeatureLevel",
+    }
+    extensions = [
+        "ANeuralNetworksDevice_getExtensionSupport",
+        "ANeuralNetworksModel_getExtensionOperandType",
+        "ANeuralNetworksModel_getExtensionOperationType",
+        "ANeuralNetworksModel_setOperandExtensionData",
+        "ANeuralNetworksCompilation_addExtensionAttribute",
+        "ANeuralNetworksExecution_addExtensionAttribute",
+    ]
+    functions = [n for n in names.split() if n.startswith("ANeuralNetworks")]
+    for name in functions + extensions:
+        expected = BAD_DATA if name in void_or_value else NO_ERROR
+        assert lib.MockNnapi_injectFault(name.encode(), OOM, 1) == expected, name
+    control.clear_faults()
+    # The extension functions have their injection point too.
+    control.inject_fault("ANeuralNetworksDevice_getExtensionSupport", OOM)
+    supported = ctypes.c_bool()
+    assert lib.ANeuralNetworksDevice_getExtensionSupport(None, b"x", ctypes.byref(supported)) == OOM
