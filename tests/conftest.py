@@ -34,6 +34,8 @@ def pytest_report_header(config: pytest.Config) -> str:
 @pytest.fixture(scope="session")
 def target(request: pytest.FixtureRequest):
     """The target NNAPI builds run on (see tests/targets.py)."""
+    from targets import make_target
+
     chosen = make_target(request.config.getoption("--target"))
     yield chosen
     chosen.close()
