@@ -3,6 +3,7 @@
 Subcommands:
   demo      partition a built-in model, run it on the mock NNAPI, compare with host llvm
   devices   list the NNAPI devices (the mock's, or a real NNAPI's) and their feature levels
+  explain   which operators go to NNAPI (as which NNAPI operations) and why others do not
 """
 
 from __future__ import annotations
@@ -126,6 +127,72 @@ def cmd_devices(args: argparse.Namespace) -> int:
     return 0
 
 
+FEATURE_LEVELS = {1: 27, 2: 28, 3: 29, 4: 30, 5: 31, 6: 1000006, 7: 1000007, 8: 1000008}
+
+
+def _feature_level(text: str) -> int:
+    value = int(text)
+    if value in FEATURE_LEVELS:
+        return FEATURE_LEVELS[value]
+    if value in FEATURE_LEVELS.values():
+        return value
+    raise argparse.ArgumentTypeError(
+        f"{text} is not an NNAPI feature level (1-8, or 27-31 / 1000006-1000008)"
+    )
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    """Show, for a model, which operators go to NNAPI (and as which NNAPI operations) and why
+    the others stay on the host. Nothing is built or run."""
+    import json
+
+    from rich.table import Table
+
+    from tvm_nnapi.explain import ModelLoadError, explain, load_model
+    from tvm_nnapi.patterns import PartitionOptions
+
+    console = _console()
+    try:
+        with console.status(f"loading {args.model}..."):
+            mod = load_model(args.model, batch=args.batch)
+    except ModelLoadError as error:
+        console.print(f"[red]error[/red]: {error}")
+        return 2
+    with console.status("partitioning for NNAPI..."):
+        result = explain(mod, PartitionOptions(feature_level=args.feature_level))
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+        return 0
+    table = Table(title=f"NNAPI subgraphs of {args.model}")
+    for column in ("subgraph", "Relax operators", "NNAPI operations", "in/out", "symbols"):
+        table.add_column(column, overflow="fold")
+    for sub in result.subgraphs:
+        relax_ops = ", ".join(
+            f"{k.removeprefix('relax.')} x{v}" for k, v in sorted(sub.relax_operators.items())
+        )
+        nnapi_ops = ", ".join(f"{k} x{v}" for k, v in sorted(sub.nnapi_operations.items()))
+        table.add_row(
+            sub.name, relax_ops, nnapi_ops, f"{sub.inputs}/{sub.outputs}", ", ".join(sub.symbols)
+        )
+    console.print(table)
+    if result.refusals:
+        refused = Table(title="Operators kept on the host")
+        for column in ("binding", "operator", "reason kind", "reason"):
+            refused.add_column(column, overflow="fold")
+        for refusal in result.refusals:
+            refused.add_row(
+                refusal["binding"], refusal["operator"], refusal["kind"], refusal["reason"]
+            )
+        console.print(refused)
+    share = f"{result.flop_share:.1%}" if result.flop_share is not None else "n/a (symbolic shapes)"
+    console.print(
+        f"operators offloaded: {result.offloaded_operators} of {result.total_operators}; "
+        f"estimated FLOPs offloaded: {share}; NNAPI subgraphs: {len(result.subgraphs)}; "
+        f"host<->NNAPI boundary values: {result.boundary_transfers}"
+    )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tvm-nnapi",
@@ -149,6 +216,25 @@ def build_parser() -> argparse.ArgumentParser:
         "devices", help="list NNAPI devices and feature levels", description=cmd_devices.__doc__
     )
     devices.set_defaults(handler=cmd_devices)
+    explain = commands.add_parser(
+        "explain",
+        help="which operators go to NNAPI, as which NNAPI operations, and why others do not",
+        description=cmd_explain.__doc__,
+    )
+    explain.add_argument(
+        "model",
+        help="a built-in model (mobilenet_v2, mobilenet_v2_small, residual), or a .py file "
+        "defining `mod`/`get_model()`, a TVMScript file, or an .onnx file",
+    )
+    explain.add_argument(
+        "--feature-level",
+        type=_feature_level,
+        default=FEATURE_LEVELS[8],
+        help="NNAPI feature level of the target (1-8 or Android's codes; default 8)",
+    )
+    explain.add_argument("--batch", type=int, default=1, help="batch size for built-in models")
+    explain.add_argument("--json", action="store_true", help="print the result as JSON")
+    explain.set_defaults(handler=cmd_explain)
     return parser
 
 
