@@ -129,3 +129,48 @@ def test_cache_directory_symlink_is_refused(options, tmp_path):
     vm = relax.VirtualMachine(tvm_nnapi.build(Dynamic), tvm.cpu())
     with pytest.raises(Exception, match="symbolic links are refused"):
         _run(vm, 2)
+
+
+def test_dynamic_subgraph_over_seq_lens_compiles_once_per_signature():
+    executable = tvm_nnapi.build(Dynamic)
+    vm = relax.VirtualMachine(executable, tvm.cpu())
+    lengths = [1, 7, 64, 128, 300, 7, 1, 300]
+    for rows in lengths:
+        _run(vm, rows)
+    (stats,) = runtime_api.stats(executable).values()
+    assert stats["compilations"] == len(set(lengths))
+    assert stats["cache_hits"] == len(lengths) - len(set(lengths))
+
+
+def test_a_fresh_process_reuses_the_disk_cache(options, tmp_path):
+    import json
+    import subprocess
+    import sys
+    import textwrap
+
+    library = tmp_path / "dynamic.so"
+    tvm_nnapi.build(Dynamic).export_library(str(library))
+    script = textwrap.dedent(
+        f"""
+        import json
+        import numpy as np
+        import tvm
+        from tvm import relax
+        import tvm_nnapi, mock_nnapi
+        from tvm_nnapi import runtime_api
+        runtime_api.configure(cache_dir={str(tmp_path / "cache")!r})
+        vm = relax.VirtualMachine(tvm.runtime.load_module({str(library)!r}), tvm.cpu())
+        x = np.ones((5, 16), "float32")
+        vm["main"](tvm.runtime.tensor(x), tvm.runtime.tensor(np.eye(16, dtype="float32")))
+        print(json.dumps(mock_nnapi.control.compilation_cache_counters()))
+        """
+    )
+    runs = []
+    for _ in range(2):
+        completed = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, check=False
+        )
+        assert completed.returncode == 0, completed.stderr
+        runs.append(json.loads(completed.stdout.strip().splitlines()[-1]))
+    assert runs[0]["hits"] == 0 and runs[0]["misses"] == 1
+    assert runs[1]["hits"] == 1 and runs[1]["misses"] == 0

@@ -82,6 +82,7 @@ std::unique_ptr<Nnapi> Load() {
   TVM_NNAPI_RESOLVE(MockNnapi_getLastError);
   TVM_NNAPI_RESOLVE(MockNnapi_getCounter);
   TVM_NNAPI_RESOLVE(MockNnapi_getOperationExecutedCount);
+  TVM_NNAPI_RESOLVE(MockNnapi_getModelledCompilationTime);
 #undef TVM_NNAPI_REQUIRE
 #undef TVM_NNAPI_RESOLVE
   nnapi->is_mock = nnapi->MockNnapi_getLastError != nullptr;

@@ -80,6 +80,8 @@ struct Nnapi {
   const char* (*MockNnapi_getLastError)() = nullptr;
   int (*MockNnapi_getCounter)(const char*, uint64_t*) = nullptr;
   uint64_t (*MockNnapi_getOperationExecutedCount)(int32_t) = nullptr;
+  int (*MockNnapi_getModelledCompilationTime)(const ANeuralNetworksCompilation*,
+                                              uint64_t*) = nullptr;
 };
 
 #undef TVM_NNAPI_FUNCTION_POINTER

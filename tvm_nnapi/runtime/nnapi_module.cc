@@ -245,6 +245,11 @@ void CompiledModel::Build(const std::string& constants, const std::vector<int64_
   }
   Check(nnapi.ANeuralNetworksCompilation_finish(compilation_), "ANeuralNetworksCompilation_finish",
         "");
+  uint64_t modelled = 0;
+  if (nnapi.MockNnapi_getModelledCompilationTime != nullptr &&
+      nnapi.MockNnapi_getModelledCompilationTime(compilation_, &modelled) == 0) {
+    modelled_compile_time_ns_ = static_cast<int64_t>(modelled);
+  }
   if (config.use_burst && nnapi.ANeuralNetworksBurst_create != nullptr &&
       nnapi.ANeuralNetworksExecution_burstCompute != nullptr) {
     Check(nnapi.ANeuralNetworksBurst_create(compilation_, &burst_), "ANeuralNetworksBurst_create",
@@ -408,6 +413,7 @@ std::shared_ptr<const CompiledModel> NnapiModuleObj::GetCompiled(const Signature
                                                         config, &token);
   compilations_++;
   compile_time_ns_ += compiled->compile_time_ns();
+  modelled_compile_time_ns_ += compiled->modelled_compile_time_ns();
   lru_.push_front(binding);
   cache_.emplace(binding, CacheEntry{compiled, lru_.begin()});
   cached_bytes_ += compiled->estimated_bytes();
@@ -423,6 +429,7 @@ ffi::Map<ffi::String, int64_t> NnapiModuleObj::Stats() {
   stats.Set("cache_misses", compilations_.load());
   stats.Set("evictions", evictions_.load());
   stats.Set("compile_time_ns", compile_time_ns_.load());
+  stats.Set("modelled_compile_time_ns", modelled_compile_time_ns_.load());
   std::lock_guard<std::mutex> lock(mutex_);
   stats.Set("cached_signatures", static_cast<int64_t>(cache_.size()));
   stats.Set("cached_bytes", static_cast<int64_t>(cached_bytes_));

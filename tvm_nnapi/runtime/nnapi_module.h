@@ -49,6 +49,8 @@ class CompiledModel {
   // Estimated host memory of the compiled signature: its non-constant operands.
   size_t estimated_bytes() const { return estimated_bytes_; }
   int64_t compile_time_ns() const { return compile_time_ns_; }
+  // The mock's modelled compilation time (0 on a real NNAPI, which does not model one).
+  int64_t modelled_compile_time_ns() const { return modelled_compile_time_ns_; }
   int64_t burst_computes() const { return burst_computes_.load(); }
 
  private:
@@ -67,6 +69,7 @@ class CompiledModel {
   mutable std::atomic<int64_t> burst_computes_{0};
   size_t estimated_bytes_ = 0;
   int64_t compile_time_ns_ = 0;
+  int64_t modelled_compile_time_ns_ = 0;
   std::vector<std::vector<int64_t>> input_shapes_;
   std::vector<std::vector<int64_t>> output_shapes_;
   // Values of inline operands (scalars and small tensors), kept alive with the model.
@@ -120,6 +123,7 @@ class NnapiModuleObj : public tvm::ffi::ModuleObj {
   std::atomic<int64_t> cache_hits_{0};
   std::atomic<int64_t> evictions_{0};
   std::atomic<int64_t> compile_time_ns_{0};
+  std::atomic<int64_t> modelled_compile_time_ns_{0};
   // Device selection: decisions per signature under the policy they were made with.
   std::string decisions_policy_;
   std::map<Signature, Placement> decisions_;
