@@ -9,6 +9,7 @@
 #include <limits>
 #include <system_error>
 
+#include "half.h"
 #include "statistics.h"
 #include "trace.h"
 
@@ -291,6 +292,43 @@ class CountingObserver : public ExecutionObserver {
  private:
   const Model& model_;
 };
+// Honours ANeuralNetworksModel_relaxComputationFloat32toFloat16: an operation that the
+// compilation assigned to a GPU or accelerator (which compute relaxed float32 in float16) gets
+// its TENSOR_FLOAT32 outputs rounded to float16 precision before the next operation reads
+// them, as such a device would produce. CPU devices, including the runtime's own (Android's
+// reference computes in float32 too), are unaffected.
+class RelaxedPrecisionObserver : public ExecutionObserver {
+ public:
+  RelaxedPrecisionObserver(const Compilation& compilation, ExecutionObserver* next) : next_(next) {
+    const Model& model = compilation.model();
+    const std::vector<int>& assignment = compilation.operation_devices();
+    rounded_.assign(model.operations().size(), false);
+    if (!model.relaxed_float32_to_float16()) return;
+    for (size_t op = 0; op < assignment.size() && op < rounded_.size(); ++op) {
+      if (assignment[op] == kRuntimeCpuFallback) continue;
+      const Device* device = compilation.devices()[assignment[op]];
+      rounded_[op] = device->type != ANEURALNETWORKS_DEVICE_CPU;
+    }
+  }
+  void OnOperation(uint32_t operation_index, const std::vector<const OperandInfo*>& inputs,
+                   const std::vector<const OperandInfo*>& outputs) override {
+    if (operation_index < rounded_.size() && rounded_[operation_index]) {
+      for (const OperandInfo* output : outputs) {
+        if (output->type != ANEURALNETWORKS_TENSOR_FLOAT32 || output->data == nullptr) continue;
+        float* values = output->MutableData<float>();
+        const size_t count = output->length / sizeof(float);
+        for (size_t i = 0; i < count; ++i) {
+          values[i] = nnapi_common::HalfBitsToFloat(nnapi_common::FloatToHalfBits(values[i]));
+        }
+      }
+    }
+    if (next_ != nullptr) next_->OnOperation(operation_index, inputs, outputs);
+  }
+
+ private:
+  ExecutionObserver* next_;
+  std::vector<bool> rounded_;
+};
 }  // namespace
 
 int Execution::Run() {
@@ -310,7 +348,8 @@ int Execution::Run() {
   std::vector<OutputShape> shapes;
   CountingObserver observer(compilation_->model());
   CostRecorder recorder(*compilation_, &observer);
-  int result = ExecuteModel(compilation_->model(), inputs, outputs, &shapes, &recorder);
+  RelaxedPrecisionObserver precision(*compilation_, &recorder);
+  int result = ExecuteModel(compilation_->model(), inputs, outputs, &shapes, &precision);
   // Durations, deadlines and device execution faults follow the cost model (trace.h).
   std::optional<uint64_t> deadline_ns = timeout_ns_;
   if (fenced_duration_ns_ != 0) {
