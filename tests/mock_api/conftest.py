@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 from .nn import Arena, counter, lib
@@ -11,6 +13,9 @@ from .nn import Arena, counter, lib
 def arena():
     """The test's NNAPI objects; freed afterwards, and the live-object counters must return to
     where they were (every object the mock handed out was released)."""
+    # Objects of earlier tests (e.g. a model kept alive by a saved traceback) are collected
+    # first, so that only this test's objects are counted.
+    gc.collect()
     before = counter("live_objects")
     owned = Arena()
     try:
@@ -18,4 +23,5 @@ def arena():
     finally:
         owned.close()
         lib.MockNnapi_clearFaults()
+    gc.collect()
     assert counter("live_objects") == before, "the test leaked NNAPI objects"

@@ -1,0 +1,414 @@
+// CONV_2D and GROUPED_CONV_2D: 2-D convolution (optionally grouped) as im2col + sgemm.
+//
+// CONV_2D (NDK reference; Android's conv_2d validation):
+//   Explicit padding, 10, 11 or 13 inputs: 0 input [N, H, W, C_in]; 1 filter
+//   [C_out, kH, kW, C_in]; 2 bias [C_out]; 3 pad left, 4 pad right, 5 pad top, 6 pad bottom;
+//   7 stride width, 8 stride height; 9 FuseCode; 10 optional BOOL NCHW layout; 11, 12 optional
+//   dilation width, height.
+//   Implicit padding, 7, 8 or 10 inputs: 0-2 as above; 3 PaddingCode; 4 stride width, 5 stride
+//   height; 6 FuseCode; 7 optional NCHW; 8, 9 optional dilation width, height.
+//   The valid counts are {7, 8, 10, 11, 13}; 9 and 12 (a single dilation factor) are rejected.
+//   Padding is explicit when there are 10 or more inputs and input 7 is INT32 (otherwise input
+//   7 is the layout flag).
+// GROUPED_CONV_2D (FL3): 12 inputs with explicit padding (3-6 paddings, 7, 8 strides, 9 number
+//   of groups, 10 FuseCode, 11 BOOL NCHW) or 9 with implicit padding (3 PaddingCode, 4, 5
+//   strides, 6 groups, 7 FuseCode, 8 NCHW). The layout flag is required and there is no
+//   dilation. Filter [C_out, kH, kW, C_in / groups]; C_out must divide by the groups; output
+//   channels [g * C_out / groups, (g + 1) * C_out / groups) read input group g.
+// Types: TENSOR_FLOAT32 (FL1), TENSOR_FLOAT16 (FL3), TENSOR_QUANT8_ASYMM (FL1),
+//   TENSOR_QUANT8_ASYMM_SIGNED (FL4). A quantised filter has the input's type or is
+//   TENSOR_QUANT8_SYMM_PER_CHANNEL with channelDim 0 (FL3). The bias has the input's float type,
+//   or is TENSOR_INT32 with zero point 0 and scale input_scale * filter_scale (not checked for
+//   per-channel filters, whose per-channel bias scale is input_scale * filter_scale[c]).
+// CONV_2D needs FL3 for fp16, per-channel filters, the layout or dilation inputs, or a
+// QUANT8_ASYMM output scale <= input_scale * filter_scale. Output [N, outH, outW, C_out]
+// (NCHW: [N, C_out, outH, outW]); only the batch may be 0. Like Android's prepare, every padding
+// must be smaller than the effective filter size (GROUPED_CONV_2D: the filter size).
+// Quantised inputs are padded with their zero point; accumulation is exact in int32 and
+// requantised with a real multiplier (within one step of Android's fixed-point result).
+#include <cstring>
+#include <memory>
+
+#include "conv_common.h"
+#include "gemm.h"
+
+namespace mock_nnapi {
+namespace {
+
+using conv::ArgumentIndices;
+using conv::Parameters;
+using conv::Shape4;
+
+// Bound of one tile of the im2col matrix (it and its packed copy stay in a core's L2 cache).
+constexpr size_t kPatchTileBytes = size_t{128} << 10;
+
+bool IsGrouped(const OperationContext& context) {
+  return context.type() == ANEURALNETWORKS_GROUPED_CONV_2D;
+}
+
+ArgumentIndices Conv2DIndices(const OperationContext& context) {
+  const uint32_t count = context.InputCount();
+  ArgumentIndices indices;
+  indices.explicit_padding = count >= 10 && context.InputType(7) == ANEURALNETWORKS_INT32;
+  if (indices.explicit_padding) {
+    indices.pad_left = 3;
+    indices.stride_w = 7;
+    indices.stride_h = 8;
+    indices.activation = 9;
+    if (count >= 11) indices.layout = 10;
+    if (count == 13) {
+      indices.dilation_w = 11;
+      indices.dilation_h = 12;
+    }
+  } else {
+    indices.padding_code = 3;
+    indices.stride_w = 4;
+    indices.stride_h = 5;
+    indices.activation = 6;
+    if (count >= 8) indices.layout = 7;
+    if (count == 10) {
+      indices.dilation_w = 8;
+      indices.dilation_h = 9;
+    }
+  }
+  return indices;
+}
+
+ArgumentIndices GroupedConv2DIndices(const OperationContext& context) {
+  ArgumentIndices indices;
+  indices.explicit_padding = context.InputCount() == 12;
+  if (indices.explicit_padding) {
+    indices.pad_left = 3;
+    indices.stride_w = 7;
+    indices.stride_h = 8;
+    indices.extra = 9;
+    indices.activation = 10;
+    indices.layout = 11;
+  } else {
+    indices.padding_code = 3;
+    indices.stride_w = 4;
+    indices.stride_h = 5;
+    indices.extra = 6;
+    indices.activation = 7;
+    indices.layout = 8;
+  }
+  return indices;
+}
+
+ArgumentIndices Indices(const OperationContext& context) {
+  return IsGrouped(context) ? GroupedConv2DIndices(context) : Conv2DIndices(context);
+}
+
+// Shape checks that are possible before execution (known ranks, dimensions and constants).
+int ValidateStaticShapes(const OperationContext& context, const ArgumentIndices& indices) {
+  const OperandInfo& input = context.Input(0);
+  const OperandInfo& filter = context.Input(1);
+  const OperandInfo& bias = context.Input(2);
+  NN_RETURN_IF_ERROR(conv::CheckRankIs(context, input, 4, "input rank"));
+  NN_RETURN_IF_ERROR(conv::CheckRankIs(context, filter, 4, "filter rank"));
+  if (!filter.rank_known) return ANEURALNETWORKS_NO_ERROR;
+  const uint32_t out_channels = filter.dim(0);
+  if (bias.rank_known && bias.rank() == 1 && bias.dim(0) != 0 && out_channels != 0) {
+    NN_CHECK_EQ(bias.dim(0), out_channels, ANEURALNETWORKS_BAD_DATA)
+        << context.name() << " bias length";
+  }
+  const bool layout_known = indices.layout < 0 || context.HasInputValue(indices.layout);
+  const bool groups_known = indices.extra < 0 || context.HasInputValue(indices.extra);
+  if (!layout_known || !groups_known || !input.rank_known) return ANEURALNETWORKS_NO_ERROR;
+  const int32_t groups = indices.extra < 0 ? 1 : context.InputScalar<int32_t>(indices.extra);
+  const bool nchw = indices.layout >= 0 && context.InputScalar<uint8_t>(indices.layout) != 0;
+  const uint32_t in_channels = conv::ToNhwc(input.dimensions, nchw).channels;
+  if (in_channels != 0 && filter.dim(3) != 0) {
+    NN_CHECK_EQ(uint64_t{filter.dim(3)} * groups, in_channels, ANEURALNETWORKS_BAD_DATA)
+        << context.name() << " filter depth * groups must equal the input depth";
+  }
+  if (out_channels != 0) {
+    NN_CHECK_EQ(out_channels % groups, 0u, ANEURALNETWORKS_BAD_DATA)
+        << context.name() << " output depth must divide by the number of groups";
+  }
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+int Validate(OperationContext& context) {
+  const bool grouped = IsGrouped(context);
+  if (grouped) {
+    NN_RETURN_IF_ERROR(CheckOperandCounts(context, {9, 12}, 1));
+  } else {
+    NN_RETURN_IF_ERROR(CheckOperandCounts(context, {7, 8, 10, 11, 13}, 1));
+  }
+  NN_RETURN_IF_ERROR(CheckInputType(
+      context, 0,
+      {ANEURALNETWORKS_TENSOR_FLOAT32, ANEURALNETWORKS_TENSOR_FLOAT16,
+       ANEURALNETWORKS_TENSOR_QUANT8_ASYMM, ANEURALNETWORKS_TENSOR_QUANT8_ASYMM_SIGNED}));
+  const OperandInfo& input = context.Input(0);
+  const OperandInfo& filter = context.Input(1);
+  const bool quantized = IsQuantizedType(input.type);
+  if (quantized) NN_RETURN_IF_ERROR(conv::CheckQuantizedFilter(context, 1, 0));
+  const ArgumentIndices indices = Indices(context);
+  NN_RETURN_IF_ERROR(conv::CheckInputTypes(
+      context, conv::ExpectedInputTypes(indices, input.type, quantized ? filter.type : input.type,
+                                        quantized ? ANEURALNETWORKS_TENSOR_INT32 : input.type)));
+  NN_RETURN_IF_ERROR(CheckOutputTypeMatches(context, 0, 0));
+  NN_RETURN_IF_ERROR(conv::CheckBias(context, 0, 1, 2));
+  NN_RETURN_IF_ERROR(conv::CheckArgumentValues(context, indices, false));
+  NN_RETURN_IF_ERROR(ValidateStaticShapes(context, indices));
+
+  const bool per_channel = filter.type == ANEURALNETWORKS_TENSOR_QUANT8_SYMM_PER_CHANNEL;
+  if (input.type == ANEURALNETWORKS_TENSOR_QUANT8_ASYMM_SIGNED) {
+    context.RequireFeatureLevel(kFeatureLevel4);
+  } else if (grouped || input.type == ANEURALNETWORKS_TENSOR_FLOAT16 || per_channel ||
+             indices.layout >= 0 || indices.dilation_w >= 0) {
+    context.RequireFeatureLevel(kFeatureLevel3);
+  } else if (input.type == ANEURALNETWORKS_TENSOR_QUANT8_ASYMM &&
+             !(context.Output(0).scale > input.scale * filter.scale)) {
+    context.RequireFeatureLevel(kFeatureLevel3);
+  }
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+// Everything a kernel needs: NHWC sizes, filter size, groups and the resolved padding.
+struct Geometry {
+  Shape4 input;
+  Shape4 output;
+  uint32_t filter_height = 0;
+  uint32_t filter_width = 0;
+  uint32_t groups = 1;
+  Parameters params;
+};
+
+int ResolveGeometry(const OperationContext& context, Geometry* geometry) {
+  const OperandInfo& input = context.Input(0);
+  const OperandInfo& filter = context.Input(1);
+  const OperandInfo& bias = context.Input(2);
+  const ArgumentIndices indices = Indices(context);
+  NN_RETURN_IF_ERROR(conv::CheckArgumentValues(context, indices, false));
+  NN_CHECK_EQ(input.rank(), 4u, ANEURALNETWORKS_OP_FAILED) << context.name() << " input rank";
+  NN_CHECK_EQ(filter.rank(), 4u, ANEURALNETWORKS_OP_FAILED) << context.name() << " filter rank";
+  NN_CHECK_EQ(bias.rank(), 1u, ANEURALNETWORKS_OP_FAILED) << context.name() << " bias rank";
+  Parameters& p = geometry->params;
+  p = conv::ReadArguments(context, indices);
+  geometry->groups = IsGrouped(context) ? static_cast<uint32_t>(p.extra) : 1;
+  geometry->input = conv::ToNhwc(input.dimensions, p.nchw);
+  const Shape4& in = geometry->input;
+  const uint32_t out_channels = filter.dim(0);
+  geometry->filter_height = filter.dim(1);
+  geometry->filter_width = filter.dim(2);
+  NN_CHECK_EQ(uint64_t{filter.dim(3)} * geometry->groups, in.channels, ANEURALNETWORKS_OP_FAILED)
+      << context.name() << " filter depth * groups must equal the input depth";
+  NN_CHECK_EQ(out_channels % geometry->groups, 0u, ANEURALNETWORKS_OP_FAILED)
+      << context.name() << " output depth must divide by the number of groups";
+  NN_CHECK_EQ(bias.dim(0), out_channels, ANEURALNETWORKS_OP_FAILED)
+      << context.name() << " bias length";
+  NN_CHECK(in.height > 0 && in.width > 0 && in.channels > 0 && out_channels > 0 &&
+               geometry->filter_height > 0 && geometry->filter_width > 0,
+           ANEURALNETWORKS_OP_FAILED)
+      << context.name() << " only the batch may be zero-sized";
+  if (!indices.explicit_padding) {
+    conv::ImplicitPadding(p.padding_code, in.width, p.stride_w, p.dilation_w,
+                          geometry->filter_width, &p.pad_left, &p.pad_right);
+    conv::ImplicitPadding(p.padding_code, in.height, p.stride_h, p.dilation_h,
+                          geometry->filter_height, &p.pad_top, &p.pad_bottom);
+  }
+  // GROUPED_CONV_2D has no dilation: its effective filter is the filter.
+  const int64_t effective_w = conv::EffectiveFilterSize(geometry->filter_width, p.dilation_w);
+  const int64_t effective_h = conv::EffectiveFilterSize(geometry->filter_height, p.dilation_h);
+  NN_CHECK(p.pad_left < effective_w && p.pad_right < effective_w && p.pad_top < effective_h &&
+               p.pad_bottom < effective_h,
+           ANEURALNETWORKS_OP_FAILED)
+      << context.name() << " padding must be smaller than the effective filter size";
+  const int64_t out_w = conv::ConvOutputSize(in.width, geometry->filter_width, p.stride_w,
+                                             p.dilation_w, p.pad_left, p.pad_right);
+  const int64_t out_h = conv::ConvOutputSize(in.height, geometry->filter_height, p.stride_h,
+                                             p.dilation_h, p.pad_top, p.pad_bottom);
+  NN_CHECK(out_w > 0 && out_h > 0, ANEURALNETWORKS_OP_FAILED)
+      << context.name() << " output would be empty";
+  geometry->output = {in.batches, static_cast<uint32_t>(out_h), static_cast<uint32_t>(out_w),
+                      out_channels};
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+int Prepare(OperationContext& context) {
+  Geometry geometry;
+  NN_RETURN_IF_ERROR(ResolveGeometry(context, &geometry));
+  return context.SetOutputShape(0, conv::FromNhwc(geometry.output, geometry.params.nchw));
+}
+
+// Copies a few floats: short runs (small channel counts) with fixed-size, overlapping moves
+// instead of a library call per run.
+inline void CopyFloats(float* dst, const float* src, size_t count) {
+  if (count >= 16) {
+    std::memcpy(dst, src, count * sizeof(float));
+  } else if (count >= 8) {
+    std::memcpy(dst, src, 8 * sizeof(float));
+    std::memcpy(dst + count - 8, src + count - 8, 8 * sizeof(float));
+  } else if (count >= 4) {
+    std::memcpy(dst, src, 4 * sizeof(float));
+    std::memcpy(dst + count - 4, src + count - 4, 4 * sizeof(float));
+  } else {
+    for (size_t i = 0; i < count; ++i) dst[i] = src[i];
+  }
+}
+
+// The rows r = (n * outH + oy) * outW + ox of the im2col matrix hold the receptive field of
+// output pixel r for the input channels of one group, ordered (ky, kx, channel) like a filter
+// row; out-of-image taps are 0 (the zero point, for offset-subtracted quantised inputs).
+// ForEachPatchTile splits the rows into tiles that run in parallel; for every tile it calls
+// gemm(group, first_row, rows, patch, patch_stride) for each group, then finish(first_row, rows).
+// A 1x1, stride-1, unpadded convolution uses the input itself as the patch matrix.
+template <typename Gemm, typename Finish>
+void ForEachPatchTile(const Geometry& g, const float* input, Gemm&& gemm, Finish&& finish) {
+  const Parameters& p = g.params;
+  const size_t in_group_channels = g.input.channels / g.groups;
+  const size_t rows = size_t{g.output.batches} * g.output.height * g.output.width;
+  const size_t depth = size_t{g.filter_height} * g.filter_width * in_group_channels;
+  const bool pointwise = g.filter_height == 1 && g.filter_width == 1 && p.stride_w == 1 &&
+                         p.stride_h == 1 && p.pad_left == 0 && p.pad_top == 0 && p.pad_right == 0 &&
+                         p.pad_bottom == 0;
+  // Tiles small enough for the patch to stay in cache, and enough of them to share out.
+  const size_t by_bytes = std::max<size_t>(16, kPatchTileBytes / (depth * sizeof(float)));
+  const size_t by_threads =
+      std::max<size_t>(16, (rows + 4 * gemm::ThreadCount() - 1) / (4 * gemm::ThreadCount()));
+  const size_t tile_rows = std::min({rows, by_bytes, by_threads});
+  const size_t tiles = (rows + tile_rows - 1) / tile_rows;
+  const size_t cost = tile_rows * depth * g.output.channels;  // multiply-adds per tile
+  const size_t row_floats = (p.dilation_w == 1 ? g.filter_width : 1) * in_group_channels;
+  gemm::ParallelFor(tiles, cost, [&](size_t tile_begin, size_t tile_end) {
+    // Uninitialised scratch: every element is written before the GEMM reads it.
+    std::unique_ptr<float[]> patch(pointwise ? nullptr : new float[tile_rows * depth]);
+    for (size_t t = tile_begin; t < tile_end; ++t) {
+      const size_t first = t * tile_rows;
+      const size_t count = std::min(tile_rows, rows - first);
+      for (uint32_t group = 0; group < g.groups; ++group) {
+        const float* channels = input + group * in_group_channels;
+        if (pointwise) {
+          gemm(group, first, count, channels + first * g.input.channels, size_t{g.input.channels});
+          continue;
+        }
+        // Output pixel of the tile's first row; later rows step through (n, oy, ox).
+        int64_t ox = first % g.output.width;
+        int64_t oy = (first / g.output.width) % g.output.height;
+        int64_t n = first / (size_t{g.output.width} * g.output.height);
+        for (size_t r = 0; r < count; ++r) {
+          if (r > 0 && ++ox == g.output.width) {
+            ox = 0;
+            if (++oy == g.output.height) {
+              oy = 0;
+              ++n;
+            }
+          }
+          float* dst = patch.get() + r * depth;
+          for (uint32_t ky = 0; ky < g.filter_height; ++ky) {
+            const int64_t iy = oy * p.stride_h - p.pad_top + int64_t{ky} * p.dilation_h;
+            const int64_t ix0 = ox * p.stride_w - p.pad_left;
+            const int64_t ix_last = ix0 + int64_t{g.filter_width - 1} * p.dilation_w;
+            const bool row_inside = iy >= 0 && iy < g.input.height;
+            const float* line =
+                row_inside ? channels + (n * g.input.height + iy) * g.input.width * g.input.channels
+                           : nullptr;
+            if (row_inside && p.dilation_w == 1 && ix0 >= 0 && ix_last < g.input.width &&
+                g.groups == 1) {
+              // The whole filter row reads one contiguous run of input pixels.
+              CopyFloats(dst, line + ix0 * g.input.channels, row_floats);
+              dst += row_floats;
+              continue;
+            }
+            for (uint32_t kx = 0; kx < g.filter_width; ++kx, dst += in_group_channels) {
+              const int64_t ix = ix0 + int64_t{kx} * p.dilation_w;
+              if (!row_inside || ix < 0 || ix >= g.input.width) {
+                std::fill(dst, dst + in_group_channels, 0.f);
+              } else {
+                CopyFloats(dst, line + ix * g.input.channels, in_group_channels);
+              }
+            }
+          }
+        }
+        gemm(group, first, count, static_cast<const float*>(patch.get()), depth);
+      }
+      finish(first, count);
+    }
+  });
+}
+
+// out[r, c] = activation(sum over the receptive field of patch[r, :] * filter[c, :] + bias[c]).
+// The bias is written first and the GEMM accumulates onto it (beta = 1).
+void ConvolveFloat(const Geometry& g, const float* input, const float* filter, const float* bias,
+                   int32_t activation, float* output) {
+  const size_t out_channels = g.output.channels;
+  const size_t group_out = out_channels / g.groups;
+  const size_t depth = size_t{g.filter_height} * g.filter_width * (g.input.channels / g.groups);
+  float low, high;
+  gemm::FloatActivationRange(activation, &low, &high);
+  ForEachPatchTile(
+      g, input,
+      [&](uint32_t group, size_t first, size_t rows, const float* patch, size_t patch_stride) {
+        float* out = output + first * out_channels + group * group_out;
+        const float* group_bias = bias + group * group_out;
+        for (size_t r = 0; r < rows; ++r) {
+          std::copy(group_bias, group_bias + group_out, out + r * out_channels);
+        }
+        gemm::Sgemm(gemm::Transpose::kNo, gemm::Transpose::kYes, rows, group_out, depth, 1.f, patch,
+                    patch_stride, filter + group * group_out * depth, depth, 1.f, out,
+                    out_channels);
+      },
+      [&](size_t first, size_t rows) {
+        if (activation == ANEURALNETWORKS_FUSED_NONE) return;
+        float* out = output + first * out_channels;
+        for (size_t i = 0; i < rows * out_channels; ++i) {
+          out[i] = std::min(std::max(out[i], low), high);
+        }
+      });
+}
+
+// The same sums in exact integer arithmetic on offset-subtracted quantised values (no bias).
+void ConvolveInteger(const Geometry& g, const float* input, float max_abs_input,
+                     const float* filter, float max_abs_filter, int32_t* output) {
+  const size_t out_channels = g.output.channels;
+  const size_t group_out = out_channels / g.groups;
+  const size_t depth = size_t{g.filter_height} * g.filter_width * (g.input.channels / g.groups);
+  ForEachPatchTile(
+      g, input,
+      [&](uint32_t group, size_t first, size_t rows, const float* patch, size_t patch_stride) {
+        gemm::IntegerGemm(gemm::Transpose::kNo, gemm::Transpose::kYes, rows, group_out, depth,
+                          patch, patch_stride, max_abs_input, filter + group * group_out * depth,
+                          depth, max_abs_filter, output + first * out_channels + group * group_out,
+                          out_channels);
+      },
+      [](size_t, size_t) {});
+}
+
+int Execute(OperationContext& context) {
+  Geometry geometry;
+  NN_RETURN_IF_ERROR(ResolveGeometry(context, &geometry));
+  if (geometry.output.Elements() == 0) return ANEURALNETWORKS_NO_ERROR;
+  const OperandInfo& input = context.Input(0);
+  const OperandInfo& filter = context.Input(1);
+  const OperandInfo& bias = context.Input(2);
+  const OperandInfo& output = context.Output(0);
+  const Parameters& p = geometry.params;
+  const conv::NhwcFloatInput in(input, p.nchw);
+  const conv::FloatValues weights(filter);
+  if (!IsQuantizedType(input.type)) {
+    const conv::FloatValues bias_values(bias);
+    conv::FloatOutput out(output, geometry.output, p.nchw);
+    ConvolveFloat(geometry, in.data(), weights.data(), bias_values.data(), p.activation,
+                  out.data());
+    out.Finish(nullptr, ANEURALNETWORKS_FUSED_NONE);
+    return ANEURALNETWORKS_NO_ERROR;
+  }
+  std::vector<int32_t> accumulators(geometry.output.Elements());
+  ConvolveInteger(geometry, in.data(), conv::MaxAbsOffset(input), weights.data(),
+                  conv::MaxAbsOffset(filter), accumulators.data());
+  conv::StoreQuantizedOutput(
+      accumulators.data(), geometry.output, bias.Data<int32_t>(),
+      conv::OutputMultipliers(input, filter, output, geometry.output.channels), p.activation,
+      output, p.nchw);
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+}  // namespace
+
+NN_REGISTER_OPERATION(ANEURALNETWORKS_CONV_2D, "CONV_2D", Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(ANEURALNETWORKS_GROUPED_CONV_2D, "GROUPED_CONV_2D", Validate, Prepare,
+                      Execute);
+
+}  // namespace mock_nnapi

@@ -1,0 +1,441 @@
+// DEPTHWISE_CONV_2D: per-channel 2-D convolution with a depth multiplier, as a direct NHWC loop
+// (it is not GEMM-shaped): every output pixel accumulates its valid filter taps over contiguous
+// channel blocks held in registers; rows of output pixels are split across threads.
+//
+// Inputs (NDK reference; Android's depthwise_conv_2d validation):
+//   Explicit padding, 11, 12 or 14 inputs: 0 input [N, H, W, C_in]; 1 filter [1, kH, kW, C_out];
+//   2 bias [C_out]; 3 pad left, 4 pad right, 5 pad top, 6 pad bottom; 7 stride width, 8 stride
+//   height; 9 depth multiplier; 10 FuseCode; 11 optional BOOL NCHW; 12, 13 optional dilation
+//   width, height.
+//   Implicit padding, 8, 9 or 11 inputs: 0-2 as above; 3 PaddingCode; 4 stride width, 5 stride
+//   height; 6 depth multiplier; 7 FuseCode; 8 optional NCHW; 9, 10 optional dilation.
+//   The valid counts are {8, 9, 11, 12, 14}: 10 and 13 (a single dilation factor) are rejected.
+//   Padding is explicit when there are 11 or more inputs and input 8 is INT32.
+// C_out = C_in * depth_multiplier; output channel c reads input channel c / depth_multiplier.
+// Types as CONV_2D: TENSOR_FLOAT32, TENSOR_QUANT8_ASYMM (FL1), TENSOR_FLOAT16 (FL3),
+// TENSOR_QUANT8_ASYMM_SIGNED (FL4); quantised filters have the input's type or are
+// TENSOR_QUANT8_SYMM_PER_CHANNEL with channelDim 3 (FL3); bias rules as CONV_2D. FL3 is also
+// needed for the layout or dilation inputs and for a QUANT8_ASYMM output scale <= input_scale *
+// filter_scale. Every padding must be smaller than the effective filter size (Android's prepare).
+#include "conv_common.h"
+#include "gemm.h"
+
+namespace mock_nnapi {
+namespace {
+
+using conv::ArgumentIndices;
+using conv::Parameters;
+using conv::Shape4;
+
+ArgumentIndices Indices(const OperationContext& context) {
+  const uint32_t count = context.InputCount();
+  ArgumentIndices indices;
+  indices.explicit_padding = count >= 11 && context.InputType(8) == ANEURALNETWORKS_INT32;
+  if (indices.explicit_padding) {
+    indices.pad_left = 3;
+    indices.stride_w = 7;
+    indices.stride_h = 8;
+    indices.extra = 9;
+    indices.activation = 10;
+    if (count >= 12) indices.layout = 11;
+    if (count == 14) {
+      indices.dilation_w = 12;
+      indices.dilation_h = 13;
+    }
+  } else {
+    indices.padding_code = 3;
+    indices.stride_w = 4;
+    indices.stride_h = 5;
+    indices.extra = 6;
+    indices.activation = 7;
+    if (count >= 9) indices.layout = 8;
+    if (count == 11) {
+      indices.dilation_w = 9;
+      indices.dilation_h = 10;
+    }
+  }
+  return indices;
+}
+
+int ValidateStaticShapes(const OperationContext& context, const ArgumentIndices& indices) {
+  const OperandInfo& input = context.Input(0);
+  const OperandInfo& filter = context.Input(1);
+  const OperandInfo& bias = context.Input(2);
+  NN_RETURN_IF_ERROR(conv::CheckRankIs(context, input, 4, "input rank"));
+  NN_RETURN_IF_ERROR(conv::CheckRankIs(context, filter, 4, "filter rank"));
+  if (!filter.rank_known) return ANEURALNETWORKS_NO_ERROR;
+  NN_CHECK(filter.dim(0) == 1 || filter.dim(0) == 0, ANEURALNETWORKS_BAD_DATA)
+      << context.name() << " filter must be [1, kH, kW, C_out]";
+  const uint32_t out_channels = filter.dim(3);
+  if (bias.rank_known && bias.rank() == 1 && bias.dim(0) != 0 && out_channels != 0) {
+    NN_CHECK_EQ(bias.dim(0), out_channels, ANEURALNETWORKS_BAD_DATA)
+        << context.name() << " bias length";
+  }
+  const bool layout_known = indices.layout < 0 || context.HasInputValue(indices.layout);
+  if (!layout_known || !context.HasInputValue(indices.extra) || !input.rank_known) {
+    return ANEURALNETWORKS_NO_ERROR;
+  }
+  const bool nchw = indices.layout >= 0 && context.InputScalar<uint8_t>(indices.layout) != 0;
+  const uint32_t in_channels = conv::ToNhwc(input.dimensions, nchw).channels;
+  const int64_t multiplier = context.InputScalar<int32_t>(indices.extra);
+  if (in_channels != 0 && out_channels != 0) {
+    NN_CHECK_EQ(in_channels * multiplier, int64_t{out_channels}, ANEURALNETWORKS_BAD_DATA)
+        << context.name() << " input depth * depth multiplier must equal the output depth";
+  }
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+int Validate(OperationContext& context) {
+  NN_RETURN_IF_ERROR(CheckOperandCounts(context, {8, 9, 11, 12, 14}, 1));
+  NN_RETURN_IF_ERROR(CheckInputType(
+      context, 0,
+      {ANEURALNETWORKS_TENSOR_FLOAT32, ANEURALNETWORKS_TENSOR_FLOAT16,
+       ANEURALNETWORKS_TENSOR_QUANT8_ASYMM, ANEURALNETWORKS_TENSOR_QUANT8_ASYMM_SIGNED}));
+  const OperandInfo& input = context.Input(0);
+  const OperandInfo& filter = context.Input(1);
+  const bool quantized = IsQuantizedType(input.type);
+  if (quantized) NN_RETURN_IF_ERROR(conv::CheckQuantizedFilter(context, 1, 3));
+  const ArgumentIndices indices = Indices(context);
+  NN_RETURN_IF_ERROR(conv::CheckInputTypes(
+      context, conv::ExpectedInputTypes(indices, input.type, quantized ? filter.type : input.type,
+                                        quantized ? ANEURALNETWORKS_TENSOR_INT32 : input.type)));
+  NN_RETURN_IF_ERROR(CheckOutputTypeMatches(context, 0, 0));
+  NN_RETURN_IF_ERROR(conv::CheckBias(context, 0, 1, 2));
+  NN_RETURN_IF_ERROR(conv::CheckArgumentValues(context, indices, false));
+  NN_RETURN_IF_ERROR(ValidateStaticShapes(context, indices));
+
+  const bool per_channel = filter.type == ANEURALNETWORKS_TENSOR_QUANT8_SYMM_PER_CHANNEL;
+  if (input.type == ANEURALNETWORKS_TENSOR_QUANT8_ASYMM_SIGNED) {
+    context.RequireFeatureLevel(kFeatureLevel4);
+  } else if (input.type == ANEURALNETWORKS_TENSOR_FLOAT16 || per_channel || indices.layout >= 0 ||
+             indices.dilation_w >= 0) {
+    context.RequireFeatureLevel(kFeatureLevel3);
+  } else if (input.type == ANEURALNETWORKS_TENSOR_QUANT8_ASYMM &&
+             !(context.Output(0).scale > input.scale * filter.scale)) {
+    context.RequireFeatureLevel(kFeatureLevel3);
+  }
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+struct Geometry {
+  Shape4 input;
+  Shape4 output;
+  uint32_t filter_height = 0;
+  uint32_t filter_width = 0;
+  uint32_t multiplier = 1;
+  Parameters params;
+};
+
+int ResolveGeometry(const OperationContext& context, Geometry* geometry) {
+  const OperandInfo& input = context.Input(0);
+  const OperandInfo& filter = context.Input(1);
+  const OperandInfo& bias = context.Input(2);
+  const ArgumentIndices indices = Indices(context);
+  NN_RETURN_IF_ERROR(conv::CheckArgumentValues(context, indices, false));
+  NN_CHECK_EQ(input.rank(), 4u, ANEURALNETWORKS_OP_FAILED) << context.name() << " input rank";
+  NN_CHECK_EQ(filter.rank(), 4u, ANEURALNETWORKS_OP_FAILED) << context.name() << " filter rank";
+  NN_CHECK_EQ(bias.rank(), 1u, ANEURALNETWORKS_OP_FAILED) << context.name() << " bias rank";
+  NN_CHECK_EQ(filter.dim(0), 1u, ANEURALNETWORKS_OP_FAILED)
+      << context.name() << " filter must be [1, kH, kW, C_out]";
+  Parameters& p = geometry->params;
+  p = conv::ReadArguments(context, indices);
+  geometry->multiplier = static_cast<uint32_t>(p.extra);
+  geometry->input = conv::ToNhwc(input.dimensions, p.nchw);
+  const Shape4& in = geometry->input;
+  const uint32_t out_channels = filter.dim(3);
+  geometry->filter_height = filter.dim(1);
+  geometry->filter_width = filter.dim(2);
+  NN_CHECK_EQ(uint64_t{in.channels} * geometry->multiplier, out_channels, ANEURALNETWORKS_OP_FAILED)
+      << context.name() << " input depth * depth multiplier must equal the output depth";
+  NN_CHECK_EQ(bias.dim(0), out_channels, ANEURALNETWORKS_OP_FAILED)
+      << context.name() << " bias length";
+  NN_CHECK(in.height > 0 && in.width > 0 && in.channels > 0 && geometry->filter_height > 0 &&
+               geometry->filter_width > 0,
+           ANEURALNETWORKS_OP_FAILED)
+      << context.name() << " only the batch may be zero-sized";
+  if (!indices.explicit_padding) {
+    conv::ImplicitPadding(p.padding_code, in.width, p.stride_w, p.dilation_w,
+                          geometry->filter_width, &p.pad_left, &p.pad_right);
+    conv::ImplicitPadding(p.padding_code, in.height, p.stride_h, p.dilation_h,
+                          geometry->filter_height, &p.pad_top, &p.pad_bottom);
+  }
+  const int64_t effective_w = conv::EffectiveFilterSize(geometry->filter_width, p.dilation_w);
+  const int64_t effective_h = conv::EffectiveFilterSize(geometry->filter_height, p.dilation_h);
+  NN_CHECK(p.pad_left < effective_w && p.pad_right < effective_w && p.pad_top < effective_h &&
+               p.pad_bottom < effective_h,
+           ANEURALNETWORKS_OP_FAILED)
+      << context.name() << " padding must be smaller than the effective filter size";
+  const int64_t out_w = conv::ConvOutputSize(in.width, geometry->filter_width, p.stride_w,
+                                             p.dilation_w, p.pad_left, p.pad_right);
+  const int64_t out_h = conv::ConvOutputSize(in.height, geometry->filter_height, p.stride_h,
+                                             p.dilation_h, p.pad_top, p.pad_bottom);
+  NN_CHECK(out_w > 0 && out_h > 0, ANEURALNETWORKS_OP_FAILED)
+      << context.name() << " output would be empty";
+  geometry->output = {in.batches, static_cast<uint32_t>(out_h), static_cast<uint32_t>(out_w),
+                      out_channels};
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+int Prepare(OperationContext& context) {
+  Geometry geometry;
+  NN_RETURN_IF_ERROR(ResolveGeometry(context, &geometry));
+  return context.SetOutputShape(0, conv::FromNhwc(geometry.output, geometry.params.nchw));
+}
+
+// Channels accumulated together in registers.
+constexpr size_t kChannelBlock = 16;
+
+// Sums of one output pixel over its valid taps (input offsets, filter offsets): multiplier 1.
+template <typename T>
+inline void AccumulatePixel(const T* __restrict__ input, const T* __restrict__ filter,
+                            const size_t* input_offsets, const size_t* filter_offsets, size_t taps,
+                            size_t channels, T* __restrict__ out) {
+  size_t c = 0;
+  for (; c + kChannelBlock <= channels; c += kChannelBlock) {
+    T acc[kChannelBlock] = {};
+    for (size_t t = 0; t < taps; ++t) {
+      const T* x = input + input_offsets[t] + c;
+      const T* f = filter + filter_offsets[t] + c;
+      for (size_t i = 0; i < kChannelBlock; ++i) acc[i] += x[i] * f[i];
+    }
+    for (size_t i = 0; i < kChannelBlock; ++i) out[c + i] = acc[i];
+  }
+  for (; c < channels; ++c) {
+    T acc = 0;
+    for (size_t t = 0; t < taps; ++t)
+      acc += input[input_offsets[t] + c] * filter[filter_offsets[t] + c];
+    out[c] = acc;
+  }
+}
+
+// The same with a depth multiplier: output channel c reads input channel c / multiplier.
+template <typename T>
+inline void AccumulatePixelMultiplier(const T* input, const T* filter, const size_t* input_offsets,
+                                      const size_t* filter_offsets, size_t taps, size_t in_channels,
+                                      size_t multiplier, T* out) {
+  const size_t out_channels = in_channels * multiplier;
+  for (size_t c = 0; c < out_channels; ++c) out[c] = 0;
+  for (size_t t = 0; t < taps; ++t) {
+    const T* x = input + input_offsets[t];
+    const T* f = filter + filter_offsets[t];
+    for (size_t ic = 0; ic < in_channels; ++ic) {
+      const T value = x[ic];
+      T* o = out + ic * multiplier;
+      const T* w = f + ic * multiplier;
+      for (size_t m = 0; m < multiplier; ++m) o[m] += value * w[m];
+    }
+  }
+}
+
+// output[n, oy, ox, c] = sum over valid taps of input[n, iy, ix, c / multiplier] *
+// filter[0, ky, kx, c] (no bias), for T = float or int32 (offset-subtracted quantised values).
+template <typename T>
+void Depthwise(const Geometry& g, const T* input, const T* filter, T* output) {
+  const Parameters& p = g.params;
+  const size_t rows = size_t{g.output.batches} * g.output.height;
+  const size_t out_channels = g.output.channels;
+  const size_t taps_total = size_t{g.filter_height} * g.filter_width;
+  gemm::ParallelFor(
+      rows, size_t{g.output.width} * taps_total * out_channels, [&](size_t begin, size_t end) {
+        std::vector<size_t> input_offsets(taps_total);
+        std::vector<size_t> filter_offsets(taps_total);
+        for (size_t row = begin; row < end; ++row) {
+          const size_t n = row / g.output.height;
+          const int64_t oy = row % g.output.height;
+          for (uint32_t ox = 0; ox < g.output.width; ++ox) {
+            size_t taps = 0;
+            for (uint32_t ky = 0; ky < g.filter_height; ++ky) {
+              const int64_t iy = oy * p.stride_h - p.pad_top + int64_t{ky} * p.dilation_h;
+              if (iy < 0 || iy >= g.input.height) continue;
+              for (uint32_t kx = 0; kx < g.filter_width; ++kx) {
+                const int64_t ix =
+                    int64_t{ox} * p.stride_w - p.pad_left + int64_t{kx} * p.dilation_w;
+                if (ix < 0 || ix >= g.input.width) continue;
+                input_offsets[taps] =
+                    ((n * g.input.height + iy) * g.input.width + ix) * g.input.channels;
+                filter_offsets[taps] = (size_t{ky} * g.filter_width + kx) * out_channels;
+                ++taps;
+              }
+            }
+            T* out = output + ((row * g.output.width) + ox) * out_channels;
+            if (g.multiplier == 1) {
+              AccumulatePixel(input, filter, input_offsets.data(), filter_offsets.data(), taps,
+                              out_channels, out);
+            } else {
+              AccumulatePixelMultiplier(input, filter, input_offsets.data(), filter_offsets.data(),
+                                        taps, g.input.channels, g.multiplier, out);
+            }
+          }
+        }
+      });
+}
+
+// The fp32 kernel for depth multiplier 1 (every MobileNet-style layer): the bias initialises
+// the accumulators, 32 channels at a time are held in registers across the filter taps, and the
+// activation clamps on the way out. x86-64 builds carry an AVX2 clone chosen at load time.
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define MOCK_NNAPI_AVX2_CLONE __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef MOCK_NNAPI_AVX2_CLONE
+#define MOCK_NNAPI_AVX2_CLONE
+#endif
+
+typedef float Float8 __attribute__((vector_size(32), aligned(4), may_alias));
+
+struct FloatKernelArguments {
+  const Geometry* geometry;
+  const float* input;
+  const float* filter;
+  const float* bias;
+  float low, high;
+  float* output;
+};
+
+MOCK_NNAPI_AVX2_CLONE void DepthwiseFloatRows(const FloatKernelArguments& a, size_t row_begin,
+                                              size_t row_end) {
+  const Geometry& g = *a.geometry;
+  const Parameters& p = g.params;
+  const size_t channels = g.output.channels;
+  const size_t all_taps = size_t{g.filter_height} * g.filter_width;
+  // Offsets of every tap from the window's top-left input pixel, and its filter row.
+  std::vector<size_t> window_offsets(all_taps);
+  std::vector<const float*> all_filters(all_taps);
+  for (uint32_t ky = 0; ky < g.filter_height; ++ky) {
+    for (uint32_t kx = 0; kx < g.filter_width; ++kx) {
+      const size_t t = size_t{ky} * g.filter_width + kx;
+      window_offsets[t] =
+          (size_t{ky} * p.dilation_h * g.input.width + size_t{kx} * p.dilation_w) * channels;
+      all_filters[t] = a.filter + t * channels;
+    }
+  }
+  const int64_t window_h = int64_t{g.filter_height - 1} * p.dilation_h;
+  const int64_t window_w = int64_t{g.filter_width - 1} * p.dilation_w;
+  std::vector<const float*> inputs(all_taps);
+  std::vector<const float*> edge_filters(all_taps);
+  Float8 low, high;
+  for (int i = 0; i < 8; ++i) {
+    low[i] = a.low;
+    high[i] = a.high;
+  }
+  for (size_t row = row_begin; row < row_end; ++row) {
+    const size_t n = row / g.output.height;
+    const int64_t iy0 = int64_t(row % g.output.height) * p.stride_h - p.pad_top;
+    const bool rows_inside = iy0 >= 0 && iy0 + window_h < g.input.height;
+    for (uint32_t ox = 0; ox < g.output.width; ++ox) {
+      const int64_t ix0 = int64_t{ox} * p.stride_w - p.pad_left;
+      size_t taps = 0;
+      const float* const* filters = all_filters.data();
+      if (rows_inside && ix0 >= 0 && ix0 + window_w < g.input.width) {
+        const float* origin =
+            a.input + ((n * g.input.height + iy0) * g.input.width + ix0) * channels;
+        for (size_t t = 0; t < all_taps; ++t) inputs[t] = origin + window_offsets[t];
+        taps = all_taps;
+      } else {
+        for (uint32_t ky = 0; ky < g.filter_height; ++ky) {
+          const int64_t iy = iy0 + int64_t{ky} * p.dilation_h;
+          if (iy < 0 || iy >= g.input.height) continue;
+          for (uint32_t kx = 0; kx < g.filter_width; ++kx) {
+            const int64_t ix = ix0 + int64_t{kx} * p.dilation_w;
+            if (ix < 0 || ix >= g.input.width) continue;
+            inputs[taps] = a.input + ((n * g.input.height + iy) * g.input.width + ix) * channels;
+            edge_filters[taps] = all_filters[size_t{ky} * g.filter_width + kx];
+            ++taps;
+          }
+        }
+        filters = edge_filters.data();
+      }
+      float* out = a.output + (row * g.output.width + ox) * channels;
+      size_t c = 0;
+      for (; c + 32 <= channels; c += 32) {
+        Float8 acc0 = *reinterpret_cast<const Float8*>(a.bias + c);
+        Float8 acc1 = *reinterpret_cast<const Float8*>(a.bias + c + 8);
+        Float8 acc2 = *reinterpret_cast<const Float8*>(a.bias + c + 16);
+        Float8 acc3 = *reinterpret_cast<const Float8*>(a.bias + c + 24);
+        for (size_t t = 0; t < taps; ++t) {
+          const Float8* x = reinterpret_cast<const Float8*>(inputs[t] + c);
+          const Float8* f = reinterpret_cast<const Float8*>(filters[t] + c);
+          acc0 += x[0] * f[0];
+          acc1 += x[1] * f[1];
+          acc2 += x[2] * f[2];
+          acc3 += x[3] * f[3];
+        }
+        Float8* o = reinterpret_cast<Float8*>(out + c);
+        o[0] = acc0 < low ? low : (acc0 > high ? high : acc0);
+        o[1] = acc1 < low ? low : (acc1 > high ? high : acc1);
+        o[2] = acc2 < low ? low : (acc2 > high ? high : acc2);
+        o[3] = acc3 < low ? low : (acc3 > high ? high : acc3);
+      }
+      for (; c + 8 <= channels; c += 8) {
+        Float8 acc = *reinterpret_cast<const Float8*>(a.bias + c);
+        for (size_t t = 0; t < taps; ++t) {
+          acc += *reinterpret_cast<const Float8*>(inputs[t] + c) *
+                 *reinterpret_cast<const Float8*>(filters[t] + c);
+        }
+        *reinterpret_cast<Float8*>(out + c) = acc < low ? low : (acc > high ? high : acc);
+      }
+      for (; c < channels; ++c) {
+        float acc = a.bias[c];
+        for (size_t t = 0; t < taps; ++t) acc += inputs[t][c] * filters[t][c];
+        out[c] = std::min(std::max(acc, a.low), a.high);
+      }
+    }
+  }
+}
+
+std::vector<int32_t> ToInt32(const float* values, size_t count) {
+  std::vector<int32_t> out(count);
+  for (size_t i = 0; i < count; ++i) out[i] = static_cast<int32_t>(values[i]);
+  return out;
+}
+
+int Execute(OperationContext& context) {
+  Geometry geometry;
+  NN_RETURN_IF_ERROR(ResolveGeometry(context, &geometry));
+  if (geometry.output.Elements() == 0) return ANEURALNETWORKS_NO_ERROR;
+  const OperandInfo& input = context.Input(0);
+  const OperandInfo& filter = context.Input(1);
+  const OperandInfo& bias = context.Input(2);
+  const OperandInfo& output = context.Output(0);
+  const Parameters& p = geometry.params;
+  const conv::NhwcFloatInput in(input, p.nchw);
+  const conv::FloatValues weights(filter);
+  if (!IsQuantizedType(input.type)) {
+    const conv::FloatValues bias_values(bias);
+    conv::FloatOutput out(output, geometry.output, p.nchw);
+    if (geometry.multiplier != 1) {
+      Depthwise<float>(geometry, in.data(), weights.data(), out.data());
+      out.Finish(bias_values.data(), p.activation);
+      return ANEURALNETWORKS_NO_ERROR;
+    }
+    FloatKernelArguments arguments{&geometry, in.data(), weights.data(), bias_values.data(),
+                                   0.f,       0.f,       out.data()};
+    gemm::FloatActivationRange(p.activation, &arguments.low, &arguments.high);
+    const size_t rows = size_t{geometry.output.batches} * geometry.output.height;
+    const size_t cost = size_t{geometry.output.width} * geometry.filter_height *
+                        geometry.filter_width * geometry.output.channels;
+    gemm::ParallelFor(rows, cost,
+                      [&](size_t begin, size_t end) { DepthwiseFloatRows(arguments, begin, end); });
+    out.Finish(nullptr, ANEURALNETWORKS_FUSED_NONE);
+    return ANEURALNETWORKS_NO_ERROR;
+  }
+  const size_t filter_count =
+      size_t{geometry.filter_height} * geometry.filter_width * geometry.output.channels;
+  const std::vector<int32_t> input_values = ToInt32(in.data(), in.shape().Elements());
+  const std::vector<int32_t> filter_values = ToInt32(weights.data(), filter_count);
+  std::vector<int32_t> accumulators(geometry.output.Elements());
+  Depthwise<int32_t>(geometry, input_values.data(), filter_values.data(), accumulators.data());
+  conv::StoreQuantizedOutput(
+      accumulators.data(), geometry.output, bias.Data<int32_t>(),
+      conv::OutputMultipliers(input, filter, output, geometry.output.channels), p.activation,
+      output, p.nchw);
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+}  // namespace
+
+NN_REGISTER_OPERATION(ANEURALNETWORKS_DEPTHWISE_CONV_2D, "DEPTHWISE_CONV_2D", Validate, Prepare,
+                      Execute);
+
+}  // namespace mock_nnapi

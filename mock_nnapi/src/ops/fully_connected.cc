@@ -1,0 +1,161 @@
+// FULLY_CONNECTED: out = activation(input * weights^T + bias) through OpenBLAS sgemm.
+//
+// Inputs (NDK reference; Android's fully_connected validation): 0 input of rank 2 to 4, read as
+// [batch, input_size] with input_size = weights.dim[1] (its element count must divide by
+// input_size); 1 weights [num_units, input_size]; 2 bias [num_units]; 3 FuseCode.
+// Output [batch, num_units]; only the batch may be 0.
+// Types: TENSOR_FLOAT32 (FL1), TENSOR_QUANT8_ASYMM (FL1; FL3 when the output scale is not larger
+// than input_scale * weights_scale), TENSOR_FLOAT16 (FL3), TENSOR_QUANT8_ASYMM_SIGNED (FL4).
+// Weights have the input's type (no per-channel quantisation). The bias has the input's float
+// type, or for quantised inputs is TENSOR_INT32 with zero point 0 and scale input_scale *
+// weights_scale (relative tolerance 1e-6, Android's CPU check). Shapes are checked when the
+// operation is added if the ranks are known (as Android does).
+// fp16 runs through fp32 sgemm; quantised inputs accumulate exactly in int32 (gemm::IntegerGemm)
+// and are requantised with a real multiplier.
+#include <vector>
+
+#include "conv_common.h"
+#include "gemm.h"
+
+namespace mock_nnapi {
+namespace {
+
+constexpr uint32_t kInput = 0;
+constexpr uint32_t kWeights = 1;
+constexpr uint32_t kBias = 2;
+constexpr uint32_t kActivation = 3;
+
+// [batch, input_size, num_units] from known shapes; checks their consistency with `code`.
+int CheckShapes(const OperationContext& context, int code, uint32_t* batch, uint32_t* input_size,
+                uint32_t* num_units) {
+  const OperandInfo& input = context.Input(kInput);
+  const OperandInfo& weights = context.Input(kWeights);
+  const OperandInfo& bias = context.Input(kBias);
+  NN_CHECK(input.rank() >= 2 && input.rank() <= 4, code)
+      << context.name() << " input rank " << input.rank() << " must be 2 to 4";
+  NN_CHECK_EQ(weights.rank(), 2u, code) << context.name() << " weights rank";
+  NN_CHECK_EQ(bias.rank(), 1u, code) << context.name() << " bias rank";
+  *num_units = weights.dim(0);
+  *input_size = weights.dim(1);
+  *batch = 0;
+  const uint64_t elements = ElementCount(input.dimensions).value_or(0);
+  if (*input_size != 0) {
+    NN_CHECK_EQ(elements % *input_size, 0u, code)
+        << context.name() << " input of " << DimensionsToString(input.dimensions)
+        << " cannot be read as rows of " << *input_size;
+    *batch = static_cast<uint32_t>(elements / *input_size);
+  }
+  if (*num_units != 0 && bias.dim(0) != 0) {
+    NN_CHECK_EQ(bias.dim(0), *num_units, code) << context.name() << " bias length";
+  }
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+int Validate(OperationContext& context) {
+  NN_RETURN_IF_ERROR(CheckOperandCounts(context, {4}, 1));
+  NN_RETURN_IF_ERROR(CheckInputType(
+      context, kInput,
+      {ANEURALNETWORKS_TENSOR_FLOAT32, ANEURALNETWORKS_TENSOR_FLOAT16,
+       ANEURALNETWORKS_TENSOR_QUANT8_ASYMM, ANEURALNETWORKS_TENSOR_QUANT8_ASYMM_SIGNED}));
+  const OperandInfo& input = context.Input(kInput);
+  const OperandInfo& weights = context.Input(kWeights);
+  const bool quantized = IsQuantizedType(input.type);
+  NN_RETURN_IF_ERROR(conv::CheckInputTypes(
+      context, {input.type, input.type, quantized ? ANEURALNETWORKS_TENSOR_INT32 : input.type,
+                ANEURALNETWORKS_INT32}));
+  NN_RETURN_IF_ERROR(CheckOutputTypeMatches(context, 0, kInput));
+  NN_RETURN_IF_ERROR(conv::CheckBias(context, kInput, kWeights, kBias));
+  NN_RETURN_IF_ERROR(CheckFusedActivation(context, kActivation));
+  if (input.rank_known && weights.rank_known && context.Input(kBias).rank_known) {
+    uint32_t batch, input_size, num_units;
+    NN_RETURN_IF_ERROR(
+        CheckShapes(context, ANEURALNETWORKS_BAD_DATA, &batch, &input_size, &num_units));
+  }
+  switch (input.type) {
+    case ANEURALNETWORKS_TENSOR_FLOAT16:
+      context.RequireFeatureLevel(kFeatureLevel3);
+      break;
+    case ANEURALNETWORKS_TENSOR_QUANT8_ASYMM:
+      if (!(context.Output(0).scale > input.scale * weights.scale)) {
+        context.RequireFeatureLevel(kFeatureLevel3);
+      }
+      break;
+    case ANEURALNETWORKS_TENSOR_QUANT8_ASYMM_SIGNED:
+      context.RequireFeatureLevel(kFeatureLevel4);
+      break;
+    default:
+      break;
+  }
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+int Prepare(OperationContext& context) {
+  uint32_t batch, input_size, num_units;
+  NN_RETURN_IF_ERROR(
+      CheckShapes(context, ANEURALNETWORKS_OP_FAILED, &batch, &input_size, &num_units));
+  NN_CHECK(input_size > 0 && num_units > 0, ANEURALNETWORKS_OP_FAILED)
+      << context.name() << " only the batch may be zero-sized";
+  return context.SetOutputShape(0, {batch, num_units});
+}
+
+// out[batch, num_units] = activation(input * weights^T + bias), all fp32.
+void FullyConnectedFloat(const float* input, const float* weights, const float* bias, size_t batch,
+                         size_t input_size, size_t num_units, int32_t activation, float* out) {
+  float beta = 0.f;
+  if (bias != nullptr) {
+    for (size_t b = 0; b < batch; ++b) std::copy(bias, bias + num_units, out + b * num_units);
+    beta = 1.f;
+  }
+  gemm::Sgemm(gemm::Transpose::kNo, gemm::Transpose::kYes, batch, num_units, input_size, 1.f, input,
+              input_size, weights, input_size, beta, out, num_units);
+  if (activation == ANEURALNETWORKS_FUSED_NONE) return;
+  float low, high;
+  gemm::FloatActivationRange(activation, &low, &high);
+  for (size_t i = 0; i < batch * num_units; ++i) out[i] = std::min(std::max(out[i], low), high);
+}
+
+int Execute(OperationContext& context) {
+  const OperandInfo& input = context.Input(kInput);
+  const OperandInfo& weights = context.Input(kWeights);
+  const OperandInfo& bias = context.Input(kBias);
+  const OperandInfo& output = context.Output(0);
+  const int32_t activation = context.InputScalar<int32_t>(kActivation);
+  const size_t batch = output.dim(0);
+  const size_t num_units = output.dim(1);
+  const size_t input_size = weights.dim(1);
+  if (batch == 0) return ANEURALNETWORKS_NO_ERROR;
+  switch (input.type) {
+    case ANEURALNETWORKS_TENSOR_FLOAT32:
+      FullyConnectedFloat(input.Data<float>(), weights.Data<float>(), bias.Data<float>(), batch,
+                          input_size, num_units, activation, output.MutableData<float>());
+      return ANEURALNETWORKS_NO_ERROR;
+    case ANEURALNETWORKS_TENSOR_FLOAT16: {
+      const conv::FloatValues x(input), w(weights), b(bias);
+      std::vector<float> out(batch * num_units);
+      FullyConnectedFloat(x.data(), w.data(), b.data(), batch, input_size, num_units, activation,
+                          out.data());
+      gemm::FloatToHalf(out.data(), out.size(), output.MutableData<Half>());
+      return ANEURALNETWORKS_NO_ERROR;
+    }
+    default: {  // TENSOR_QUANT8_ASYMM(_SIGNED)
+      const conv::FloatValues x(input), w(weights);
+      std::vector<int32_t> accumulators(batch * num_units);
+      gemm::IntegerGemm(gemm::Transpose::kNo, gemm::Transpose::kYes, batch, num_units, input_size,
+                        x.data(), input_size, conv::MaxAbsOffset(input), w.data(), input_size,
+                        conv::MaxAbsOffset(weights), accumulators.data(), num_units);
+      const conv::Shape4 shape{1, 1, static_cast<uint32_t>(batch),
+                               static_cast<uint32_t>(num_units)};
+      conv::StoreQuantizedOutput(accumulators.data(), shape, bias.Data<int32_t>(),
+                                 conv::OutputMultipliers(input, weights, output, num_units),
+                                 activation, output, false);
+      return ANEURALNETWORKS_NO_ERROR;
+    }
+  }
+}
+
+}  // namespace
+
+NN_REGISTER_OPERATION(ANEURALNETWORKS_FULLY_CONNECTED, "FULLY_CONNECTED", Validate, Prepare,
+                      Execute);
+
+}  // namespace mock_nnapi

@@ -1,0 +1,343 @@
+// GEMM and quantisation helpers (see gemm.h). No operation is registered here.
+#include "gemm.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+namespace mock_nnapi {
+namespace gemm {
+namespace {
+
+constexpr size_t kBlasIntMax = static_cast<size_t>(std::numeric_limits<blasint>::max());
+
+// Every integer of magnitude up to 2^24 is exact in a float.
+constexpr double kExactFloatLimit = 16777216.0;
+
+// Minimum multiply-adds per thread before ParallelFor uses threads.
+constexpr size_t kMinWorkPerThread = 1 << 16;
+
+// Multiply-adds from which Sgemm splits its work over the pool.
+constexpr size_t kParallelGemmWork = 1 << 21;
+
+CBLAS_TRANSPOSE ToCblas(Transpose transpose) {
+  return transpose == Transpose::kYes ? CblasTrans : CblasNoTrans;
+}
+
+// Reference loop for shapes OpenBLAS's 32-bit interface cannot address.
+void NaiveGemm(Transpose trans_a, Transpose trans_b, size_t m, size_t n, size_t k, float alpha,
+               const float* a, size_t lda, const float* b, size_t ldb, float beta, float* c,
+               size_t ldc) {
+  for (size_t i = 0; i < m; ++i) {
+    for (size_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (size_t p = 0; p < k; ++p) {
+        const float x = trans_a == Transpose::kYes ? a[p * lda + i] : a[i * lda + p];
+        const float y = trans_b == Transpose::kYes ? b[j * ldb + p] : b[p * ldb + j];
+        sum += static_cast<double>(x) * y;
+      }
+      float& out = c[i * ldc + j];
+      out = static_cast<float>(alpha * sum + (beta == 0.f ? 0.f : beta * out));
+    }
+  }
+}
+
+// One OpenBLAS call (threaded as OpenBLAS decides).
+void SgemmDirect(Transpose trans_a, Transpose trans_b, size_t m, size_t n, size_t k, float alpha,
+                 const float* a, size_t lda, const float* b, size_t ldb, float beta, float* c,
+                 size_t ldc) {
+  if (k == 0) {
+    for (size_t i = 0; i < m; ++i) {
+      for (size_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.f ? 0.f : beta * c[i * ldc + j];
+    }
+    return;
+  }
+  const size_t largest = std::max({m, n, k, lda, ldb, ldc});
+  if (largest > kBlasIntMax) {
+    NaiveGemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  if (m == 1) {
+    // c = op(B)^T a, with a the single row of op(A).
+    const size_t inc_a = trans_a == Transpose::kYes ? lda : 1;
+    if (trans_b == Transpose::kYes) {  // B is N x K
+      scipy_cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<blasint>(n),
+                        static_cast<blasint>(k), alpha, b, static_cast<blasint>(ldb), a,
+                        static_cast<blasint>(inc_a), beta, c, 1);
+    } else {  // B is K x N
+      scipy_cblas_sgemv(CblasRowMajor, CblasTrans, static_cast<blasint>(k), static_cast<blasint>(n),
+                        alpha, b, static_cast<blasint>(ldb), a, static_cast<blasint>(inc_a), beta,
+                        c, 1);
+    }
+    return;
+  }
+  if (n == 1) {
+    // c = op(A) b, with b the single column of op(B); c has stride ldc.
+    const size_t inc_b = trans_b == Transpose::kYes ? 1 : ldb;
+    if (trans_a == Transpose::kYes) {  // A is K x M
+      scipy_cblas_sgemv(CblasRowMajor, CblasTrans, static_cast<blasint>(k), static_cast<blasint>(m),
+                        alpha, a, static_cast<blasint>(lda), b, static_cast<blasint>(inc_b), beta,
+                        c, static_cast<blasint>(ldc));
+    } else {  // A is M x K
+      scipy_cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<blasint>(m),
+                        static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b,
+                        static_cast<blasint>(inc_b), beta, c, static_cast<blasint>(ldc));
+    }
+    return;
+  }
+  scipy_cblas_sgemm(CblasRowMajor, ToCblas(trans_a), ToCblas(trans_b), static_cast<blasint>(m),
+                    static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
+                    static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
+                    static_cast<blasint>(ldc));
+}
+
+size_t DivideRoundingUp(size_t a, size_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+void Sgemm(Transpose trans_a, Transpose trans_b, size_t m, size_t n, size_t k, float alpha,
+           const float* a, size_t lda, const float* b, size_t ldb, float beta, float* c,
+           size_t ldc) {
+  if (m == 0 || n == 0) return;
+  const size_t threads = static_cast<size_t>(ThreadCount());
+  // Matrix-vector products stay with OpenBLAS's own threading: they are bound by memory
+  // bandwidth, and its sgemv splits them better than column or row blocks do.
+  if (threads <= 1 || k == 0 || m == 1 || n == 1 || m * n * k < kParallelGemmWork) {
+    SgemmDirect(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  // Split the larger output dimension into blocks computed by single-threaded OpenBLAS calls on
+  // the pool (see ParallelFor): a few blocks per thread, multiples of 16 columns or rows.
+  const bool split_columns = n >= m;
+  const size_t extent = split_columns ? n : m;
+  const size_t step =
+      std::min(extent, DivideRoundingUp(DivideRoundingUp(extent, threads * 4), 16) * 16);
+  const size_t blocks = DivideRoundingUp(extent, step);
+  const size_t block_work = (split_columns ? m : n) * step * k;
+  ParallelFor(blocks, block_work, [&](size_t begin, size_t end) {
+    for (size_t block = begin; block < end; ++block) {
+      const size_t first = block * step;
+      const size_t size = std::min(step, extent - first);
+      if (split_columns) {  // columns [first, first + size) of op(B) and C
+        const float* b_block = trans_b == Transpose::kYes ? b + first * ldb : b + first;
+        SgemmDirect(trans_a, trans_b, m, size, k, alpha, a, lda, b_block, ldb, beta, c + first,
+                    ldc);
+      } else {  // rows [first, first + size) of op(A) and C
+        const float* a_block = trans_a == Transpose::kYes ? a + first : a + first * lda;
+        SgemmDirect(trans_a, trans_b, size, n, k, alpha, a_block, lda, b, ldb, beta,
+                    c + first * ldc, ldc);
+      }
+    }
+  });
+}
+
+void IntegerGemm(Transpose trans_a, Transpose trans_b, size_t m, size_t n, size_t k, const float* a,
+                 size_t lda, float max_abs_a, const float* b, size_t ldb, float max_abs_b,
+                 int32_t* c, size_t ldc) {
+  if (m == 0 || n == 0) return;
+  const double product_bound = std::max(1.0, static_cast<double>(max_abs_a) * max_abs_b);
+  const size_t chunk = std::max<size_t>(1, static_cast<size_t>(kExactFloatLimit / product_bound));
+  auto saturate = [](double value) {
+    const double low = std::numeric_limits<int32_t>::min();
+    const double high = std::numeric_limits<int32_t>::max();
+    return static_cast<int32_t>(std::min(std::max(value, low), high));
+  };
+  std::vector<float> partial(m * n);
+  if (k <= chunk) {
+    Sgemm(trans_a, trans_b, m, n, k, 1.f, a, lda, b, ldb, 0.f, partial.data(), n);
+    for (size_t i = 0; i < m; ++i) {
+      for (size_t j = 0; j < n; ++j) c[i * ldc + j] = saturate(partial[i * n + j]);
+    }
+    return;
+  }
+  std::vector<double> sum(m * n, 0.0);
+  for (size_t k0 = 0; k0 < k; k0 += chunk) {
+    const size_t kc = std::min(chunk, k - k0);
+    // The chunk's columns of op(A) and rows of op(B).
+    const float* a_chunk = trans_a == Transpose::kYes ? a + k0 * lda : a + k0;
+    const float* b_chunk = trans_b == Transpose::kYes ? b + k0 : b + k0 * ldb;
+    Sgemm(trans_a, trans_b, m, n, kc, 1.f, a_chunk, lda, b_chunk, ldb, 0.f, partial.data(), n);
+    for (size_t i = 0; i < m * n; ++i) sum[i] += partial[i];
+  }
+  for (size_t i = 0; i < m; ++i) {
+    for (size_t j = 0; j < n; ++j) c[i * ldc + j] = saturate(sum[i * n + j]);
+  }
+}
+
+int ThreadCount() { return std::max(1, scipy_openblas_get_num_threads()); }
+
+namespace {
+
+// A persistent pool of worker threads that run the chunks of one job at a time. Chunks are
+// claimed through an atomic counter, so the caller (which claims chunks too) never waits for a
+// worker that has not started: it only waits for chunks that are already running.
+class ThreadPool {
+ public:
+  static ThreadPool& Get() {
+    static ThreadPool* pool = new ThreadPool();  // never destroyed: workers outlive exit
+    return *pool;
+  }
+
+  // Runs body(chunk) for every chunk in [0, chunks) on the caller and up to `helpers` workers.
+  // Returns false (nothing run) when another job holds the pool.
+  bool Run(size_t chunks, size_t helpers, const std::function<void(size_t)>& body) {
+    std::unique_lock<std::mutex> busy(run_mutex_, std::try_to_lock);
+    if (!busy.owns_lock()) return false;
+    auto job = std::make_shared<Job>();
+    job->body = &body;
+    job->chunks = chunks;
+    job->helpers = helpers;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      while (workers_ < helpers) {
+        std::thread(&ThreadPool::WorkerLoop, this).detach();
+        ++workers_;
+      }
+      job_ = job;
+      ++generation_;
+    }
+    wake_.notify_all();
+    Work(*job);
+    std::unique_lock<std::mutex> lock(job->mutex);
+    job->done.wait(lock, [&] { return job->finished == job->chunks; });
+    return true;
+  }
+
+ private:
+  struct Job {
+    const std::function<void(size_t)>* body = nullptr;
+    size_t chunks = 0;
+    size_t helpers = 0;
+    std::atomic<size_t> next{0};
+    std::atomic<size_t> joined{0};
+    std::mutex mutex;
+    std::condition_variable done;
+    size_t finished = 0;  // guarded by mutex
+  };
+
+  // Claims and runs chunks until none is left. Once every chunk is claimed nobody touches the
+  // body again, so a late worker holding an old job only finds the counter exhausted.
+  static void Work(Job& job) {
+    for (;;) {
+      const size_t chunk = job.next.fetch_add(1);
+      if (chunk >= job.chunks) return;
+      (*job.body)(chunk);
+      std::lock_guard<std::mutex> lock(job.mutex);
+      if (++job.finished == job.chunks) job.done.notify_all();
+    }
+  }
+
+  void WorkerLoop() {
+    uint64_t seen = 0;
+    for (;;) {
+      std::shared_ptr<Job> job;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return generation_ != seen; });
+        seen = generation_;
+        job = job_;
+      }
+      if (job && job->joined.fetch_add(1) < job->helpers) Work(*job);
+    }
+  }
+
+  std::mutex run_mutex_;  // one job at a time
+  std::mutex mutex_;      // guards job_, generation_, workers_
+  std::condition_variable wake_;
+  std::shared_ptr<Job> job_;
+  uint64_t generation_ = 0;
+  size_t workers_ = 0;
+};
+
+// Limits OpenBLAS to one thread while any ParallelFor job runs (the pool provides the
+// parallelism); the previous setting comes back when the last job ends.
+class SingleThreadedBlas {
+ public:
+  SingleThreadedBlas() {
+    std::lock_guard<std::mutex> lock(Mutex());
+    if (Depth()++ == 0) {
+      Saved() = scipy_openblas_get_num_threads();
+      scipy_openblas_set_num_threads(1);
+    }
+  }
+  ~SingleThreadedBlas() {
+    std::lock_guard<std::mutex> lock(Mutex());
+    if (--Depth() == 0) scipy_openblas_set_num_threads(Saved());
+  }
+
+ private:
+  static std::mutex& Mutex() {
+    static std::mutex mutex;
+    return mutex;
+  }
+  static int& Depth() {
+    static int depth = 0;
+    return depth;
+  }
+  static int& Saved() {
+    static int saved = 1;
+    return saved;
+  }
+};
+
+}  // namespace
+
+void ParallelFor(size_t count, size_t cost_per_item,
+                 const std::function<void(size_t begin, size_t end)>& body) {
+  if (count == 0) return;
+  const size_t work = count * std::max<size_t>(1, cost_per_item);
+  size_t threads = std::min<size_t>(static_cast<size_t>(ThreadCount()), count);
+  threads = std::min(threads, std::max<size_t>(1, work / kMinWorkPerThread));
+  if (threads <= 1) {
+    body(0, count);
+    return;
+  }
+  // A few chunks per thread balance the load when a thread is slowed down.
+  const size_t chunks = std::min(count, std::min(threads * 4, work / kMinWorkPerThread));
+  const size_t per_chunk = (count + chunks - 1) / chunks;
+  const size_t used_chunks = (count + per_chunk - 1) / per_chunk;
+  const std::function<void(size_t)> run_chunk = [&](size_t chunk) {
+    const size_t begin = chunk * per_chunk;
+    body(begin, std::min(count, begin + per_chunk));
+  };
+  SingleThreadedBlas single_threaded;
+  if (!ThreadPool::Get().Run(used_chunks, threads - 1, run_chunk)) body(0, count);
+}
+
+std::vector<float> HalfToFloat(const Half* data, size_t count) {
+  std::vector<float> out(count);
+  for (size_t i = 0; i < count; ++i) out[i] = static_cast<float>(data[i]);
+  return out;
+}
+
+void FloatToHalf(const float* data, size_t count, Half* out) {
+  for (size_t i = 0; i < count; ++i) out[i] = Half(data[i]);
+}
+
+void FloatActivationRange(int32_t activation, float* low, float* high) {
+  *low = -std::numeric_limits<float>::infinity();
+  *high = std::numeric_limits<float>::infinity();
+  switch (activation) {
+    case ANEURALNETWORKS_FUSED_RELU:
+      *low = 0.f;
+      break;
+    case ANEURALNETWORKS_FUSED_RELU1:
+      *low = -1.f;
+      *high = 1.f;
+      break;
+    case ANEURALNETWORKS_FUSED_RELU6:
+      *low = 0.f;
+      *high = 6.f;
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace gemm
+}  // namespace mock_nnapi

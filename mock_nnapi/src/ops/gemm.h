@@ -1,0 +1,123 @@
+// GEMM and quantisation helpers shared by the matrix-shaped kernels (FULLY_CONNECTED,
+// BATCH_MATMUL, CONV_2D, GROUPED_CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV_2D).
+//
+// - Sgemm: a row-major wrapper over OpenBLAS's scipy_cblas_sgemm (the scipy-openblas32 wheel).
+// - IntegerGemm: exact int32 products of integer-valued matrices through sgemm. A float holds
+//   every integer up to 2^24 exactly, so the reduction dimension is split into chunks whose
+//   partial sums cannot exceed that; chunks are added in double precision.
+// - fp16 <-> fp32 conversion, offset subtraction for quantised operands, fused-activation ranges
+//   and requantisation with a real multiplier (round half away from zero, like Android's CPU
+//   path up to its fixed-point rounding: results agree within one quantisation step).
+// - ParallelFor: splits a loop over the OpenBLAS thread count for the direct (non-GEMM) loops.
+#ifndef MOCK_NNAPI_SRC_OPS_GEMM_H_
+#define MOCK_NNAPI_SRC_OPS_GEMM_H_
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <vector>
+
+#include "common.h"
+
+namespace mock_nnapi {
+namespace gemm {
+
+enum class Transpose { kNo, kYes };
+
+// Row-major C[M, N] = alpha * op(A)[M, K] * op(B)[K, N] + beta * C. op(A) is A (stored M x K,
+// leading dimension lda) or A transposed (stored K x M); likewise for B. A single row or column
+// goes to sgemv (sgemm would pack the whole matrix operand for one vector). Large products are
+// split into column (or row) blocks computed on the ParallelFor pool, one OpenBLAS thread each.
+void Sgemm(Transpose trans_a, Transpose trans_b, size_t m, size_t n, size_t k, float alpha,
+           const float* a, size_t lda, const float* b, size_t ldb, float beta, float* c,
+           size_t ldc);
+
+// Exact C[M, N] = op(A) * op(B) for matrices holding integers (stored as float) with
+// |a| <= max_abs_a and |b| <= max_abs_b. Sums are saturated to the int32 range.
+void IntegerGemm(Transpose trans_a, Transpose trans_b, size_t m, size_t n, size_t k, const float* a,
+                 size_t lda, float max_abs_a, const float* b, size_t ldb, float max_abs_b,
+                 int32_t* c, size_t ldc);
+
+// The number of threads the kernels may use: OpenBLAS's current setting (OPENBLAS_NUM_THREADS,
+// threadpoolctl), so one knob controls the library.
+int ThreadCount();
+
+// Calls body(begin, end) over [0, count) split into contiguous ranges, in parallel when the work
+// (count * cost_per_item, in rough multiply-adds) is large enough to pay for threads.
+//
+// Ranges are handed out dynamically to a persistent pool and to the calling thread, which keeps
+// taking ranges itself: a worker that the OS schedules late (a loaded machine) delays nothing it
+// has not started. While the body runs, OpenBLAS is limited to one thread, so kernels that call
+// Sgemm on their own range do not oversubscribe the cores (OpenBLAS splits work statically and
+// waits for every thread it started).
+void ParallelFor(size_t count, size_t cost_per_item,
+                 const std::function<void(size_t begin, size_t end)>& body);
+
+// fp16 <-> fp32.
+std::vector<float> HalfToFloat(const Half* data, size_t count);
+void FloatToHalf(const float* data, size_t count, Half* out);
+
+// Quantised elements minus their zero point, as floats (exact).
+template <typename Q>
+std::vector<float> OffsetToFloat(const Q* data, size_t count, int32_t zero_point) {
+  std::vector<float> out(count);
+  for (size_t i = 0; i < count; ++i) {
+    out[i] = static_cast<float>(static_cast<int32_t>(data[i]) - zero_point);
+  }
+  return out;
+}
+
+// The largest |x - zero_point| a quantised type can hold (a bound for IntegerGemm).
+template <typename Q>
+float MaxAbsOffset(int32_t zero_point) {
+  const int32_t low = std::numeric_limits<Q>::min() - zero_point;
+  const int32_t high = std::numeric_limits<Q>::max() - zero_point;
+  return static_cast<float>(std::max(std::abs(low), std::abs(high)));
+}
+
+// Clamp bounds of a fused activation for real values.
+void FloatActivationRange(int32_t activation, float* low, float* high);
+
+// Clamp bounds of a fused activation in the quantised domain of Q with (scale, zero_point).
+template <typename Q>
+void QuantizedActivationRange(int32_t activation, float scale, int32_t zero_point, int32_t* low,
+                              int32_t* high) {
+  const int32_t qmin = std::numeric_limits<Q>::min();
+  const int32_t qmax = std::numeric_limits<Q>::max();
+  auto quantize = [&](float real) {
+    return zero_point + static_cast<int32_t>(std::round(real / scale));
+  };
+  *low = qmin;
+  *high = qmax;
+  switch (activation) {
+    case ANEURALNETWORKS_FUSED_RELU:
+      *low = std::max(qmin, zero_point);
+      break;
+    case ANEURALNETWORKS_FUSED_RELU1:
+      *low = std::max(qmin, quantize(-1.f));
+      *high = std::min(qmax, quantize(1.f));
+      break;
+    case ANEURALNETWORKS_FUSED_RELU6:
+      *low = std::max(qmin, zero_point);
+      *high = std::min(qmax, quantize(6.f));
+      break;
+    default:
+      break;
+  }
+}
+
+// round(accumulator * multiplier) + zero_point, clamped to [low, high].
+template <typename Q>
+inline Q Requantize(int64_t accumulator, double multiplier, int32_t zero_point, int32_t low,
+                    int32_t high) {
+  const double scaled = std::round(static_cast<double>(accumulator) * multiplier) + zero_point;
+  const double clamped = std::min(std::max(scaled, static_cast<double>(low)), double(high));
+  return static_cast<Q>(clamped);
+}
+
+}  // namespace gemm
+}  // namespace mock_nnapi
+
+#endif  // MOCK_NNAPI_SRC_OPS_GEMM_H_
