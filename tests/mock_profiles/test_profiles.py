@@ -97,10 +97,17 @@ def test_profiles_are_found_next_to_an_installed_library(tmp_path, write_profile
     shutil.copy(library_path(), installed)
     profile = profile_with([device_entry("installed-cpu", "CPU")], name="installed-phone")
     (tmp_path / "profiles" / "installed-phone.json").write_text(json.dumps(profile))
+    # The copy no longer sits where its RUNPATH finds OpenBLAS; point the loader at it.
+    import scipy_openblas32
+
+    search_path = os.pathsep.join(
+        p for p in (scipy_openblas32.get_lib_dir(), os.environ.get("LD_LIBRARY_PATH")) if p
+    )
     result = _python(
         "import mock_nnapi; from mock_nnapi import control\n"
         "control.set_profile('installed-phone'); print(mock_nnapi.devices()[0].name)",
         TVM_NNAPI_LIBRARY=str(installed),
+        LD_LIBRARY_PATH=search_path,
         MOCK_NNAPI_PROFILE_DIR=None,
         MOCK_NNAPI_PROFILE=None,
     )
