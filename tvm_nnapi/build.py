@@ -67,20 +67,56 @@ def _calls(expr: relax.Expr) -> list[relax.Call]:
     return found
 
 
+def _operator_calls(func: relax.Function) -> list[relax.Call]:
+    """The operator calls of a function, once per execution.
+
+    MergeCompositeFunctions inlines a composite used several times in one subgraph (e.g. the
+    RMSNorm of every decoder layer) as one local function called several times; its operators
+    count once per call.
+    """
+    local: dict[relax.Var, relax.Function] = {}
+    found: list[relax.Call] = []
+    body = func.body
+    blocks = body.blocks if isinstance(body, relax.SeqExpr) else []
+    for block in blocks:
+        for binding in block.bindings:
+            value = binding.value
+            if isinstance(value, relax.Function):
+                local[binding.var] = value
+            elif isinstance(value, relax.Call) and value.op in local:
+                found.extend(_operator_calls(local[value.op]))
+            else:
+                found.extend(c for c in _calls(value) if isinstance(c.op, tvm.ir.Op))
+    if not blocks:
+        found.extend(c for c in _calls(body) if isinstance(c.op, tvm.ir.Op))
+    return found
+
+
 def offload_summary(mod: IRModule) -> OffloadSummary:
     """Count Relax operators (and their estimated FLOPs) inside NNAPI subgraphs and in the host
-    functions."""
+    functions.
+
+    Operators count once per execution: a subgraph called from several places (structurally
+    equal groups, e.g. the layers of a decoder, share one function) counts once per call site.
+    """
     summary = OffloadSummary()
+    call_sites: Counter = Counter()
+    for func in mod.functions.values():
+        if isinstance(func, relax.Function) and CODEGEN_NAME != (func.attrs or {}).get("Codegen"):
+            for call in _calls(func.body):
+                if isinstance(call.op, tvm.ir.GlobalVar):
+                    call_sites[call.op.name_hint] += 1
     for gvar, func in mod.functions.items():
         if not isinstance(func, relax.Function):
             continue
         attrs = func.attrs or {}
-        calls = [call for call in _calls(func.body) if isinstance(call.op, tvm.ir.Op)]
+        calls = _operator_calls(func)
         ops = Counter(str(call.op.name) for call in calls)
         flops = sum(call_flops(call) for call in calls)
         if attrs.get("Codegen") == CODEGEN_NAME:
-            summary.subgraphs[gvar.name_hint] = ops
-            summary.offloaded_flops += flops
+            sites = max(call_sites[gvar.name_hint], 1)
+            summary.subgraphs[gvar.name_hint] = Counter({op: n * sites for op, n in ops.items()})
+            summary.offloaded_flops += flops * sites
         elif "Composite" not in attrs and "Primitive" not in attrs:
             summary.host.update(ops)
             summary.host_flops += flops

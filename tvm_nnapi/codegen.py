@@ -13,6 +13,7 @@ from typing import Any
 import tvm
 import tvm_ffi
 from tvm import relax, tirx
+from tvm.relax.expr_functor import PyExprMutator, mutator
 
 from . import converters, ops  # noqa: F401  (ops registers the converters)
 from ._runtime import runtime_function
@@ -127,7 +128,13 @@ def _match_shape_vars(
 
 def host_module(func: relax.Function) -> tvm.IRModule:
     """The same subgraph as a plain Relax function ``main`` for TVM's own code generation:
-    composite functions are lifted and inlined back into ordinary operators."""
+    composite functions are lifted and inlined back into ordinary operators.
+
+    Composites whose body uses their own symbolic variables (the strided_slice bounds
+    ``seq_len - 1`` of an LLM's last-position slice) stay private functions called from
+    ``main``: InlinePrivateFunctions gives the inlined body fresh symbolic variables without
+    binding them to the caller's, which leaves them undefined.
+    """
     main = func.without_attr("Codegen").with_attr("global_symbol", "main")
     mod = relax.transform.LambdaLift()(tvm.IRModule({"main": main}))
     functions = {}
@@ -135,7 +142,44 @@ def host_module(func: relax.Function) -> tvm.IRModule:
         if isinstance(function, relax.Function) and "Composite" in (function.attrs or {}):
             function = function.without_attr("Composite").without_attr("Primitive")
         functions[gvar] = function
-    return relax.transform.InlinePrivateFunctions()(tvm.IRModule(functions))
+    mod = tvm.IRModule(functions)
+    if not any(_uses_symbolic_vars(f) for g, f in functions.items() if g.name_hint != "main"):
+        mod = relax.transform.InlinePrivateFunctions()(mod)
+    for gvar, function in list(mod.functions.items()):
+        if isinstance(function, relax.Function):
+            mod[gvar] = _bind_shape_arguments(function)
+    return mod
+
+
+def _uses_symbolic_vars(func: relax.BaseFunc) -> bool:
+    """Whether a function's body (not only its parameter types) refers to symbolic variables."""
+    found: list[object] = []
+    if isinstance(func, relax.Function):
+        relax.analysis.post_order_visit(
+            func.body, lambda node: found.append(node) if isinstance(node, tirx.Var) else None
+        )
+    return bool(found)
+
+
+def _bind_shape_arguments(func: relax.Function) -> relax.Function:
+    """Shape arguments (a reshape target with a symbolic dimension, e.g. an LLM's seq_len)
+    carry their value in their type; legalization needs the ShapeExpr itself, not a variable."""
+    shapes = {
+        param: relax.ShapeExpr(param.ty.values)
+        for param in func.params
+        if isinstance(param.ty, relax.ShapeType) and param.ty.values is not None
+    }
+    return _ShapeArgumentBinder(shapes).visit_expr(func) if shapes else func
+
+
+@mutator
+class _ShapeArgumentBinder(PyExprMutator):
+    def __init__(self, shapes: dict[relax.Var, relax.ShapeExpr]) -> None:
+        super().__init__()
+        self.shapes = shapes
+
+    def visit_var_(self, var: relax.Var) -> relax.Expr:
+        return self.shapes.get(var, var)
 
 
 def compile_function(func: relax.Function, options: dict[str, Any] | None = None) -> tvm_ffi.Module:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import tvm
 from tvm import IRModule, relax
+from tvm.relax.expr_functor import PyExprMutator, mutator
 
 from .ir_utils import rename_functions
 from .patterns import (
@@ -65,17 +66,135 @@ def _merge_composites(mod: IRModule) -> IRModule:
         }
         if not any("Composite" in (f.attrs or {}) for f in composites.values()):
             continue
-        scratch = IRModule(composites)
+        builder = relax.BlockBuilder(IRModule(composites))
+        func, opaque = _hide_opaque_calls(func, builder)
+        scratch = builder.get()
         scratch[tvm.ir.GlobalVar("main")] = func
         scratch = relax.transform.MergeCompositeFunctions()(scratch)
         scratch = _rename_subgraphs(scratch, prefix=f"{name}_nnapi")
-        merged = {g: f for g, f in scratch.functions.items() if g.name_hint != "main"}
+        merged = {
+            g: f
+            for g, f in scratch.functions.items()
+            if g.name_hint != "main" and g.name_hint not in opaque
+        }
         for g, f in mod.functions.items():
-            if g.name_hint != gvar.name_hint and g not in composites:
+            # Composites stay until every entry is merged: FuseOpsByPattern shares structurally
+            # equal ones between functions (e.g. an LLM's prefill and decode).
+            if g.name_hint != gvar.name_hint:
                 merged[g] = f
-        merged[gvar] = scratch["main"]
+        merged[gvar] = _OpaqueCallRestorer(opaque).visit_expr(scratch["main"])
         mod = IRModule(merged, attrs=mod.attrs, global_infos=mod.global_infos)
-    return mod
+    return _remove_unused_composites(mod)
+
+
+def _remove_unused_composites(mod: IRModule) -> IRModule:
+    """Drop the composite functions no function calls any more (they were merged)."""
+    used = set()
+    for func in mod.functions.values():
+        if isinstance(func, relax.Function) and "Composite" not in (func.attrs or {}):
+            used.update(g.name_hint for g in relax.analysis.all_global_vars(func))
+    kept = {
+        g: f
+        for g, f in mod.functions.items()
+        if g.name_hint in used or "Composite" not in (getattr(f, "attrs", None) or {})
+    }
+    if len(kept) == len(mod.functions):
+        return mod
+    return IRModule(kept, attrs=mod.attrs, global_infos=mod.global_infos)
+
+
+def _contains_extern_func(expr: relax.Expr) -> bool:
+    found: list[relax.Expr] = []
+    relax.analysis.post_order_visit(
+        expr, lambda node: found.append(node) if isinstance(node, relax.ExternFunc) else None
+    )
+    return bool(found)
+
+
+def _leaf_vars(expr: relax.Expr, leaves: list[relax.Var]) -> list[relax.Var]:
+    if isinstance(expr, relax.Var):
+        leaves.append(expr)
+    elif isinstance(expr, relax.Tuple):
+        for field in expr.fields:
+            _leaf_vars(field, leaves)
+    return leaves
+
+
+def _substitute_leaves(expr: relax.Expr, mapping: dict[relax.Var, relax.Expr]) -> relax.Expr:
+    if isinstance(expr, relax.Var):
+        return mapping.get(expr, expr)
+    if isinstance(expr, relax.Tuple):
+        return relax.Tuple([_substitute_leaves(field, mapping) for field in expr.fields])
+    return expr
+
+
+# A call hidden from MergeCompositeFunctions: the original call and its variable arguments.
+_OpaqueCall = tuple[relax.Call, list[relax.Var]]
+
+
+def _hide_opaque_calls(
+    func: relax.Function, builder: relax.BlockBuilder
+) -> tuple[relax.Function, dict[str, _OpaqueCall]]:
+    """Replace calls of packed functions (``call_dps_packed``/``call_pure_packed`` of an
+    ExternFunc, e.g. the KV-cache builtins of an LLM) by calls of placeholder functions.
+
+    TVM 0.27's MergeCompositeFunctions cannot visit an ExternFunc ("Do not have a default for
+    relax.expr.ExternFunc"); the placeholders take the call's variable arguments so that the
+    grouping still sees the dataflow through them. :class:`_OpaqueCallRestorer` puts the
+    original calls back.
+    """
+    opaque: dict[str, _OpaqueCall] = {}
+    body = func.body
+    if not isinstance(body, relax.SeqExpr):
+        return func, opaque
+    blocks = []
+    for block in body.blocks:
+        bindings = []
+        for binding in block.bindings:
+            value = binding.value
+            if (
+                isinstance(binding, relax.VarBinding)
+                and isinstance(value, relax.Call)
+                and (
+                    isinstance(value.op, relax.ExternFunc)
+                    or any(_contains_extern_func(arg) for arg in value.args)
+                )
+            ):
+                leaves = [v for arg in value.args for v in _leaf_vars(arg, [])]
+                name = f"__nnapi_opaque_call_{len(opaque)}"
+                params = [relax.Var(f"arg{i}", leaf.ty) for i, leaf in enumerate(leaves)]
+                result = relax.SeqExpr([], relax.Var("result", binding.var.ty))
+                placeholder = relax.Function(params, result, binding.var.ty, is_pure=False)
+                opaque[name] = (value, leaves)
+                call = relax.Call(builder.add_func(placeholder, name), leaves)
+                binding = relax.VarBinding(binding.var, call)
+            bindings.append(binding)
+        if isinstance(block, relax.DataflowBlock):
+            blocks.append(relax.DataflowBlock(bindings))
+        else:
+            blocks.append(relax.BindingBlock(bindings))
+    if not opaque:
+        return func, opaque
+    new_body = relax.SeqExpr(blocks, body.body)
+    return relax.Function(func.params, new_body, func.ret_ty, func.is_pure, func.attrs), opaque
+
+
+@mutator
+class _OpaqueCallRestorer(PyExprMutator):
+    """Put back the calls that :func:`_hide_opaque_calls` replaced, with their (possibly
+    renamed) variable arguments."""
+
+    def __init__(self, opaque: dict[str, _OpaqueCall]) -> None:
+        super().__init__()
+        self.opaque = opaque
+
+    def visit_call_(self, call: relax.Call) -> relax.Expr:
+        if isinstance(call.op, tvm.ir.GlobalVar) and call.op.name_hint in self.opaque:
+            original, leaves = self.opaque[call.op.name_hint]
+            mapping = dict(zip(leaves, (self.visit_expr(arg) for arg in call.args), strict=True))
+            args = [_substitute_leaves(arg, mapping) for arg in original.args]
+            return relax.Call(original.op, args, original.attrs, original.ty_args)
+        return super().visit_call_(call)
 
 
 def _rename_subgraphs(mod: IRModule, prefix: str) -> IRModule:
@@ -92,12 +211,16 @@ def _rename_subgraphs(mod: IRModule, prefix: str) -> IRModule:
     return rename_functions(mod, names)
 
 
-def _unsupported_operators(mod: IRModule, known: set[tuple[str, str]]) -> list[Refusal]:
-    """Operators left in the entry functions that no pattern covers."""
+def _unsupported_operators(
+    mod: IRModule, known: set[tuple[str, str]], entry_functions: Sequence[str] | None = None
+) -> list[Refusal]:
+    """Operators left in the entry functions (those partitioned) that no pattern covers."""
     offloadable = offloadable_relax_ops()
     refusals = []
     for gvar, func in mod.functions.items():
         if not _is_entry(func):
+            continue
+        if entry_functions and gvar.name_hint not in entry_functions:
             continue
         for binding in _bindings(func):
             value = binding.value
@@ -129,7 +252,11 @@ def partition_with_report(
     options: PartitionOptions | None = None,
     entry_functions: Sequence[str] | None = None,
 ) -> PartitionResult:
-    """Partition ``mod`` for NNAPI and report every operator left on the host."""
+    """Partition ``mod`` for NNAPI and report every operator left on the host.
+
+    ``entry_functions`` limits partitioning (and the report) to those functions, e.g.
+    ``["prefill"]`` for an LLM whose decode stays on the host.
+    """
     options = options or PartitionOptions()
     mod = relax.transform.ConvertToDataflow(min_size=1)(mod)
     with collect_refusals() as collector:
@@ -141,7 +268,7 @@ def partition_with_report(
         )(mod)
     mod = _merge_composites(mod)
     refusals = list(collector.refusals.values())
-    refusals += _unsupported_operators(mod, set(collector.refusals))
+    refusals += _unsupported_operators(mod, set(collector.refusals), entry_functions)
     return PartitionResult(mod, refusals)
 
 

@@ -280,6 +280,13 @@ CASES = [
         ["SPLIT"],
     ),
     Case(
+        "split_sections_symbolic",  # an LLM's gate/up split: only the split axis is static
+        lambda p: op.multiply(op.split(p[0], 2, axis=-1)[0], op.split(p[0], 2, axis=-1)[1]),
+        [rand(1, 5, 8)],
+        ["SPLIT"],
+        symbolic={1: 0},
+    ),
+    Case(
         "strided_slice",
         lambda p: op.strided_slice(p[0], axes=[1, 2], begin=[1, 0], end=[3, 4], strides=[1, 2]),
         [rand(2, 4, 5)],

@@ -142,11 +142,12 @@ def _check_split(
         return RefusalKind.RANK, f"rank {x.ndim} is outside 1-4"
     if options.feature_level < FEATURE_LEVEL_3:
         return RefusalKind.FEATURE_LEVEL, "SPLIT and SLICE need FL3"
-    shape = static_shape(call.args[0])
     axis = normalize_axis(int(call.attrs.axis), x.ndim)
+    # Only the split axis must be static; other dimensions (an LLM's seq_len) may be symbolic.
+    size = getattr(x.shape.values[axis], "value", None) if x.shape is not None else None
     sections = call.attrs.indices_or_sections
     if not isinstance(sections, tvm.ir.Array | list | tuple):
-        if shape is None or shape[axis] % int_attr(sections) != 0:
+        if size is None or int(size) % int_attr(sections) != 0:
             return RefusalKind.ATTRIBUTE, "SPLIT needs the axis to divide evenly (static size)"
     return None
 

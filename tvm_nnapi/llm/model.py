@@ -1,0 +1,213 @@
+"""A Llama-family decoder written with ``tvm.relax.frontend.nn``, shaped like MLC-LLM's models.
+
+Entry functions (as in MLC-LLM's ``llama_model.py``):
+
+- ``embed(input_ids: int32[seq_len]) -> [seq_len, hidden]``
+- ``prefill(input_embed: [1, seq_len, hidden], kv_cache) -> (logits f32[1, 1, vocab], kv_cache)``
+  with a symbolic ``seq_len``; logits of the last position only
+- ``decode(input_embed: [1, 1, hidden], kv_cache) -> (logits f32[1, 1, vocab], kv_cache)``
+- ``create_paged_kv_cache(max_batch_size, max_total_seq_len, prefill_chunk_size, page_size,
+  support_sliding_window) -> kv_cache``: TVM's paged KV cache with its TIR kernels (the CPU
+  ones for an ``llvm`` target)
+
+Attention (rotary embedding of q and k, the cache append, and the attention itself) runs inside
+the KV cache builtin ``vm.builtin.attention_kv_cache_attention_with_fused_qkv``; everything else
+(projections, RMSNorm, SwiGLU MLP, residual adds, LM head) is plain Relax, which the NNAPI
+partitioning can offload. Projections are fused as in MLC-LLM: ``qkv_proj`` (q, k, v stacked)
+and ``gate_up_proj`` (gate, up stacked); :mod:`tvm_nnapi.llm.weights` maps Hugging Face names
+onto them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm
+from tvm import relax, tirx
+from tvm.relax.frontend import nn
+from tvm.relax.frontend.nn import Tensor, op
+from tvm.relax.frontend.nn.llm.kv_cache import PagedKVCache, RopeMode, TIRPagedKVCache
+
+from .config import LlamaConfig
+
+DTYPES = ("float32", "float16")
+ENTRY_FUNCTIONS = ("embed", "prefill", "decode", "create_paged_kv_cache")
+
+
+class LlamaMLP(nn.Module):
+    """SwiGLU: ``down(silu(gate(x)) * up(x))`` with gate and up in one projection."""
+
+    def __init__(self, config: LlamaConfig) -> None:
+        self.intermediate_size = config.intermediate_size
+        self.gate_up_proj = nn.Linear(config.hidden_size, 2 * config.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(config.intermediate_size, config.hidden_size, bias=False)
+
+    def forward(self, x: Tensor) -> Tensor:
+        gate, up = op.split(self.gate_up_proj(x), 2, axis=-1)
+        return self.down_proj(op.silu(gate) * up)
+
+
+class LlamaAttention(nn.Module):
+    """Grouped-query attention through the paged KV cache (which applies the rotary
+    embedding)."""
+
+    def __init__(self, config: LlamaConfig) -> None:
+        self.head_dim = config.head_dim
+        self.num_q_heads = config.num_attention_heads
+        self.num_kv_heads = config.num_key_value_heads
+        self.qkv_proj = nn.Linear(
+            config.hidden_size, config.q_size + 2 * config.kv_size, bias=config.qkv_bias
+        )
+        self.o_proj = nn.Linear(config.q_size, config.hidden_size, bias=False)
+
+    def forward(self, x: Tensor, kv_cache: PagedKVCache, layer_id: int) -> Tensor:
+        d, h_q, h_kv = self.head_dim, self.num_q_heads, self.num_kv_heads
+        b, s, _ = x.shape
+        qkv = op.reshape(self.qkv_proj(x), (b, s, h_q + 2 * h_kv, d))
+        out = kv_cache.attention_with_fused_qkv(layer_id, qkv, h_q, sm_scale=d**-0.5)
+        return self.o_proj(op.reshape(out, (b, s, h_q * d)))
+
+
+class LlamaDecoderLayer(nn.Module):
+    def __init__(self, config: LlamaConfig) -> None:
+        eps = config.rms_norm_eps
+        self.self_attn = LlamaAttention(config)
+        self.mlp = LlamaMLP(config)
+        self.input_layernorm = nn.RMSNorm(config.hidden_size, -1, eps, bias=False)
+        self.post_attention_layernorm = nn.RMSNorm(config.hidden_size, -1, eps, bias=False)
+
+    def forward(self, x: Tensor, kv_cache: PagedKVCache, layer_id: int) -> Tensor:
+        x = self.self_attn(self.input_layernorm(x), kv_cache, layer_id) + x
+        return self.mlp(self.post_attention_layernorm(x)) + x
+
+
+class LlamaModel(nn.Module):
+    def __init__(self, config: LlamaConfig) -> None:
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.layers = nn.ModuleList(
+            [LlamaDecoderLayer(config) for _ in range(config.num_hidden_layers)]
+        )
+        self.norm = nn.RMSNorm(config.hidden_size, -1, config.rms_norm_eps, bias=False)
+
+    def forward(self, x: Tensor, kv_cache: PagedKVCache) -> Tensor:
+        for layer_id, layer in enumerate(self.layers):
+            x = layer(x, kv_cache, layer_id)
+        return self.norm(x)
+
+
+def _last_position(x: Tensor) -> Tensor:
+    """``x[:, -1:, :]`` as a Relax strided_slice (offloadable, unlike a TE index op)."""
+    seq_len = x.shape[1]
+    sliced = relax.op.strided_slice(
+        x._expr, axes=[1], begin=[seq_len - 1], end=[seq_len], assume_inbound=True
+    )
+    return Tensor(_expr=relax.BlockBuilder.current().emit(sliced, "last_position"))
+
+
+class LlamaForCausalLM(nn.Module):
+    """Decoder with an LM head; entry functions as in MLC-LLM (see the module docstring)."""
+
+    def __init__(self, config: LlamaConfig, dtype: str = "float32") -> None:
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+        self.config = config
+        self.model = LlamaModel(config)
+        if not config.tie_word_embeddings:
+            self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.dtype = dtype
+        self.target = tvm.target.Target("llvm")
+
+    def get_logits(self, hidden: Tensor) -> Tensor:
+        if self.config.tie_word_embeddings:
+            weight = op.permute_dims(self.model.embed_tokens.weight)
+            logits = op.matmul(hidden, weight)
+        else:
+            logits = self.lm_head(hidden)
+        return logits.astype("float32") if logits.dtype != "float32" else logits
+
+    def embed(self, input_ids: Tensor) -> Tensor:
+        return self.model.embed_tokens(input_ids)
+
+    def prefill(self, input_embed: Tensor, kv_cache: PagedKVCache) -> tuple[Tensor, PagedKVCache]:
+        hidden = self.model(input_embed, kv_cache)
+        return self.get_logits(_last_position(hidden)), kv_cache
+
+    def decode(self, input_embed: Tensor, kv_cache: PagedKVCache) -> tuple[Tensor, PagedKVCache]:
+        hidden = self.model(input_embed, kv_cache)
+        return self.get_logits(hidden), kv_cache
+
+    def create_paged_kv_cache(
+        self,
+        max_batch_size: tirx.Var,
+        max_total_seq_len: tirx.Var,
+        prefill_chunk_size: tirx.Var,
+        page_size: tirx.Var,
+        support_sliding_window: tirx.Var,
+    ) -> PagedKVCache:
+        c = self.config
+        return TIRPagedKVCache(
+            attn_kind="mha",
+            max_batch_size=max_batch_size,
+            max_total_seq_len=max_total_seq_len,
+            prefill_chunk_size=prefill_chunk_size,
+            page_size=page_size,
+            support_sliding_window=support_sliding_window,
+            layer_partition=relax.ShapeExpr([0, c.num_hidden_layers]),
+            num_hidden_layers=c.num_hidden_layers,
+            num_attention_heads=c.num_attention_heads,
+            num_key_value_heads=c.num_key_value_heads,
+            qk_head_dim=c.head_dim,
+            v_head_dim=c.head_dim,
+            mla_original_qk_head_dim=0,
+            mla_original_v_head_dim=0,
+            rope_mode=RopeMode.NORMAL,
+            rope_scale=1,
+            rope_theta=c.rope_theta,
+            rope_scaling={},
+            rope_ext_factors=relax.prim_value(0),
+            rotary_dim=c.head_dim,
+            enable_disaggregation=False,
+            dtype=self.dtype,
+            target=self.target,
+        )
+
+    def get_default_spec(self) -> nn.spec.ModuleSpec:
+        hidden, dtype = self.config.hidden_size, self.dtype
+        packed = {"param_mode": "packed", "effect_mode": "none"}
+        spec: dict[str, Any] = {
+            "embed": {"input_ids": nn.spec.Tensor(["seq_len"], "int32"), "$": packed},
+            "prefill": {
+                "input_embed": nn.spec.Tensor([1, "seq_len", hidden], dtype),
+                "kv_cache": nn.spec.Object(object_type=PagedKVCache),
+                "$": packed,
+            },
+            "decode": {
+                "input_embed": nn.spec.Tensor([1, 1, hidden], dtype),
+                "kv_cache": nn.spec.Object(object_type=PagedKVCache),
+                "$": packed,
+            },
+            "create_paged_kv_cache": {
+                "max_batch_size": int,
+                "max_total_seq_len": int,
+                "prefill_chunk_size": int,
+                "page_size": int,
+                "support_sliding_window": int,
+                "$": {"param_mode": "none", "effect_mode": "none"},
+            },
+        }
+        return nn.spec.ModuleSpec.from_raw(spec, self)
+
+
+def export_model(
+    config: LlamaConfig, dtype: str = "float32"
+) -> tuple[tvm.IRModule, list[tuple[str, nn.Parameter]], LlamaForCausalLM]:
+    """Export the decoder to a Relax IRModule.
+
+    Returns ``(module, named_parameters, model)``: the module's ``embed``, ``prefill`` and
+    ``decode`` take the parameters packed in one tuple as their last argument, in the order of
+    ``named_parameters``.
+    """
+    model = LlamaForCausalLM(config, dtype)
+    model.to(dtype)
+    mod, named_params = model.export_tvm(spec=model.get_default_spec())
+    return mod, named_params, model
