@@ -39,6 +39,9 @@
 
 namespace mock_nnapi {
 
+using nnapi_common::Sha256;
+using nnapi_common::Sha256Digest;
+
 // The device that runs operations no listed device supports when compiling without an explicit
 // device list: the runtime's own CPU implementation (Android's "CPU fallback").
 constexpr int kRuntimeCpuFallback = -1;

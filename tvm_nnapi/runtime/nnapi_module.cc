@@ -370,20 +370,18 @@ std::array<uint8_t, 32> NnapiModuleObj::CacheToken(const Signature& binding,
                                                    const RuntimeConfig& config) {
   // Everything that changes the compiled result: the graph, its constants, the concrete shapes,
   // the compilation preference and the NNAPI implementation (library and feature level).
-  if (constants_digest_.empty()) {
-    Sha256 constants;
-    constants.Update(constants_);
-    constants_digest_ = Sha256::Hex(constants.Finish());
+  if (!constants_digest_.has_value()) {
+    constants_digest_ = nnapi_common::Sha256::Of(constants_.data(), constants_.size());
   }
   const Nnapi& nnapi = GetNnapi();
-  Sha256 token;
-  token.UpdateField("tvm-nnapi compilation cache v1");
-  token.UpdateField(graph_json_);
-  token.UpdateField(constants_digest_);
-  for (int64_t value : binding) token.UpdateField(std::to_string(value));
-  token.UpdateField(PreferenceName(config.preference));
-  token.UpdateField(nnapi.library_path);
-  token.UpdateField(std::to_string(nnapi.runtime_feature_level));
+  nnapi_common::Sha256 token;
+  token.UpdateString("tvm-nnapi compilation cache v1");
+  token.UpdateString(graph_json_);
+  token.Update(constants_digest_->data(), constants_digest_->size());
+  for (int64_t value : binding) token.UpdateInteger(value);
+  token.UpdateString(PreferenceName(config.preference));
+  token.UpdateString(nnapi.library_path);
+  token.UpdateInteger(nnapi.runtime_feature_level);
   return token.Finish();
 }
 

@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -117,7 +118,7 @@ class NnapiModuleObj : public tvm::ffi::ModuleObj {
   std::list<Signature> lru_;
   size_t cached_bytes_ = 0;
   // Hash of the constant blob, computed once (the weights may be large).
-  std::string constants_digest_;
+  std::optional<std::array<uint8_t, 32>> constants_digest_;
   std::atomic<int64_t> calls_{0};
   std::atomic<int64_t> compilations_{0};
   std::atomic<int64_t> cache_hits_{0};

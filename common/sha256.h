@@ -1,6 +1,7 @@
-// SHA-256 (FIPS 180-4), used for compilation cache fingerprints and checksums.
-#ifndef MOCK_NNAPI_SRC_SHA256_H_
-#define MOCK_NNAPI_SRC_SHA256_H_
+// SHA-256 (FIPS 180-4). Shared by mock_nnapi (compilation-cache fingerprints and checksums)
+// and the tvm_nnapi runtime (NNAPI compilation-cache tokens).
+#ifndef TVM_NNAPI_COMMON_SHA256_H_
+#define TVM_NNAPI_COMMON_SHA256_H_
 
 #include <algorithm>
 #include <array>
@@ -10,7 +11,7 @@
 #include <string>
 #include <type_traits>
 
-namespace mock_nnapi {
+namespace nnapi_common {
 
 using Sha256Digest = std::array<uint8_t, 32>;
 
@@ -134,6 +135,6 @@ class Sha256 {
   uint64_t total_bytes_ = 0;
 };
 
-}  // namespace mock_nnapi
+}  // namespace nnapi_common
 
-#endif  // MOCK_NNAPI_SRC_SHA256_H_
+#endif  // TVM_NNAPI_COMMON_SHA256_H_
