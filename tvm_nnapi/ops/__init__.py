@@ -6,3 +6,4 @@ operators they contain, so they are tried first.
 """
 
 from . import conv, matmul, pooling, reduce, norm, elementwise, shape  # noqa: F401, I001
+from . import hard_activations, batch_norm_runtime  # noqa: F401

@@ -14,6 +14,7 @@ per-channel constant bias and relu / clip(0, 6) / clip(-1, 1) are fused into the
 from __future__ import annotations
 
 import numpy as np
+import tvm
 from tvm import relax
 from tvm.relax.dpl import is_const, is_op, wildcard
 from tvm.relax.transform import PatternCheckContext
@@ -158,7 +159,9 @@ def _filter(ctx: ConvertContext, expr: relax.Expr, layout: str, target: str, sou
 def _bias(ctx: ConvertContext, add: relax.Call | None, channels: int, dtype: str) -> int:
     if add is None:
         return ctx.constant(np.zeros(channels, dtype=dtype))
-    value = add.args[1].value.numpy().reshape(-1).astype(dtype)
+    # The add pattern matches commutatively: the bias is its constant operand, either side.
+    constant = next(arg for arg in add.args if isinstance(arg, tvm.ir.Constant))
+    value = constant.value.numpy().reshape(-1).astype(dtype)
     return ctx.constant(value)
 
 

@@ -11,6 +11,7 @@ Batched right sides go to BATCH_MATMUL (feature level 6), with adj_y for a trans
 from __future__ import annotations
 
 import numpy as np
+import tvm
 from tvm import relax
 from tvm.relax.dpl import is_const, is_op, wildcard
 from tvm.relax.transform import PatternCheckContext
@@ -125,7 +126,8 @@ def convert_matmul(ctx: ConvertContext, composite: relax.Function, arguments: li
         w_shape = [w_shape[1], w_shape[0]]
     units = w_shape[0]
     if add is not None:
-        bias = ctx.operand(add.args[1])
+        # The add pattern matches commutatively: the bias is its constant operand, either side.
+        bias = ctx.operand(next(arg for arg in add.args if isinstance(arg, tvm.ir.Constant)))
     else:
         if not isinstance(units, int):
             raise ctx.fail(matmul, "a symbolic number of output units is not supported")
