@@ -109,6 +109,35 @@ inline int64_t ConvOutputSize(int64_t in, int64_t filter, int64_t stride, int64_
   return (span + stride) / stride;
 }
 
+// Resolves implicit padding into p's explicit pads (unless `explicit_padding`) and computes the
+// output height and width of a dilated convolution over `in`. OP_FAILED (at prepare, like
+// Android) when a padding is not smaller than the effective filter or the output is empty.
+inline int ResolveConvOutputSize(const OperationContext& context, bool explicit_padding,
+                                 const Shape4& in, uint32_t filter_height, uint32_t filter_width,
+                                 Parameters* p, uint32_t* out_height, uint32_t* out_width) {
+  if (!explicit_padding) {
+    ImplicitPadding(p->padding_code, in.width, p->stride_w, p->dilation_w, filter_width,
+                    &p->pad_left, &p->pad_right);
+    ImplicitPadding(p->padding_code, in.height, p->stride_h, p->dilation_h, filter_height,
+                    &p->pad_top, &p->pad_bottom);
+  }
+  const int64_t effective_w = EffectiveFilterSize(filter_width, p->dilation_w);
+  const int64_t effective_h = EffectiveFilterSize(filter_height, p->dilation_h);
+  NN_CHECK(p->pad_left < effective_w && p->pad_right < effective_w && p->pad_top < effective_h &&
+               p->pad_bottom < effective_h,
+           ANEURALNETWORKS_OP_FAILED)
+      << context.name() << " padding must be smaller than the effective filter size";
+  const int64_t out_w =
+      ConvOutputSize(in.width, filter_width, p->stride_w, p->dilation_w, p->pad_left, p->pad_right);
+  const int64_t out_h = ConvOutputSize(in.height, filter_height, p->stride_h, p->dilation_h,
+                                       p->pad_top, p->pad_bottom);
+  NN_CHECK(out_w > 0 && out_h > 0, ANEURALNETWORKS_OP_FAILED)
+      << context.name() << " output would be empty";
+  *out_height = static_cast<uint32_t>(out_h);
+  *out_width = static_cast<uint32_t>(out_w);
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
 inline int64_t TransposeConvOutputSize(int64_t in, int64_t filter, int64_t stride, int64_t head,
                                        int64_t tail) {
   return in * stride + filter - stride - head - tail;

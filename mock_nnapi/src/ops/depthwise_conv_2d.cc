@@ -153,26 +153,12 @@ int ResolveGeometry(const OperationContext& context, Geometry* geometry) {
                geometry->filter_width > 0,
            ANEURALNETWORKS_OP_FAILED)
       << context.name() << " only the batch may be zero-sized";
-  if (!indices.explicit_padding) {
-    conv::ImplicitPadding(p.padding_code, in.width, p.stride_w, p.dilation_w,
-                          geometry->filter_width, &p.pad_left, &p.pad_right);
-    conv::ImplicitPadding(p.padding_code, in.height, p.stride_h, p.dilation_h,
-                          geometry->filter_height, &p.pad_top, &p.pad_bottom);
-  }
-  const int64_t effective_w = conv::EffectiveFilterSize(geometry->filter_width, p.dilation_w);
-  const int64_t effective_h = conv::EffectiveFilterSize(geometry->filter_height, p.dilation_h);
-  NN_CHECK(p.pad_left < effective_w && p.pad_right < effective_w && p.pad_top < effective_h &&
-               p.pad_bottom < effective_h,
-           ANEURALNETWORKS_OP_FAILED)
-      << context.name() << " padding must be smaller than the effective filter size";
-  const int64_t out_w = conv::ConvOutputSize(in.width, geometry->filter_width, p.stride_w,
-                                             p.dilation_w, p.pad_left, p.pad_right);
-  const int64_t out_h = conv::ConvOutputSize(in.height, geometry->filter_height, p.stride_h,
-                                             p.dilation_h, p.pad_top, p.pad_bottom);
-  NN_CHECK(out_w > 0 && out_h > 0, ANEURALNETWORKS_OP_FAILED)
-      << context.name() << " output would be empty";
-  geometry->output = {in.batches, static_cast<uint32_t>(out_h), static_cast<uint32_t>(out_w),
-                      out_channels};
+  uint32_t out_h = 0;
+  uint32_t out_w = 0;
+  NN_RETURN_IF_ERROR(conv::ResolveConvOutputSize(context, indices.explicit_padding, in,
+                                                 geometry->filter_height, geometry->filter_width,
+                                                 &p, &out_h, &out_w));
+  geometry->output = {in.batches, out_h, out_w, out_channels};
   return ANEURALNETWORKS_NO_ERROR;
 }
 
