@@ -226,6 +226,22 @@ def offloadable_relax_ops() -> set[str]:
     return {spec.relax_op for spec in _SPECS}
 
 
+def register_single_op(
+    relax_op: str, nnapi_ops: tuple[str, ...], arity: int, check: Check, name: str | None = None
+) -> PatternSpec:
+    """Register a pattern that matches one call of ``relax_op`` with ``arity`` arguments, named
+    ``nnapi.<op>`` (``relax.nn.softmax`` -> ``nnapi.nn_softmax``) unless ``name`` is given."""
+    return register(
+        PatternSpec(
+            name=name or f"nnapi.{relax_op.removeprefix('relax.').replace('.', '_')}",
+            relax_op=relax_op,
+            nnapi_ops=nnapi_ops,
+            make_pattern=single_op_pattern(relax_op, arity),
+            check=check,
+        )
+    )
+
+
 def single_op_pattern(op: str, arity: int) -> Callable[[], tuple[DFPattern, dict[str, DFPattern]]]:
     """A pattern matching one call of ``op`` with ``arity`` arguments of any kind."""
 

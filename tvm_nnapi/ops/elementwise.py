@@ -23,29 +23,15 @@ from ..patterns import (
     FEATURE_LEVEL_4,
     CheckResult,
     PartitionOptions,
-    PatternSpec,
     RefusalKind,
     check_tensors,
     dtype_of,
-    register,
-    single_op_pattern,
+    register_single_op,
     tensor_info,
 )
 
 FLOAT = {"float32": FEATURE_LEVEL_1, "float16": FEATURE_LEVEL_3}
 FLOAT_FL3 = {"float32": FEATURE_LEVEL_3, "float16": FEATURE_LEVEL_3}
-
-
-def _spec(relax_op: str, nnapi_ops: tuple[str, ...], arity: int, check) -> None:
-    register(
-        PatternSpec(
-            name=f"nnapi.{relax_op.removeprefix('relax.').replace('.', '_')}",
-            relax_op=relax_op,
-            nnapi_ops=nnapi_ops,
-            make_pattern=single_op_pattern(relax_op, arity),
-            check=check,
-        )
-    )
 
 
 def _dtype_check(dtypes: dict[str, int], output_dtypes: dict[str, int] | None = None):
@@ -81,7 +67,7 @@ _ARITHMETIC = {
     "relax.divide": ("DIV", {"float32": FEATURE_LEVEL_2, "float16": FEATURE_LEVEL_3}),
 }
 for _op, (_nnapi, _dtypes) in _ARITHMETIC.items():
-    _spec(_op, (_nnapi,), 2, _dtype_check(_dtypes))
+    register_single_op(_op, (_nnapi,), 2, _dtype_check(_dtypes))
 
 
 @converter(*_ARITHMETIC)
@@ -99,7 +85,7 @@ _BINARY = {
     "relax.power": ("POW", FLOAT_FL3),
 }
 for _op, (_nnapi, _dtypes) in _BINARY.items():
-    _spec(_op, (_nnapi,), 2, _dtype_check(_dtypes))
+    register_single_op(_op, (_nnapi,), 2, _dtype_check(_dtypes))
 
 _COMPARISONS = {
     "relax.equal": "EQUAL",
@@ -111,11 +97,11 @@ _COMPARISONS = {
 }
 _COMPARABLE = {**FLOAT_FL3, "int32": FEATURE_LEVEL_3}
 for _op, _nnapi in _COMPARISONS.items():
-    _spec(_op, (_nnapi,), 2, _dtype_check(_COMPARABLE, {"bool": FEATURE_LEVEL_3}))
+    register_single_op(_op, (_nnapi,), 2, _dtype_check(_COMPARABLE, {"bool": FEATURE_LEVEL_3}))
 
 _LOGICAL = {"relax.logical_and": "LOGICAL_AND", "relax.logical_or": "LOGICAL_OR"}
 for _op, _nnapi in _LOGICAL.items():
-    _spec(_op, (_nnapi,), 2, _dtype_check({"bool": FEATURE_LEVEL_3}))
+    register_single_op(_op, (_nnapi,), 2, _dtype_check({"bool": FEATURE_LEVEL_3}))
 
 
 @converter(*_BINARY, *_COMPARISONS, *_LOGICAL)
@@ -144,7 +130,7 @@ _UNARY = {
     "relax.logical_not": ("LOGICAL_NOT", {"bool": FEATURE_LEVEL_3}),
 }
 for _op, (_nnapi, _dtypes) in _UNARY.items():
-    _spec(_op, (_nnapi,), 1, _dtype_check(_dtypes))
+    register_single_op(_op, (_nnapi,), 1, _dtype_check(_dtypes))
 
 
 @converter(*_UNARY)
@@ -155,7 +141,7 @@ def convert_unary(ctx: ConvertContext, call: relax.Call) -> int:
 
 # ---- composite activations -----------------------------------------------------------------------
 
-_spec("relax.nn.silu", ("LOGISTIC", "MUL"), 1, _dtype_check(FLOAT))
+register_single_op("relax.nn.silu", ("LOGISTIC", "MUL"), 1, _dtype_check(FLOAT))
 
 
 @converter("relax.nn.silu")
@@ -166,7 +152,7 @@ def convert_silu(ctx: ConvertContext, call: relax.Call) -> int:
     return ctx.binary("MUL", x, sigmoid, call, "relax.nn.silu")
 
 
-_spec("relax.nn.gelu_tanh", ("MUL", "ADD", "TANH"), 1, _dtype_check(FLOAT))
+register_single_op("relax.nn.gelu_tanh", ("MUL", "ADD", "TANH"), 1, _dtype_check(FLOAT))
 
 
 @converter("relax.nn.gelu_tanh")
@@ -198,7 +184,7 @@ def _check_gelu(
     )
 
 
-_spec("relax.nn.gelu", (), 1, _check_gelu)
+register_single_op("relax.nn.gelu", (), 1, _check_gelu)
 
 
 # ---- clip -> fused activations or MAXIMUM/MINIMUM ------------------------------------------------
@@ -228,15 +214,7 @@ def _check_clip(
     return None
 
 
-register(
-    PatternSpec(
-        name="nnapi.clip",
-        relax_op="relax.clip",
-        nnapi_ops=("RELU6",),
-        make_pattern=single_op_pattern("relax.clip", 3),
-        check=_check_clip,
-    )
-)
+register_single_op("relax.clip", ("RELU6",), 3, _check_clip)
 
 _FUSED_CLIPS = {(0.0, 6.0): ("RELU6", FUSED_RELU6), (-1.0, 1.0): ("RELU1", FUSED_RELU1)}
 
@@ -284,15 +262,7 @@ def _check_astype(
     return check_tensors(call, _CASTABLE, options)
 
 
-register(
-    PatternSpec(
-        name="nnapi.astype",
-        relax_op="relax.astype",
-        nnapi_ops=("CAST",),
-        make_pattern=single_op_pattern("relax.astype", 1),
-        check=_check_astype,
-    )
-)
+register_single_op("relax.astype", ("CAST",), 1, _check_astype)
 
 
 @converter("relax.astype")
@@ -318,15 +288,7 @@ def _check_where(
     return None
 
 
-register(
-    PatternSpec(
-        name="nnapi.where",
-        relax_op="relax.where",
-        nnapi_ops=("SELECT",),
-        make_pattern=single_op_pattern("relax.where", 3),
-        check=_check_where,
-    )
-)
+register_single_op("relax.where", ("SELECT",), 3, _check_where)
 
 
 @converter("relax.where")

@@ -31,7 +31,7 @@ from ..patterns import (
     RefusalKind,
     check_tensors,
     register,
-    single_op_pattern,
+    register_single_op,
     tensor_info,
 )
 
@@ -45,15 +45,7 @@ def _check_norm(
 
 
 for _op, _arity in [("relax.nn.rms_norm", 2), ("relax.nn.layer_norm", 3)]:
-    register(
-        PatternSpec(
-            name=f"nnapi.{_op.rsplit('.', 1)[1]}",
-            relax_op=_op,
-            nnapi_ops=("MUL", "MEAN", "ADD", "RSQRT"),
-            make_pattern=single_op_pattern(_op, _arity),
-            check=_check_norm,
-        )
-    )
+    register_single_op(_op, ("MUL", "MEAN", "ADD", "RSQRT"), _arity, _check_norm)
 
 
 def _mean(ctx: ConvertContext, x: int, like: relax.Expr, axes: list[int], source: str) -> int:

@@ -20,11 +20,9 @@ from ..patterns import (
     FEATURE_LEVEL_3,
     CheckResult,
     PartitionOptions,
-    PatternSpec,
     RefusalKind,
     check_tensors,
-    register,
-    single_op_pattern,
+    register_single_op,
     static_shape,
 )
 
@@ -71,15 +69,7 @@ def _check_pool(
 
 
 for _op, _nnapi in _POOLS.items():
-    register(
-        PatternSpec(
-            name=f"nnapi.{_op.rsplit('.', 1)[1]}",
-            relax_op=_op,
-            nnapi_ops=(_nnapi,),
-            make_pattern=single_op_pattern(_op, 1),
-            check=_check_pool,
-        )
-    )
+    register_single_op(_op, (_nnapi,), 1, _check_pool)
 
 
 @converter(*_POOLS)
@@ -112,14 +102,8 @@ def _check_adaptive(
     return None
 
 
-register(
-    PatternSpec(
-        name="nnapi.adaptive_avg_pool2d",
-        relax_op="relax.nn.adaptive_avg_pool2d",
-        nnapi_ops=("MEAN",),
-        make_pattern=single_op_pattern("relax.nn.adaptive_avg_pool2d", 1),
-        check=_check_adaptive,
-    )
+register_single_op(
+    "relax.nn.adaptive_avg_pool2d", ("MEAN",), 1, _check_adaptive, name="nnapi.adaptive_avg_pool2d"
 )
 
 

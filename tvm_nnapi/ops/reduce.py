@@ -17,11 +17,9 @@ from ..patterns import (
     FEATURE_LEVEL_3,
     CheckResult,
     PartitionOptions,
-    PatternSpec,
     RefusalKind,
     check_tensors,
-    register,
-    single_op_pattern,
+    register_single_op,
     tensor_info,
 )
 
@@ -45,15 +43,7 @@ def _check_reduction(
 
 
 for _op, (_nnapi, _) in _REDUCTIONS.items():
-    register(
-        PatternSpec(
-            name=f"nnapi.{_op.rsplit('.', 1)[1]}",
-            relax_op=_op,
-            nnapi_ops=(_nnapi,),
-            make_pattern=single_op_pattern(_op, 1),
-            check=_check_reduction,
-        )
-    )
+    register_single_op(_op, (_nnapi,), 1, _check_reduction)
 
 
 def reduce_axes(ctx: ConvertContext, call: relax.Call) -> list[int]:
@@ -100,15 +90,7 @@ def _check_softmax(
 
 
 for _op, _nnapi in _SOFTMAX.items():
-    register(
-        PatternSpec(
-            name=f"nnapi.{_op.rsplit('.', 1)[1]}",
-            relax_op=_op,
-            nnapi_ops=(_nnapi,),
-            make_pattern=single_op_pattern(_op, 1),
-            check=_check_softmax,
-        )
-    )
+    register_single_op(_op, (_nnapi,), 1, _check_softmax)
 
 
 @converter(*_SOFTMAX)

@@ -22,28 +22,14 @@ from ..patterns import (
     FEATURE_LEVEL_7,
     CheckResult,
     PartitionOptions,
-    PatternSpec,
     RefusalKind,
     check_tensors,
-    register,
-    single_op_pattern,
+    register_single_op,
     static_shape,
     tensor_info,
 )
 
 _FLOAT = {"float32": FEATURE_LEVEL_1, "float16": FEATURE_LEVEL_3}
-
-
-def _spec(relax_op: str, nnapi_ops: tuple[str, ...], arity: int, check) -> None:
-    register(
-        PatternSpec(
-            name=f"nnapi.{relax_op.rsplit('.', 1)[1]}",
-            relax_op=relax_op,
-            nnapi_ops=nnapi_ops,
-            make_pattern=single_op_pattern(relax_op, arity),
-            check=check,
-        )
-    )
 
 
 # ---- reshape, expand_dims, squeeze, flatten -> RESHAPE -------------------------------------------
@@ -62,7 +48,7 @@ def _check_reshape(
 
 
 for _op, _arity in _RESHAPES.items():
-    _spec(_op, ("RESHAPE",), _arity, _check_reshape)
+    register_single_op(_op, ("RESHAPE",), _arity, _check_reshape)
 
 
 @converter(*_RESHAPES)
@@ -83,7 +69,7 @@ def _check_permute(
     return check_tensors(call, dtypes, options)
 
 
-_spec("relax.permute_dims", ("TRANSPOSE",), 1, _check_permute)
+register_single_op("relax.permute_dims", ("TRANSPOSE",), 1, _check_permute)
 
 
 @converter("relax.permute_dims")
@@ -116,7 +102,7 @@ def _check_concat(
     return check_tensors(call, {**_FLOAT, "int32": FEATURE_LEVEL_3}, options, inputs=list(fields))
 
 
-_spec("relax.concat", ("CONCATENATION",), 1, _check_concat)
+register_single_op("relax.concat", ("CONCATENATION",), 1, _check_concat)
 
 
 @converter("relax.concat")
@@ -152,7 +138,7 @@ def _check_split(
     return None
 
 
-_spec("relax.split", ("SPLIT", "SLICE"), 1, _check_split)
+register_single_op("relax.split", ("SPLIT", "SLICE"), 1, _check_split)
 
 
 @converter("relax.split")
@@ -201,15 +187,13 @@ def _check_strided_slice(
     return None
 
 
-_spec("relax.strided_slice", ("STRIDED_SLICE",), 4, _check_strided_slice)
-register(
-    PatternSpec(
-        name="nnapi.strided_slice_strides",
-        relax_op="relax.strided_slice",
-        nnapi_ops=("STRIDED_SLICE",),
-        make_pattern=single_op_pattern("relax.strided_slice", 5),
-        check=_check_strided_slice,
-    )
+register_single_op("relax.strided_slice", ("STRIDED_SLICE",), 4, _check_strided_slice)
+register_single_op(
+    "relax.strided_slice",
+    ("STRIDED_SLICE",),
+    5,
+    _check_strided_slice,
+    name="nnapi.strided_slice_strides",
 )
 
 
@@ -275,7 +259,7 @@ def _check_take(
     return None
 
 
-_spec("relax.take", ("GATHER",), 2, _check_take)
+register_single_op("relax.take", ("GATHER",), 2, _check_take)
 
 
 @converter("relax.take")
@@ -313,7 +297,7 @@ def _check_pad(
     return RefusalKind.ATTRIBUTE, f"pad mode {mode} has no NNAPI operation"
 
 
-_spec("relax.nn.pad", ("PAD", "PAD_V2", "MIRROR_PAD"), 1, _check_pad)
+register_single_op("relax.nn.pad", ("PAD", "PAD_V2", "MIRROR_PAD"), 1, _check_pad)
 
 
 @converter("relax.nn.pad")
@@ -373,7 +357,9 @@ def _check_resize(
     return None
 
 
-_spec("relax.image.resize2d", ("RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR"), 2, _check_resize)
+register_single_op(
+    "relax.image.resize2d", ("RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR"), 2, _check_resize
+)
 
 
 @converter("relax.image.resize2d")
