@@ -80,6 +80,24 @@ int CheckInputType(const OperationContext& context, uint32_t i,
   return ANEURALNETWORKS_NO_ERROR;
 }
 
+int CheckInputTypeLevel(OperationContext& context, uint32_t i,
+                        std::initializer_list<TypeLevel> table) {
+  const int32_t type = context.InputType(i);
+  for (const TypeLevel& entry : table) {
+    if (entry.type == type) {
+      context.RequireFeatureLevel(entry.level);
+      return ANEURALNETWORKS_NO_ERROR;
+    }
+  }
+  std::string allowed;
+  for (const TypeLevel& entry : table) {
+    if (!allowed.empty()) allowed += ", ";
+    allowed += OperandTypeName(entry.type);
+  }
+  NN_FAIL(ANEURALNETWORKS_BAD_DATA) << context.name() << " input " << i << " has type "
+                                    << OperandTypeName(type) << "; expected one of " << allowed;
+}
+
 int CheckOutputTypeMatches(const OperationContext& context, uint32_t output, uint32_t input) {
   NN_CHECK_EQ(context.Output(output).type, context.Input(input).type, ANEURALNETWORKS_BAD_DATA)
       << context.name() << " output " << output << " type "

@@ -153,6 +153,15 @@ int CheckOperandCounts(const OperationContext& context, std::initializer_list<ui
 // Checks that input i has one of the listed types.
 int CheckInputType(const OperationContext& context, uint32_t i,
                    std::initializer_list<int32_t> allowed);
+// A tensor type an operation accepts and the feature level that combination needs.
+struct TypeLevel {
+  int32_t type;
+  int64_t level;
+};
+// Checks that input i has one of the types of `table` and raises the operation's feature level
+// to the one that type needs.
+int CheckInputTypeLevel(OperationContext& context, uint32_t i,
+                        std::initializer_list<TypeLevel> table);
 // Checks that output i has the same type as input `input`.
 int CheckOutputTypeMatches(const OperationContext& context, uint32_t output, uint32_t input);
 // Checks a known rank against an upper bound (skipped while the rank is unknown).

@@ -15,31 +15,9 @@
 namespace mock_nnapi {
 namespace elementwise {
 
-// A tensor type an operation accepts and the feature level that combination needs.
-struct TypeLevel {
-  int32_t type;
-  int64_t level;
-};
-
-// Checks that input `i` has one of the types of `table` and raises the operation's feature level
-// to the one that type needs.
-inline int CheckInputTypeLevel(OperationContext& context, uint32_t i,
-                               std::initializer_list<TypeLevel> table) {
-  const int32_t type = context.InputType(i);
-  for (const TypeLevel& entry : table) {
-    if (entry.type == type) {
-      context.RequireFeatureLevel(entry.level);
-      return ANEURALNETWORKS_NO_ERROR;
-    }
-  }
-  std::string allowed;
-  for (const TypeLevel& entry : table) {
-    if (!allowed.empty()) allowed += ", ";
-    allowed += OperandTypeName(entry.type);
-  }
-  NN_FAIL(ANEURALNETWORKS_BAD_DATA) << context.name() << " input " << i << " has type "
-                                    << OperandTypeName(type) << "; expected one of " << allowed;
-}
+// The shared type/feature-level check (operation.h).
+using ::mock_nnapi::CheckInputTypeLevel;
+using ::mock_nnapi::TypeLevel;
 
 // Checks that input `i` has the same type as input `reference`.
 inline int CheckInputTypeMatches(const OperationContext& context, uint32_t i, uint32_t reference) {

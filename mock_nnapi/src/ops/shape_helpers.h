@@ -28,30 +28,9 @@
 namespace mock_nnapi {
 namespace shape {
 
-// A tensor type an operation accepts and the feature level that combination needs.
-struct TypeLevel {
-  int32_t type;
-  int64_t level;
-};
-
-// Checks that input `i` has one of the types of `table` and raises the feature level accordingly.
-inline int CheckInputTypeLevel(OperationContext& context, uint32_t i,
-                               std::initializer_list<TypeLevel> table) {
-  const int32_t type = context.InputType(i);
-  for (const TypeLevel& entry : table) {
-    if (entry.type == type) {
-      context.RequireFeatureLevel(entry.level);
-      return ANEURALNETWORKS_NO_ERROR;
-    }
-  }
-  std::string allowed;
-  for (const TypeLevel& entry : table) {
-    if (!allowed.empty()) allowed += ", ";
-    allowed += OperandTypeName(entry.type);
-  }
-  NN_FAIL(ANEURALNETWORKS_BAD_DATA) << context.name() << " input " << i << " has type "
-                                    << OperandTypeName(type) << "; expected one of " << allowed;
-}
+// The shared type/feature-level check (operation.h).
+using ::mock_nnapi::CheckInputTypeLevel;
+using ::mock_nnapi::TypeLevel;
 
 // Checks that the scalar input `i` has `type` (and, when its value is known, that it is not
 // omitted).
