@@ -1,9 +1,16 @@
-"""The ``tvm-nnapi`` command line (also ``python -m tvm_nnapi``).
+"""The ``tvm-nnapi`` command line (also ``python -m tvm_nnapi``); docs/cli.md documents it.
 
 Subcommands:
   demo      partition a built-in model, run it on the mock NNAPI, compare with host llvm
-  devices   list the NNAPI devices (the mock's, or a real NNAPI's) and their feature levels
+  devices   list the NNAPI devices (the mock's profile, or a real NNAPI's), their types, feature
+            levels and supported operations
+  models    list the built-in MODEL names
   explain   which operators go to NNAPI (as which NNAPI operations) and why others do not
+  estimate  modelled latency of the NNAPI-offloaded program vs the all-host one on a profile
+  run       build, run on the mock NNAPI, compare with host llvm, write a Perfetto trace
+
+explain, estimate and run take ``--json`` (a machine-readable document on stdout) and
+``--report out.html`` (a self-contained HTML page). Progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -109,25 +117,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
-def cmd_devices(args: argparse.Namespace) -> int:
-    """List the NNAPI devices."""
-    from rich.table import Table
-
-    import mock_nnapi
-    import tvm_nnapi
-
-    library = tvm_nnapi.configure_nnapi_library()
-    table = Table(title=f"NNAPI devices ({library})")
-    for column in ("#", "name", "type", "version", "feature level"):
-        table.add_column(column)
-    for index, device in enumerate(mock_nnapi.devices()):
-        kind = mock_nnapi.DeviceTypeCode(device.type).name
-        table.add_row(str(index), device.name, kind, device.version, str(device.feature_level))
-    _console().print(table)
-    return 0
-
-
 FEATURE_LEVELS = {1: 27, 2: 28, 3: 29, 4: 30, 5: 31, 6: 1000006, 7: 1000007, 8: 1000008}
+# The JSON documents of explain/estimate/run (docs/cli.md).
+JSON_SCHEMA = "tvm-nnapi.cli/1"
+
+# Exit codes: 0 success, 1 a run's results differ from host llvm, 2 bad input (model, shapes,
+# profile, options), 3 the tool failed while building or running.
+EXIT_MISMATCH = 1
+EXIT_BAD_INPUT = 2
+EXIT_FAILED = 3
 
 
 def _feature_level(text: str) -> int:
@@ -141,62 +139,491 @@ def _feature_level(text: str) -> int:
     )
 
 
-def cmd_explain(args: argparse.Namespace) -> int:
-    """Show, for a model, which operators go to NNAPI (and as which NNAPI operations) and why
-    the others stay on the host. Nothing is built or run."""
+class _Progress:
+    """A rich status line on stderr while long steps run (silent with --json or --quiet)."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self._status = None
+
+    def __enter__(self) -> _Progress:
+        if not self.quiet:
+            from rich.console import Console
+
+            self._status = Console(stderr=True).status("starting...")
+            self._status.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._status is not None:
+            self._status.__exit__(*exc)
+            self._status = None
+
+    def __call__(self, message: str) -> None:
+        if self._status is not None:
+            self._status.update(message)
+
+
+def _error(message: str) -> None:
+    from rich.console import Console
+
+    Console(stderr=True, highlight=False).print(f"[red]error[/red]: {message}", markup=True)
+
+
+# ---- devices and models --------------------------------------------------------------------------
+
+
+def _select_profile(profile: str | None) -> str | None:
+    """Select a mock device profile (None: keep the current one); returns the active name, or
+    None when the NNAPI library is not the mock."""
+    from mock_nnapi import control
+
+    try:
+        if profile is not None and profile != control.profile_name():
+            control.set_profile(profile)
+        return control.profile_name()
+    except control.MockOnlyError:
+        if profile is not None:
+            raise
+        return None
+
+
+def _device_support(device: dict[str, Any]) -> str:
+    support = device.get("support", {})
+    operations = support.get("operations", "all")
+    text = (
+        "all operations the mock implements"
+        if operations == "all"
+        else ", ".join(sorted(operations))
+    )
+    if support.get("exclude_operations"):
+        text += " except " + ", ".join(sorted(support["exclude_operations"]))
+    types = support.get("data_types", "all")
+    text += f"; data types: {'all' if types == 'all' else ', '.join(types)}"
+    if "max_rank" in support:
+        text += f"; rank <= {support['max_rank']}"
+    return text
+
+
+def devices_document(profile: str | None = None) -> dict[str, Any]:
+    """The NNAPI devices (and, for the mock, what each supports according to its profile)."""
+    import mock_nnapi
+    import tvm_nnapi
+    from mock_nnapi import control
+
+    library = tvm_nnapi.configure_nnapi_library()
+    active = _select_profile(profile)
+    described: dict[str, dict[str, Any]] = {}
+    if active is not None:
+        described = {d["name"]: d for d in control.profile().get("devices", [])}
+    devices = []
+    for index, device in enumerate(mock_nnapi.devices()):
+        entry = {
+            "index": index,
+            "name": device.name,
+            "type": mock_nnapi.DeviceTypeCode(device.type).name,
+            "version": device.version,
+            "feature_level": device.feature_level,
+        }
+        if device.name in described:
+            entry["support"] = described[device.name].get("support", {})
+            entry["supported_operations"] = _device_support(described[device.name])
+        else:
+            entry["supported_operations"] = (
+                "not listed: a real NNAPI answers per model (getSupportedOperationsForDevices)"
+            )
+        devices.append(entry)
+    return {
+        "schema": JSON_SCHEMA,
+        "command": "devices",
+        "library": library,
+        "profile": active,
+        "devices": devices,
+    }
+
+
+def cmd_devices(args: argparse.Namespace) -> int:
+    """List the NNAPI devices: name, type, version, feature level and, for the mock, the
+    operations each device supports in the selected device profile."""
     import json
 
     from rich.table import Table
 
-    from tvm_nnapi.explain import ModelLoadError, explain, load_model
-    from tvm_nnapi.patterns import PartitionOptions
+    from mock_nnapi import NnapiError
 
-    console = _console()
     try:
-        with console.status(f"loading {args.model}..."):
-            mod = load_model(args.model, batch=args.batch)
-    except ModelLoadError as error:
-        console.print(f"[red]error[/red]: {error}")
-        return 2
-    with console.status("partitioning for NNAPI..."):
-        result = explain(mod, PartitionOptions(feature_level=args.feature_level))
+        document = devices_document(args.profile)
+    except NnapiError as error:
+        _error(f"--profile {args.profile}: {error}")
+        return EXIT_BAD_INPUT
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2))
+        print(json.dumps(document, indent=2))
         return 0
-    table = Table(title=f"NNAPI subgraphs of {args.model}")
+    profile = f", profile {document['profile']}" if document["profile"] else ""
+    table = Table(title=f"NNAPI devices ({document['library']}{profile})")
+    for column in ("#", "name", "type", "version", "feature level", "supported operations"):
+        table.add_column(column, overflow="fold")
+    for device in document["devices"]:
+        table.add_row(
+            str(device["index"]),
+            device["name"],
+            device["type"],
+            device["version"],
+            str(device["feature_level"]),
+            device["supported_operations"],
+        )
+    _console().print(table)
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    """List the built-in MODEL names (MODEL can also be a .py, TVMScript, .onnx or .pt2 file)."""
+    from tvm_nnapi.sources import builtin_model_names
+
+    for name in builtin_model_names():
+        print(name)
+    return 0
+
+
+# ---- explain / estimate / run --------------------------------------------------------------------
+
+
+def _partition_options(args: argparse.Namespace, profile: str | None):
+    """Feature level from --feature-level, else from the profile's runtime; the operations the
+    profile's devices support together (None when one of them runs everything)."""
+    from tvm_nnapi.patterns import PartitionOptions
+    from tvm_nnapi.runtime_api import load_profile
+
+    level = args.feature_level
+    supported = None
+    if profile is not None:
+        data = load_profile(profile)
+        if level is None:
+            level = _feature_level(str(data.get("runtime", {}).get("feature_level", 8)))
+        operations: set[str] = set()
+        for device in data.get("devices", []):
+            listed = device.get("support", {}).get("operations", "all")
+            if listed == "all":
+                operations = set()
+                break
+            operations.update(listed)
+            operations.difference_update(device["support"].get("exclude_operations", []))
+        supported = frozenset(operations) if operations else None
+    return PartitionOptions(
+        feature_level=level if level is not None else FEATURE_LEVELS[8],
+        supported_nnapi_ops=supported,
+    )
+
+
+def _load(args: argparse.Namespace, progress: _Progress):
+    from tvm_nnapi.sources import load_model_source, parse_shapes
+
+    progress(f"loading {args.model}...")
+    return load_model_source(
+        args.model, parse_shapes(args.shapes), entry=args.entry, batch=args.batch
+    )
+
+
+def _explain_document(args: argparse.Namespace, source, progress: _Progress, profile):
+    import tvm_nnapi
+    from tvm_nnapi.explain import explain
+    from tvm_nnapi.graph_view import operator_graph
+
+    options = _partition_options(args, profile)
+    progress("partitioning for NNAPI...")
+    partition = tvm_nnapi.partition_with_report(
+        source.module, options, entry_functions=source.partition_entries
+    )
+    progress("lowering the NNAPI subgraphs...")
+    result = explain(
+        source.module, options, entry_functions=source.partition_entries, report=partition
+    )
+    graph = operator_graph(partition.module, source.entry, result.refusals)
+    data = result.to_dict()
+    data["feature_level"] = options.feature_level
+    data["graph"] = graph.to_dict()
+    return data, graph, partition
+
+
+def _document(command: str, source, profile: str | None) -> dict[str, Any]:
+    import tvm_nnapi
+
+    return {
+        "schema": JSON_SCHEMA,
+        "command": command,
+        "version": tvm_nnapi.__version__,
+        "model": source.to_dict(),
+        "profile": profile,
+        "explain": None,
+        "estimate": None,
+        "run": None,
+        "timeline": None,
+    }
+
+
+def _finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
+    import json
+
+    if args.report:
+        from tvm_nnapi.report import write_report
+
+        write_report(args.report, document)
+    if args.json:
+        print(json.dumps(document, indent=2, default=str))
+    elif args.report:
+        _console().print(f"report: {args.report}")
+
+
+def _print_explanation(console, source, explanation: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"NNAPI subgraphs of {source.spec} ({source.entry})")
     for column in ("subgraph", "Relax operators", "NNAPI operations", "in/out", "symbols"):
         table.add_column(column, overflow="fold")
-    for sub in result.subgraphs:
+    for sub in explanation["subgraphs"]:
         relax_ops = ", ".join(
-            f"{k.removeprefix('relax.')} x{v}" for k, v in sorted(sub.relax_operators.items())
+            f"{k.removeprefix('relax.')} x{v}" for k, v in sorted(sub["relax_operators"].items())
         )
-        nnapi_ops = ", ".join(f"{k} x{v}" for k, v in sorted(sub.nnapi_operations.items()))
+        nnapi_ops = ", ".join(f"{k} x{v}" for k, v in sorted(sub["nnapi_operations"].items()))
         table.add_row(
-            sub.name, relax_ops, nnapi_ops, f"{sub.inputs}/{sub.outputs}", ", ".join(sub.symbols)
+            sub["name"],
+            relax_ops,
+            nnapi_ops,
+            f"{sub['inputs']}/{sub['outputs']}",
+            ", ".join(sub["symbols"]),
         )
     console.print(table)
-    if result.refusals:
+    if explanation["refusals"]:
         refused = Table(title="Operators kept on the host")
         for column in ("binding", "operator", "reason kind", "reason"):
             refused.add_column(column, overflow="fold")
-        for refusal in result.refusals:
+        for refusal in explanation["refusals"]:
             refused.add_row(
                 refusal["binding"], refusal["operator"], refusal["kind"], refusal["reason"]
             )
         console.print(refused)
-    share = f"{result.flop_share:.1%}" if result.flop_share is not None else "n/a (symbolic shapes)"
+    share = explanation["flop_share"]
+    share_text = f"{share:.1%}" if share is not None else "n/a (symbolic shapes)"
     console.print(
-        f"operators offloaded: {result.offloaded_operators} of {result.total_operators}; "
-        f"estimated FLOPs offloaded: {share}; NNAPI subgraphs: {len(result.subgraphs)}; "
-        f"host<->NNAPI boundary values: {result.boundary_transfers}"
+        f"operators offloaded: {explanation['offloaded_operators']} of "
+        f"{explanation['total_operators']}; estimated FLOPs offloaded: {share_text}; NNAPI "
+        f"subgraphs: {len(explanation['subgraphs'])}; host<->NNAPI boundary values: "
+        f"{explanation['boundary_transfers']}"
     )
+
+
+def _run_command(args: argparse.Namespace, command: str) -> int:
+    """explain, estimate and run: load, partition/describe, then the command's own part."""
+    from mock_nnapi import NnapiError
+    from tvm_nnapi.sources import ModelLoadError
+
+    quiet = bool(args.json or args.quiet)
+    try:
+        with _Progress(quiet) as progress:
+            profile = _select_profile(getattr(args, "profile", None))
+            source = _load(args, progress)
+            if command == "run":
+                from tvm_nnapi.differential import check_runnable
+
+                check_runnable(source)
+            document = _document(command, source, profile)
+            explanation, graph, _ = _explain_document(args, source, progress, profile)
+            document["explain"] = explanation
+            if command == "estimate":
+                document["estimate"] = _estimate(args, source, profile, progress)
+            elif command == "run":
+                document["run"], document["timeline"] = _run(args, source, graph, progress)
+                explanation["graph"] = graph.to_dict()  # with the devices the run used
+    except (ModelLoadError, NnapiError, ValueError, FileNotFoundError) as error:
+        _error(str(error))
+        return EXIT_BAD_INPUT
+    except Exception as error:  # name what failed instead of a traceback
+        _error(f"{args.model}: {command} failed: {type(error).__name__}: {error}")
+        return EXIT_FAILED
+    if not args.json:
+        console = _console()
+        console.print(f"[bold]Model[/bold]: {source.description} ({source.spec})")
+        _print_explanation(console, source, explanation)
+        if document["estimate"] is not None:
+            _print_estimate(console, document["estimate"])
+        if document["run"] is not None:
+            _print_run(console, document["run"])
+    _finish(args, document)
+    if document["run"] is not None and not document["run"]["passed"]:
+        return EXIT_MISMATCH
     return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    """Show, for a model, which operators go to NNAPI (and as which NNAPI operations) and why
+    the others stay on the host (typed reasons: dtype, rank, attribute, feature level, device
+    support, cost policy). Nothing is built or run."""
+    return _run_command(args, "explain")
+
+
+def _estimate(args: argparse.Namespace, source, profile: str | None, progress: _Progress):
+    try:
+        from tvm_nnapi.estimate import estimate
+    except ImportError as error:
+        raise RuntimeError(
+            f"the estimation engine (tvm_nnapi.estimate) is not available: {error}"
+        ) from error
+    progress(f"costing the NNAPI subgraphs on {profile} (modelled)...")
+    result = estimate(
+        source.module,
+        profile or "reference",
+        shapes=source.shapes,
+        entry=source.entry,
+        host_model=args.host_model,
+        weights=args.weights,
+        options=_partition_options(args, profile),
+    )
+    return result.to_dict()
+
+
+def _print_estimate(console, estimate: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    from tvm_nnapi.report import _format_us
+
+    table = Table(title=f"Estimate on {estimate['profile']} (MODELLED, not measured)")
+    for column in ("subgraph", "calls", "devices", "NNAPI / call", "host / call", "speedup"):
+        table.add_column(column, overflow="fold")
+    for sub in estimate.get("subgraphs", []):
+        table.add_row(
+            sub["name"],
+            str(sub.get("calls", 1)),
+            ", ".join(sub.get("devices", [])),
+            _format_us(sub.get("modelled_nnapi_us")),
+            _format_us(sub.get("modelled_host_us")),
+            f"{sub.get('modelled_speedup', 0):.2f}x",
+        )
+    console.print(table)
+    totals = estimate.get("totals", {})
+    console.print(
+        f"modelled: NNAPI-offloaded program {_format_us(totals.get('modelled_nnapi_program_us'))}"
+        f", all-host program {_format_us(totals.get('modelled_host_program_us'))}, speedup "
+        f"{totals.get('modelled_speedup', 0):.2f}x (host operators in both: "
+        f"{_format_us(totals.get('modelled_host_only_us'))})"
+    )
+
+
+def cmd_estimate(args: argparse.Namespace) -> int:
+    """Modelled latency of the NNAPI-offloaded program vs the all-host program on a device
+    profile, per NNAPI subgraph and in total. Every time is an output of the cost model
+    (docs/cost-model.md), never a measurement."""
+    return _run_command(args, "estimate")
+
+
+def _safe_name(text: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text.rsplit("/", 1)[-1]).strip("_") or "model"
+
+
+def _run(args: argparse.Namespace, source, graph, progress: _Progress):
+    import json
+
+    from tvm_nnapi.differential import chrome_trace, run_model
+    from tvm_nnapi.graph_view import assign_devices_from_traces
+    from tvm_nnapi.report import timeline_from_traces
+
+    result = run_model(source, seed=args.seed, rtol=args.rtol, progress=progress)
+    labels = [name for name, _ in graph.subgraph_calls]
+    if len(labels) != len(result.traces):
+        labels = []
+    assign_devices_from_traces(graph, result.traces)
+    trace_path = args.trace or f"{_safe_name(source.spec)}.trace.json"
+    if trace_path != "-":
+        with open(trace_path, "w", encoding="utf-8") as file:
+            json.dump(chrome_trace(result, labels), file)
+        result.trace_file = trace_path
+    data = result.to_dict()
+    if args.result:
+        with open(args.result, "w", encoding="utf-8") as file:
+            json.dump(data, file, indent=2)
+    return data, timeline_from_traces(result.traces, labels)
+
+
+def _print_run(console, run: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    from tvm_nnapi.report import _format_us
+
+    table = Table(title="Run on the mock NNAPI vs host llvm")
+    table.add_column("measure")
+    table.add_column("value", justify="right", overflow="fold")
+    table.add_row("NNAPI library", run["nnapi_library"])
+    table.add_row("device profile", run["profile"])
+    table.add_row(
+        "NNAPI executions / operations (mock counters)",
+        f"{run['nnapi_executions']} / {run['nnapi_operations_executed']}",
+    )
+    table.add_row("max |NNAPI - llvm|", f"{run['max_abs_error']:.3e}")
+    table.add_row("max |NNAPI - llvm| / max |llvm|", f"{run['max_rel_error']:.3e}")
+    for name, seconds in run["measured_seconds"].items():
+        table.add_row(f"{name.replace('_', ' ')} (measured on this host)", f"{seconds:.4f} s")
+    table.add_row(
+        "NNAPI executions (MODELLED on the profile)", _format_us(run["modelled"]["nnapi_total_us"])
+    )
+    if run.get("trace_file"):
+        table.add_row("Perfetto trace (modelled times)", run["trace_file"])
+    console.print(table)
+    if run["passed"]:
+        console.print("[green]OK[/green]: results match the host llvm build")
+    elif not run["nnapi_ran"] and run["nnapi_subgraphs"]:
+        console.print("[red]FAIL[/red]: NNAPI did not run although the model has NNAPI subgraphs")
+    else:
+        console.print("[red]MISMATCH[/red]: results differ from the host llvm build")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Build the model with NNAPI offload, run it on the mock NNAPI, run the host llvm build of
+    the same module on the same random inputs, and compare (max absolute/relative error,
+    pass/fail). Writes the mock's execution trace as Chrome trace-event JSON (open it in
+    Perfetto; times MODELLED) and, with --result, the differential result as JSON. Exit code 1
+    when the results differ."""
+    return _run_command(args, "run")
+
+
+def _add_model_arguments(parser: argparse.ArgumentParser, profile_help: str) -> None:
+    parser.add_argument(
+        "model",
+        metavar="MODEL",
+        help="a built-in model (see `tvm-nnapi models`: mobilenet_v2_small, residual, "
+        "llm:tiny-llama, llm:llama-2-7b, torchvision:mobilenet_v2, ...), or a file: .py "
+        "defining `mod`/`get_model()`, TVMScript, .onnx, or a torch.export .pt2",
+    )
+    parser.add_argument(
+        "--shapes",
+        metavar="NAME=N,...",
+        help="values of symbolic dimensions, e.g. seq_len=128,batch=1 (LLMs default to seq_len=32)",
+    )
+    parser.add_argument(
+        "--entry",
+        help="the function to look at (default main; for llm: models prefill or decode)",
+    )
+    parser.add_argument("--batch", type=int, default=1, help="batch size of built-in CNNs")
+    parser.add_argument("--profile", metavar="P", help=profile_help)
+    parser.add_argument(
+        "--feature-level",
+        type=_feature_level,
+        default=None,
+        help="NNAPI feature level of the target (1-8 or Android's codes; default: the "
+        "profile's runtime level, else 8)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print a JSON document (docs/cli.md) on stdout"
+    )
+    parser.add_argument("--report", metavar="OUT.html", help="write a self-contained HTML report")
+    parser.add_argument("--quiet", action="store_true", help="no progress output on stderr")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tvm-nnapi",
-        description="TVM Relax + Android NNAPI: partition, run on the mock NNAPI, inspect devices.",
+        description="TVM Relax + Android NNAPI: see what is offloaded and why, estimate it on a "
+        "phone profile, run it on the mock NNAPI. Documentation: docs/cli.md.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     demo = commands.add_parser(
@@ -212,29 +639,81 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--batch", type=int, default=1, help="batch size of the input (default 1)")
     demo.set_defaults(handler=cmd_demo)
+
     devices = commands.add_parser(
-        "devices", help="list NNAPI devices and feature levels", description=cmd_devices.__doc__
+        "devices",
+        help="list NNAPI devices, types, feature levels and supported operations",
+        description=cmd_devices.__doc__,
     )
+    devices.add_argument(
+        "--profile", metavar="P", help="mock device profile (name or .json path) to list"
+    )
+    devices.add_argument("--json", action="store_true", help="print JSON on stdout")
     devices.set_defaults(handler=cmd_devices)
+
+    models = commands.add_parser(
+        "models", help="list the built-in MODEL names", description=cmd_models.__doc__
+    )
+    models.set_defaults(handler=cmd_models)
+
     explain = commands.add_parser(
         "explain",
         help="which operators go to NNAPI, as which NNAPI operations, and why others do not",
         description=cmd_explain.__doc__,
     )
-    explain.add_argument(
-        "model",
-        help="a built-in model (mobilenet_v2, mobilenet_v2_small, residual), or a .py file "
-        "defining `mod`/`get_model()`, a TVMScript file, or an .onnx file",
+    _add_model_arguments(
+        explain,
+        "device profile of the target: its runtime feature level and the operations its "
+        "devices support decide what is offloaded",
     )
-    explain.add_argument(
-        "--feature-level",
-        type=_feature_level,
-        default=FEATURE_LEVELS[8],
-        help="NNAPI feature level of the target (1-8 or Android's codes; default 8)",
-    )
-    explain.add_argument("--batch", type=int, default=1, help="batch size for built-in models")
-    explain.add_argument("--json", action="store_true", help="print the result as JSON")
     explain.set_defaults(handler=cmd_explain)
+
+    estimate = commands.add_parser(
+        "estimate",
+        help="modelled latency: NNAPI-offloaded vs all-host program on a phone profile",
+        description=cmd_estimate.__doc__,
+    )
+    _add_model_arguments(
+        estimate,
+        "device profile to model (a name such as snapdragon-8-gen-2, or a .json path; "
+        "default: the mock's current profile)",
+    )
+    estimate.add_argument(
+        "--host-model",
+        choices=["profile-cpu", "tvm-default"],
+        default="profile-cpu",
+        help="how TVM's host code is modelled (docs/cost-model.md; default profile-cpu)",
+    )
+    estimate.add_argument(
+        "--weights",
+        choices=["input", "resident"],
+        default="input",
+        help="weights copied to the device at every call (input, as built) or resident",
+    )
+    estimate.set_defaults(handler=cmd_estimate)
+
+    run = commands.add_parser(
+        "run",
+        help="build, run on the mock NNAPI, compare with host llvm, write a Perfetto trace",
+        description=cmd_run.__doc__,
+    )
+    _add_model_arguments(run, "mock device profile to run on (name or .json path)")
+    run.add_argument(
+        "--trace",
+        metavar="FILE",
+        help="Perfetto trace file (default MODEL.trace.json in the current directory; - for none)",
+    )
+    run.add_argument("--result", metavar="FILE", help="also write the differential result JSON")
+    run.add_argument(
+        "--rtol",
+        type=float,
+        default=None,
+        help="tolerance on max|NNAPI - llvm| / max|llvm| (default 1e-4 fp32, 1e-2 fp16)",
+    )
+    run.add_argument("--seed", type=int, default=0, help="seed of the random inputs and weights")
+    run.set_defaults(handler=cmd_run)
+
+    # Subcommands contributed by other modules: one line each, `module.add_subcommands(commands)`.
     return parser
 
 

@@ -9,16 +9,18 @@ crossing between host and NNAPI).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 import tvm
+from tvm import relax
 
 from .build import offload_summary
 from .codegen import lower_function
-from .partition import CODEGEN_NAME, partition_with_report
+from .partition import CODEGEN_NAME, PartitionResult, nnapi_subgraphs, partition_with_report
 from .patterns import PartitionOptions
+from .sources import CNN_MODELS, ModelLoadError, load_model_source
 
 
 @dataclass
@@ -52,10 +54,24 @@ class Explanation:
         return data
 
 
-def explain(mod: tvm.IRModule, options: PartitionOptions | None = None) -> Explanation:
-    """Partition ``mod`` and describe the result (nothing is built or run)."""
-    report = partition_with_report(mod, options)
-    summary = offload_summary(report.module)
+def explain(
+    mod: tvm.IRModule,
+    options: PartitionOptions | None = None,
+    entry_functions: Sequence[str] | None = None,
+    report: PartitionResult | None = None,
+) -> Explanation:
+    """Partition ``mod`` and describe the result (nothing is built or run).
+
+    ``entry_functions`` limits partitioning and the summary to those functions (e.g.
+    ``["prefill"]`` of an LLM; the others are ignored). ``report``: an existing partition of
+    ``mod`` to describe instead of partitioning again.
+    """
+    if report is None:
+        report = partition_with_report(mod, options, entry_functions)
+    module = report.module
+    if entry_functions:
+        module = _entry_module(module, entry_functions)
+    summary = offload_summary(module)
     result = Explanation(
         refusals=[
             {"operator": r.operator, "binding": r.binding, "kind": r.kind.value, "reason": r.reason}
@@ -67,8 +83,8 @@ def explain(mod: tvm.IRModule, options: PartitionOptions | None = None) -> Expla
         offloaded_flops=summary.offloaded_flops,
         total_flops=summary.offloaded_flops + summary.host_flops,
     )
-    for name in report.subgraphs:
-        func = report.module[name]
+    for name in nnapi_subgraphs(module):
+        func = module[name]
         builder = lower_function(func)
         result.subgraphs.append(
             SubgraphReport(
@@ -85,6 +101,21 @@ def explain(mod: tvm.IRModule, options: PartitionOptions | None = None) -> Expla
     return result
 
 
+def _entry_module(mod: tvm.IRModule, entries: Sequence[str]) -> tvm.IRModule:
+    """The entry functions and the NNAPI subgraphs they call (other functions dropped)."""
+    used: set[str] = set()
+    for name in entries:
+        used.update(g.name_hint for g in relax.analysis.all_global_vars(mod[name]))
+    return tvm.IRModule(
+        {
+            g: f
+            for g, f in mod.functions.items()
+            if g.name_hint in entries
+            or (g.name_hint in used and (getattr(f, "attrs", None) or {}).get("Codegen"))
+        }
+    )
+
+
 def subgraph_functions(mod: tvm.IRModule) -> list[str]:
     return sorted(
         g.name_hint
@@ -95,65 +126,13 @@ def subgraph_functions(mod: tvm.IRModule) -> list[str]:
 
 # ---- loading models ---------------------------------------------------------------------------
 
-BUILT_IN_MODELS = ("mobilenet_v2", "mobilenet_v2_small", "residual")
-
-
-class ModelLoadError(ValueError):
-    """A MODEL argument cannot be loaded; the message names the file or the model."""
+BUILT_IN_MODELS = CNN_MODELS
 
 
 def load_model(spec: str, batch: int = 1) -> tvm.IRModule:
-    """A Relax module from a built-in name, a Python file, a TVMScript file or an ONNX file.
-
-    Python files must define ``mod`` (an IRModule) or ``get_model()`` returning one.
-    """
-    from .models import mobilenet_v2, residual_model
-
-    if spec == "mobilenet_v2":
-        return mobilenet_v2(batch=batch)[0]
-    if spec == "mobilenet_v2_small":
-        return mobilenet_v2(width=0.35, resolution=64, num_classes=10, batch=batch)[0]
-    if spec == "residual":
-        return residual_model()[0]
-    path = Path(spec)
-    if not path.is_file():
-        raise ModelLoadError(
-            f"{spec}: not a file and not a built-in model ({', '.join(BUILT_IN_MODELS)})"
-        )
-    suffix = path.suffix.lower()
-    try:
-        if suffix == ".onnx":
-            import onnx
-            from tvm.relax.frontend.onnx import from_onnx
-
-            return from_onnx(onnx.load(str(path)), keep_params_in_input=False)
-        if suffix == ".py":
-            import importlib.util
-            import sys
-
-            # A real, registered module: TVMScript looks its source up through sys.modules.
-            name = f"tvm_nnapi_user_model_{abs(hash(str(path.resolve())))}"
-            spec = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
-            namespace = vars(module)
-            if "get_model" in namespace:
-                mod = namespace["get_model"]()
-            elif "mod" in namespace:
-                mod = namespace["mod"]
-            else:
-                raise ModelLoadError(f"{spec}: defines neither `mod` nor `get_model()`")
-            if not isinstance(mod, tvm.IRModule):
-                raise ModelLoadError(f"{spec}: `mod` is a {type(mod).__name__}, not an IRModule")
-            return mod
-        return tvm.script.from_source(path.read_text())
-    except ModelLoadError:
-        raise
-    except ImportError as error:
-        raise ModelLoadError(f"{spec}: {error} (ONNX files need `pip install onnx`)") from error
-    except Exception as error:  # frontends raise many types; name the file in every case
-        raise ModelLoadError(f"{spec}: cannot load the model: {error}") from error
+    """A Relax module from a MODEL argument (see :mod:`tvm_nnapi.sources`), as loaded (symbolic
+    dimensions unbound)."""
+    return load_model_source(spec, batch=batch).symbolic_module
 
 
 __all__ = ["BUILT_IN_MODELS", "Explanation", "ModelLoadError", "explain", "load_model"]

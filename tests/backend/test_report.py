@@ -1,0 +1,232 @@
+"""The --report HTML page: self-contained, graph layout, timeline, and rendering in headless
+Chromium (tools/check_report_html.sh)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tvm_nnapi.cli import main
+from tvm_nnapi.report import (
+    NODE_HEIGHT,
+    NODE_WIDTH,
+    layout,
+    render_html,
+    timeline_from_traces,
+)
+
+CHECK_SCRIPT = Path(__file__).resolve().parents[2] / "tools" / "check_report_html.sh"
+
+
+def _chromium() -> str:
+    for name in (os.environ.get("CHROMIUM"), "chromium", "chromium-browser", "google-chrome"):
+        if name and shutil.which(name):
+            return name
+    pytest.skip(
+        "rendering the report needs Chromium: install Debian's chromium (apt-get install "
+        "chromium) or set CHROMIUM=/path/to/chrome"
+    )
+
+
+@pytest.fixture(scope="module")
+def residual_run_document(tmp_path_factory) -> dict:
+    """`run residual --json`: a model with two NNAPI subgraphs and a refused operator."""
+    import contextlib
+    import io
+
+    directory = tmp_path_factory.mktemp("report")
+    out = io.StringIO()
+    args = ["run", "residual", "--shapes", "batch=3", "--trace", str(directory / "t.json")]
+    with contextlib.redirect_stdout(out):
+        assert main([*args, "--json"]) == 0
+    return json.loads(out.getvalue())
+
+
+def test_layout_places_every_node_once_without_overlap():
+    # A chain of 100 operators with a skip connection every 5: cut into bands side by side.
+    nodes = [{"id": i} for i in range(100)]
+    edges = [(i, i + 1) for i in range(99)] + [(i, i + 5) for i in range(0, 95, 5)]
+    positions, width, height = layout(nodes, edges)
+    assert sorted(positions) == list(range(100))
+    boxes = sorted(positions.values())
+    assert len(set(boxes)) == 100
+    for (x1, y1), (x2, y2) in itertools.pairwise(boxes):
+        assert x1 != x2 or y2 - y1 >= NODE_HEIGHT  # same column: stacked, not overlapping
+    assert width > height  # a chain becomes several columns, not one tall one
+    assert all(0 <= x <= width - NODE_WIDTH and 0 <= y <= height for x, y in boxes)
+    # A predecessor is above its successor inside a band.
+    for source, target in edges:
+        (xs, ys), (xt, yt) = positions[source], positions[target]
+        assert yt > ys or xt > xs
+
+
+def test_layout_puts_parallel_branches_side_by_side():
+    nodes = [{"id": i} for i in range(4)]
+    positions, _, _ = layout(nodes, [(0, 1), (0, 2), (1, 3), (2, 3)])
+    assert positions[1][1] == positions[2][1] and positions[1][0] != positions[2][0]
+    assert positions[3][1] > positions[1][1]
+
+
+def test_timeline_lays_executions_end_to_end():
+    traces = [
+        {
+            "id": 1,
+            "modelled_total_us": 10.0,
+            "events": [
+                {
+                    "kind": "operation",
+                    "name": "ADD",
+                    "device": "npu",
+                    "start_us": 2,
+                    "duration_us": 3,
+                }
+            ],
+        },
+        {
+            "id": 2,
+            "modelled_total_us": 5.0,
+            "events": [
+                {
+                    "kind": "operation",
+                    "name": "MUL",
+                    "device": "gpu",
+                    "start_us": 1,
+                    "duration_us": 4,
+                }
+            ],
+        },
+    ]
+    timeline = timeline_from_traces(traces, ["first", "second"])
+    assert timeline["modelled"] is True and timeline["total_us"] == 15.0
+    operations = [e for e in timeline["events"] if e["kind"] == "operation"]
+    assert [(e["lane"], e["start_us"], e["execution"]) for e in operations] == [
+        ("npu", 2.0, "first"),
+        ("gpu", 11.0, "second"),
+    ]
+
+
+def test_report_is_self_contained_and_has_every_section(residual_run_document):
+    page = render_html(residual_run_document)
+    assert page.startswith("<!DOCTYPE html>")
+    assert "Content-Security-Policy" in page and "default-src 'none'" in page
+    # Nothing to fetch: no external scripts, styles, images or links (the SVG namespace is an
+    # identifier, never loaded).
+    urls = set(re.findall(r"https?://[^\s\"'<>]+", page))
+    assert urls <= {"http://www.w3.org/2000/svg"}
+    assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=", page)
+    for heading in (
+        "Partitioned graph",
+        "Operators kept on the host",
+        "NNAPI subgraphs",
+        "Run on the mock NNAPI",
+        "Timeline",
+    ):
+        assert heading in page
+    assert 'aria-label="partitioned graph"' in page and 'aria-label="modelled timeline"' in page
+    # The refused operator is drawn as a host node and listed with its reason.
+    assert "relax.cumsum" in page and "no NNAPI pattern for relax.cumsum" in page
+    assert "MODELLED" in page
+
+
+def test_report_colours_operators_by_device(residual_run_document):
+    graph = residual_run_document["explain"]["graph"]
+    nnapi = [n for n in graph["nodes"] if n["kind"] == "nnapi"]
+    host = [n for n in graph["nodes"] if n["kind"] == "host"]
+    assert len(nnapi) == 4 and [n["label"] for n in host] == ["cumsum"]
+    assert all(n["devices"] == ["mock-reference"] for n in nnapi)
+    page = render_html(residual_run_document)
+    svg = page[page.index('aria-label="partitioned graph"') :]
+    svg = svg[: svg.index("</svg>")]
+    fills = re.findall(r'<rect [^>]*fill="(#[0-9a-f]{6})"', svg)
+    assert len(fills) == len(graph["nodes"])
+    assert len(set(fills)) == 3  # input, host, NNAPI on mock-reference
+    assert "NNAPI on mock-reference" in page
+
+
+def test_report_renders_an_estimate_table():
+    document = {
+        "schema": "tvm-nnapi.cli/1",
+        "command": "estimate",
+        "model": {"spec": "x", "entry": "main", "shapes": {}},
+        "estimate": {
+            "modelled": True,
+            "profile": "tensor-g2",
+            "entry": "main",
+            "shapes": {},
+            "subgraphs": [
+                {
+                    "name": "main_nnapi_0",
+                    "calls": 2,
+                    "devices": ["edgetpu"],
+                    "flops": 2e9,
+                    "modelled_nnapi_us": 100.0,
+                    "modelled_host_us": 450.0,
+                    "modelled_speedup": 4.5,
+                }
+            ],
+            "host_rows": [
+                {
+                    "name": "relax.cumsum",
+                    "kind": "operator",
+                    "calls": 1,
+                    "flops": 16,
+                    "modelled_host_us": 3.0,
+                    "modelled": True,
+                }
+            ],
+            "totals": {
+                "modelled_nnapi_program_us": 203.0,
+                "modelled_host_program_us": 903.0,
+                "modelled_speedup": 4.45,
+            },
+        },
+    }
+    page = render_html(document)
+    assert "main_nnapi_0" in page and "edgetpu" in page and "4.50x" in page
+    assert "203.0 µs" in page and "903.0 µs" in page and "relax.cumsum" in page
+
+
+def test_report_renders_in_headless_chromium(residual_run_document, tmp_path):
+    chromium = _chromium()
+    report = tmp_path / "report.html"
+    report.write_text(render_html(residual_run_document))
+    screenshot = tmp_path / "report.png"
+    completed = subprocess.run(
+        ["bash", str(CHECK_SCRIPT), str(report), str(screenshot)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "CHROMIUM": chromium},
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert screenshot.stat().st_size > 10_000
+
+
+def test_check_script_catches_a_broken_page(tmp_path):
+    chromium = _chromium()
+    broken = tmp_path / "broken.html"
+    broken.write_text("<html><body><script>undefinedFunction();</script></body></html>")
+    completed = subprocess.run(
+        ["bash", str(CHECK_SCRIPT), str(broken)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "CHROMIUM": chromium},
+    )
+    assert completed.returncode == 1
+    assert "undefinedFunction" in completed.stderr
+
+
+def test_cli_writes_the_report_file(tmp_path, capsys):
+    report = tmp_path / "explain.html"
+    assert main(["explain", "residual", "--report", str(report)]) == 0
+    assert f"report: {report}" in capsys.readouterr().out
+    page = report.read_text()
+    assert "tvm-nnapi explain: residual" in page and "Timeline" not in page

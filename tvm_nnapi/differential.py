@@ -1,0 +1,405 @@
+"""``tvm-nnapi run``: build a model with NNAPI offload, run it on the mock NNAPI, check it against
+the host ``llvm`` build of the same module, and keep the mock's execution traces.
+
+:func:`run_model` returns a :class:`RunResult`: per output the maximum absolute and relative
+error against the host reference and pass/fail, whether NNAPI really ran (the mock's counters),
+wall-clock times measured on this host (the mock computes with its reference kernels on this
+CPU, so they say nothing about a phone), and the MODELLED times of the NNAPI executions on the
+active device profile (from the cost model, docs/cost-model.md). :func:`chrome_trace` turns the
+traces into a Chrome trace-event document that Perfetto (https://ui.perfetto.dev) opens.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import tvm
+from tvm import relax
+
+from .sources import ModelLoadError, ModelSource
+
+# Relative error bound (max |nnapi - llvm| / max |llvm|) per output dtype.
+DEFAULT_TOLERANCE = {"float32": 1e-4, "float16": 1e-2}
+# Largest LLM whose random weights `run` allocates (bytes); bigger ones are for `estimate`.
+MAX_LLM_WEIGHT_BYTES = 2 << 30
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class OutputCheck:
+    index: int
+    shape: list[int]
+    dtype: str
+    max_abs_error: float
+    max_rel_error: float  # max |nnapi - llvm| / max |llvm|
+    tolerance: float
+    passed: bool
+
+
+@dataclass
+class RunResult:
+    """The differential result of one run (see the module docstring)."""
+
+    model: dict[str, Any]
+    profile: str
+    nnapi_library: str
+    outputs: list[OutputCheck] = field(default_factory=list)
+    nnapi_executions: int = 0
+    nnapi_operations: int = 0
+    subgraphs: int = 0
+    # Measured on this host: the first NNAPI call includes building the NNAPI models and
+    # compiling them; the second is the call whose traces are kept.
+    measured_seconds: dict[str, float] = field(default_factory=dict)
+    # MODELLED by the cost model for the active profile (sum over the kept executions).
+    modelled_nnapi_us: float = 0.0
+    modelled_by_device_us: dict[str, float] = field(default_factory=dict)
+    executions: list[dict[str, Any]] = field(default_factory=list)
+    trace_file: str | None = None
+    traces: list[dict[str, Any]] = field(default_factory=list, repr=False)
+
+    @property
+    def max_abs_error(self) -> float:
+        return max((o.max_abs_error for o in self.outputs), default=0.0)
+
+    @property
+    def max_rel_error(self) -> float:
+        return max((o.max_rel_error for o in self.outputs), default=0.0)
+
+    @property
+    def nnapi_ran(self) -> bool:
+        return self.nnapi_executions > 0 and self.nnapi_operations > 0
+
+    @property
+    def passed(self) -> bool:
+        """Every output within tolerance and, if the model has NNAPI subgraphs, NNAPI ran."""
+        return (
+            bool(self.outputs)
+            and all(o.passed for o in self.outputs)
+            and (self.nnapi_ran or self.subgraphs == 0)
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "profile": self.profile,
+            "nnapi_library": self.nnapi_library,
+            "passed": self.passed,
+            "max_abs_error": self.max_abs_error,
+            "max_rel_error": self.max_rel_error,
+            "outputs": [vars(o) for o in self.outputs],
+            "nnapi_ran": self.nnapi_ran,
+            "nnapi_subgraphs": self.subgraphs,
+            "nnapi_executions": self.nnapi_executions,
+            "nnapi_operations_executed": self.nnapi_operations,
+            "measured_seconds": self.measured_seconds,
+            "modelled": {
+                "label": "MODELLED by the mock's cost model, not measured",
+                "nnapi_total_us": self.modelled_nnapi_us,
+                "by_device_us": self.modelled_by_device_us,
+                "executions": self.executions,
+            },
+            "trace_file": self.trace_file,
+        }
+
+
+# ---- inputs --------------------------------------------------------------------------------------
+
+
+def random_inputs(source: ModelSource, seed: int = 0) -> list[np.ndarray]:
+    """Random arrays for every tensor parameter of the entry function (shapes must be static)."""
+    rng = np.random.default_rng(seed)
+    func = source.module[source.entry]
+    arrays = []
+    for param in func.params:
+        ty = param.ty
+        if not isinstance(ty, relax.TensorType) or ty.shape is None:
+            raise ModelLoadError(
+                f"{source.spec}: input {param.name} of {source.entry} is not a tensor with a "
+                f"known shape ({ty}); `run` feeds tensors only"
+            )
+        dims = []
+        for dim in ty.shape.values:
+            if not hasattr(dim, "value"):
+                raise ModelLoadError(
+                    f"{source.spec}: input {param.name} has the symbolic dimension {dim}; give "
+                    f"its value with --shapes {dim}=N"
+                )
+            dims.append(int(dim.value))
+        dtype = str(ty.dtype)
+        if dtype.startswith("float"):
+            array = rng.standard_normal(dims).astype(dtype)
+        elif dtype == "bool":
+            array = rng.integers(0, 2, dims).astype(bool)
+        else:
+            array = rng.integers(0, 10, dims).astype(dtype)
+        arrays.append(array)
+    return arrays
+
+
+def _flatten(value: Any) -> list[np.ndarray]:
+    if isinstance(value, tvm.runtime.Tensor):
+        return [value.numpy()]
+    if isinstance(value, np.ndarray):
+        return [value]
+    if isinstance(value, list | tuple) or type(value).__name__ == "Array":
+        return [array for item in value for array in _flatten(item)]
+    return []  # objects such as a KV cache are not compared
+
+
+def compare(
+    actual: list[np.ndarray], expected: list[np.ndarray], rtol: float | None = None
+) -> list[OutputCheck]:
+    """Per output: max absolute error, max error relative to max |expected|, pass/fail."""
+    if len(actual) != len(expected):
+        raise ValueError(f"the NNAPI build returned {len(actual)} outputs, llvm {len(expected)}")
+    checks = []
+    for index, (got, want) in enumerate(zip(actual, expected, strict=True)):
+        dtype = str(want.dtype)
+        tolerance = rtol if rtol is not None else DEFAULT_TOLERANCE.get(dtype, 0.0)
+        if got.shape != want.shape:
+            checks.append(OutputCheck(index, list(want.shape), dtype, np.inf, np.inf, 0, False))
+            continue
+        diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
+        abs_error = float(diff.max()) if diff.size else 0.0
+        scale = float(np.abs(want.astype(np.float64)).max()) if want.size else 0.0
+        rel_error = abs_error / scale if scale else abs_error
+        finite = bool(np.isfinite(got.astype(np.float64)).all()) if got.size else True
+        checks.append(
+            OutputCheck(
+                index,
+                list(want.shape),
+                dtype,
+                abs_error,
+                rel_error,
+                tolerance,
+                finite and rel_error <= tolerance,
+            )
+        )
+    return checks
+
+
+# ---- running -------------------------------------------------------------------------------------
+
+
+def _select_profile(profile: str | None) -> str:
+    from mock_nnapi import control
+
+    if profile is not None and profile != control.profile_name():
+        control.set_profile(profile)
+    return control.profile_name()
+
+
+def run_model(
+    source: ModelSource,
+    profile: str | None = None,
+    seed: int = 0,
+    rtol: float | None = None,
+    progress: Progress | None = None,
+) -> RunResult:
+    """Build ``source`` with NNAPI offload and for host llvm, run both, compare (see module
+    docstring). ``profile`` selects the mock's device profile first (a name or a .json path)."""
+    import mock_nnapi
+    import tvm_nnapi
+    from mock_nnapi import control
+
+    say = progress or (lambda message: None)
+    library = tvm_nnapi.configure_nnapi_library()
+    profile_name = _select_profile(profile)
+    result = RunResult(source.to_dict(), profile_name, library)
+    if source.kind == "llm":
+        nnapi_out, host_out = _run_llm(source, seed, result, say)
+    else:
+        nnapi_out, host_out = _run_module(source, seed, result, say)
+    result.outputs = compare(nnapi_out, host_out, rtol)
+    counters = mock_nnapi.counters()
+    result.nnapi_executions = counters["executions_completed"]
+    result.nnapi_operations = counters["operations_executed"]
+    result.traces = control.execution_traces()
+    _summarise_traces(result)
+    return result
+
+
+def _prepare_mock(capacity: int = 4096) -> None:
+    import mock_nnapi
+    from mock_nnapi import control
+
+    control.set_trace_capacity(capacity)
+    control.clear_traces()
+    mock_nnapi.reset_counters()
+
+
+def _run_module(
+    source: ModelSource, seed: int, result: RunResult, say: Progress
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    import tvm_nnapi
+
+    inputs = random_inputs(source, seed)
+    say("partitioning for NNAPI...")
+    partitioned = tvm_nnapi.partition(source.module, entry_functions=source.partition_entries)
+    result.subgraphs = len(tvm_nnapi.nnapi_subgraphs(partitioned))
+    say("building with NNAPI offload...")
+    nnapi_vm = relax.VirtualMachine(tvm_nnapi.build(partitioned), tvm.cpu())
+    say("building the host-only llvm reference...")
+    host_vm = relax.VirtualMachine(relax.build(source.module, target="llvm"), tvm.cpu())
+    arguments = [tvm.runtime.tensor(a) for a in inputs]
+    say("running on the mock NNAPI (first call builds and compiles the NNAPI models)...")
+    start = time.perf_counter()
+    nnapi_vm[source.entry](*arguments)
+    result.measured_seconds["nnapi_first_call"] = time.perf_counter() - start
+    _prepare_mock()
+    start = time.perf_counter()
+    nnapi_out = _flatten(nnapi_vm[source.entry](*arguments))
+    result.measured_seconds["nnapi_call"] = time.perf_counter() - start
+    say("running the host llvm build...")
+    start = time.perf_counter()
+    host_out = _flatten(host_vm[source.entry](*arguments))
+    result.measured_seconds["host_call"] = time.perf_counter() - start
+    return nnapi_out, host_out
+
+
+def check_runnable(source: ModelSource) -> None:
+    """Raise :class:`ModelLoadError` early for what `run` cannot do: an LLM too large to hold
+    random weights for, a prompt longer than the context window, an input with a symbolic
+    dimension that ``--shapes`` does not bind."""
+    if source.kind != "llm":
+        random_inputs(source)
+        return
+    config = source.llm_config
+    weight_bytes = config.parameter_count() * np.dtype(source.llm_dtype).itemsize
+    if weight_bytes > MAX_LLM_WEIGHT_BYTES:
+        raise ModelLoadError(
+            f"{source.spec}: `run` would allocate {weight_bytes / 2**30:.1f} GiB of random "
+            f"weights (limit {MAX_LLM_WEIGHT_BYTES / 2**30:.0f} GiB); run a tiny configuration "
+            f"(llm:tiny-llama, llm:tiny-qwen) or use `explain`/`estimate` for this one"
+        )
+    seq_len = source.shapes.get("seq_len", 1)
+    if seq_len > config.context_window_size - 1:
+        raise ModelLoadError(
+            f"{source.spec}: seq_len={seq_len} does not fit the context window "
+            f"({config.context_window_size})"
+        )
+
+
+def _run_llm(
+    source: ModelSource, seed: int, result: RunResult, say: Progress
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    from . import llm
+
+    check_runnable(source)
+    config = source.llm_config
+    seq_len = source.shapes.get("seq_len", 1)
+    entry = source.entry
+    weights = llm.random_weights(
+        llm.param_specs(source.llm_named_params), source.llm_dtype, seed=seed
+    )
+    say(f"building {config.name} with {entry} on NNAPI...")
+    dispatch = llm.NNAPIDispatch([entry], run_codegen=False)
+    partitioned = dispatch(source.symbolic_module)
+    result.subgraphs = len(_called_subgraphs(partitioned, entry))
+    nnapi_exe = llm.build_llm(source.symbolic_module, entry_functions=[entry])
+    say(f"building {config.name} for host llvm (the reference)...")
+    host_exe = llm.build_llm(source.symbolic_module, entry_functions=[])
+    tokens = np.random.default_rng(seed).integers(0, config.vocab_size, seq_len + 1).tolist()
+    prompt, next_token = tokens[:seq_len], tokens[seq_len]
+
+    def step(engine: Any) -> np.ndarray:
+        engine.reset()
+        logits = engine.prefill(prompt)
+        if entry == "decode":
+            logits = engine.decode(next_token)
+        return logits
+
+    nnapi_engine = llm.LlamaEngine(nnapi_exe, config, weights, source.llm_dtype)
+    host_engine = llm.LlamaEngine(host_exe, config, weights, source.llm_dtype)
+    say(f"running {entry} ({seq_len} tokens) on the mock NNAPI...")
+    start = time.perf_counter()
+    step(nnapi_engine)
+    result.measured_seconds["nnapi_first_call"] = time.perf_counter() - start
+    _prepare_mock()
+    start = time.perf_counter()
+    nnapi_logits = step(nnapi_engine)
+    result.measured_seconds["nnapi_call"] = time.perf_counter() - start
+    say(f"running {entry} on the host llvm build...")
+    start = time.perf_counter()
+    host_logits = step(host_engine)
+    result.measured_seconds["host_call"] = time.perf_counter() - start
+    return [nnapi_logits], [host_logits]
+
+
+def _called_subgraphs(mod: tvm.IRModule, entry: str) -> set[str]:
+    from .partition import CODEGEN_NAME
+
+    return {
+        g.name_hint
+        for g in relax.analysis.all_global_vars(mod[entry])
+        if (getattr(mod[g], "attrs", None) or {}).get("Codegen") == CODEGEN_NAME
+    }
+
+
+def _summarise_traces(result: RunResult) -> None:
+    by_device: dict[str, float] = {}
+    total = 0.0
+    for trace in result.traces:
+        total += float(trace.get("modelled_total_us", 0.0))
+        devices: dict[str, float] = {}
+        for event in trace.get("events", []):
+            if event.get("kind") == "operation":
+                device = str(event.get("device"))
+                devices[device] = devices.get(device, 0.0) + float(event.get("duration_us", 0))
+        for device, micros in devices.items():
+            by_device[device] = by_device.get(device, 0.0) + micros
+        result.executions.append(
+            {
+                "id": trace.get("id"),
+                "result": trace.get("result"),
+                "modelled_total_us": trace.get("modelled_total_us"),
+                "devices": sorted(devices),
+                "operations": sum(1 for e in trace.get("events", []) if e["kind"] == "operation"),
+            }
+        )
+    result.modelled_nnapi_us = total
+    result.modelled_by_device_us = by_device
+
+
+def chrome_trace(result: RunResult, labels: list[str] | None = None) -> dict[str, Any]:
+    """The run's traces as a Chrome trace-event document (Perfetto), times MODELLED.
+
+    ``labels`` (one per execution, e.g. the NNAPI subgraph each one ran) rename the execution
+    spans; the run's differential result goes to ``otherData``.
+    """
+    from mock_nnapi import control
+
+    document = json.loads(control.trace_to_chrome_json(result.traces))
+    if labels and len(labels) == len(result.traces):
+        executions = [e for e in document["traceEvents"] if e.get("cat") == "execution"]
+        for event, label in zip(executions, labels, strict=True):
+            event["name"] = f"{label} ({event['name']})"
+            event.setdefault("args", {})["subgraph"] = label
+    summary = result.to_dict()
+    summary.pop("modelled")
+    document["otherData"].update(
+        {
+            "times": "MODELLED microseconds on the profile's devices (not measurements)",
+            "model": result.model,
+            "differential": summary,
+        }
+    )
+    return document
+
+
+__all__ = [
+    "DEFAULT_TOLERANCE",
+    "OutputCheck",
+    "RunResult",
+    "check_runnable",
+    "chrome_trace",
+    "compare",
+    "random_inputs",
+    "run_model",
+]

@@ -1,0 +1,372 @@
+"""MODEL arguments of the ``tvm-nnapi`` commands: where a Relax module comes from.
+
+:func:`load_model_source` accepts
+
+- a built-in model by name: the CV networks of :mod:`tvm_nnapi.models` (``mobilenet_v2``,
+  ``mobilenet_v2_small``, ``residual``), torchvision's networks (``torchvision:mobilenet_v2``,
+  ``torchvision:mobilenet_v3_large``, ``torchvision:efficientnet_b0``; need torch), and the LLM
+  configurations of :mod:`tvm_nnapi.llm` (``llm:tiny-llama``, ``llm:llama-2-7b``, ...,
+  optionally ``llm:NAME:float16``) whose entry is ``prefill`` (default) or ``decode``;
+- a Python file defining ``mod`` (an IRModule) or ``get_model()`` returning one;
+- a TVMScript file (any other suffix, e.g. ``.tvmscript``);
+- an ONNX file (``.onnx``, TVM's ONNX frontend);
+- a ``torch.export`` program (``.pt2``, saved with ``torch.export.save``; TVM's PyTorch frontend
+  ``from_exported_program``; needs torch).
+
+Symbolic dimensions (an LLM's ``seq_len``, a ``batch``) are bound from ``shapes``
+(``--shapes seq_len=128,batch=1``): every Relax function that defines the symbol gets the
+value. Errors are :class:`ModelLoadError` with a message naming the file, the node or the symbol
+at fault.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tvm
+from tvm import relax
+
+CNN_MODELS = ("mobilenet_v2", "mobilenet_v2_small", "residual")
+TORCHVISION_PREFIX = "torchvision:"
+LLM_PREFIX = "llm:"
+LLM_ENTRIES = ("prefill", "decode")
+# Default symbol values of the built-in models (used when --shapes does not give them).
+LLM_DEFAULT_SEQ_LEN = 32
+
+
+class ModelLoadError(ValueError):
+    """A MODEL argument cannot be loaded; the message names the file, node or symbol at fault."""
+
+
+@dataclass
+class ModelSource:
+    """A loaded MODEL argument.
+
+    ``module`` has the symbolic dimensions given in ``shapes`` bound to their values (what
+    ``explain`` and ``estimate`` look at); ``symbolic_module`` is the module as loaded (what a
+    deployment builds, e.g. an LLM with a symbolic ``seq_len``).
+    """
+
+    spec: str  # the MODEL argument as given
+    kind: str  # "builtin", "torchvision", "llm", "python", "tvmscript", "onnx", "torch.export"
+    description: str
+    module: tvm.IRModule
+    symbolic_module: tvm.IRModule
+    entry: str = "main"
+    # Functions to partition (None: every function); an LLM partitions only its entry.
+    partition_entries: list[str] | None = None
+    shapes: dict[str, int] = field(default_factory=dict)
+    # LLMs: the configuration, dtype and named parameters (in the order of the packed weights).
+    llm_config: Any = None
+    llm_dtype: str = "float32"
+    llm_named_params: list[Any] = field(default_factory=list)
+
+    def unbound_symbols(self) -> list[str]:
+        """Symbolic dimensions of the entry function that ``shapes`` does not bind."""
+        return sorted(str(v) for v in relax.analysis.defined_symbolic_vars(self.module[self.entry]))
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "spec": self.spec,
+            "kind": self.kind,
+            "description": self.description,
+            "entry": self.entry,
+            "shapes": dict(self.shapes),
+        }
+        if self.llm_config is not None:
+            data["llm_config"] = self.llm_config.name
+            data["dtype"] = self.llm_dtype
+        return data
+
+
+def parse_shapes(text: str | None) -> dict[str, int]:
+    """``"seq_len=128,batch=1"`` -> ``{"seq_len": 128, "batch": 1}``."""
+    shapes: dict[str, int] = {}
+    if not text:
+        return shapes
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise ModelLoadError(f"--shapes: {item!r} is not NAME=VALUE (e.g. seq_len=128)")
+        try:
+            number = int(value)
+        except ValueError:
+            raise ModelLoadError(f"--shapes: {name}={value!r} is not an integer") from None
+        if number <= 0:
+            raise ModelLoadError(f"--shapes: {name}={number} must be positive")
+        shapes[name] = number
+    return shapes
+
+
+def builtin_model_names() -> list[str]:
+    """Every built-in MODEL name (torchvision ones need torch)."""
+    from .llm import CONFIGS
+    from .models.torchvision_models import TORCHVISION_NETWORKS
+
+    return [
+        *CNN_MODELS,
+        *(TORCHVISION_PREFIX + name for name in TORCHVISION_NETWORKS),
+        *(LLM_PREFIX + name for name in sorted(CONFIGS)),
+    ]
+
+
+def load_model_source(
+    spec: str,
+    shapes: dict[str, int] | None = None,
+    entry: str | None = None,
+    batch: int = 1,
+) -> ModelSource:
+    """Load a MODEL argument (see the module docstring) and bind ``shapes``."""
+    shapes = dict(shapes or {})
+    if spec in CNN_MODELS:
+        source = _builtin_cnn(spec, batch)
+    elif spec.startswith(TORCHVISION_PREFIX):
+        source = _torchvision(spec, batch)
+    elif spec.startswith(LLM_PREFIX):
+        source = _llm(spec, entry)
+        shapes.setdefault("seq_len", LLM_DEFAULT_SEQ_LEN)
+    else:
+        source = _from_file(spec)
+    if entry is not None and source.kind != "llm":
+        if not any(g.name_hint == entry for g in source.module.get_global_vars()):
+            functions = sorted(
+                g.name_hint
+                for g, f in source.module.functions.items()
+                if isinstance(f, relax.Function)
+            )
+            raise ModelLoadError(f"{spec}: no function {entry!r} (functions: {functions})")
+        source.entry = entry
+    if source.kind == "builtin" and spec == "residual":
+        shapes.setdefault("batch", batch)
+    source.module = bind_shapes(source.symbolic_module, shapes, spec, source.entry)
+    source.shapes = shapes
+    return source
+
+
+def bind_shapes(
+    mod: tvm.IRModule, shapes: dict[str, int], spec: str = "model", entry: str = "main"
+) -> tvm.IRModule:
+    """Bind symbolic dimensions by name in every Relax function that defines them.
+
+    A name no function defines is an error that lists the symbols the ``entry`` function has.
+    """
+    if not shapes:
+        return mod
+    used: set[str] = set()
+    functions = {}
+    for gvar, func in mod.functions.items():
+        if isinstance(func, relax.Function):
+            defined = {str(v): v for v in relax.analysis.defined_symbolic_vars(func)}
+            binding = {defined[name]: value for name, value in shapes.items() if name in defined}
+            if binding:
+                func = func.bind_symbolic_vars(binding)
+                used.update(str(v) for v in binding)
+        functions[gvar] = func
+    unknown = sorted(set(shapes) - used)
+    if unknown:
+        symbols = []
+        if any(g.name_hint == entry for g in mod.get_global_vars()):
+            symbols = sorted(str(v) for v in relax.analysis.defined_symbolic_vars(mod[entry]))
+        raise ModelLoadError(
+            f"{spec}: --shapes names {', '.join(unknown)}, which no function of the model "
+            f"defines (symbolic dimensions of {entry}: {', '.join(symbols) or 'none'})"
+        )
+    return tvm.IRModule(functions, attrs=mod.attrs, global_infos=mod.global_infos)
+
+
+# ---- built-in models -----------------------------------------------------------------------------
+
+
+def _builtin_cnn(spec: str, batch: int) -> ModelSource:
+    from .models import mobilenet_v2, residual_model
+
+    if spec == "mobilenet_v2":
+        mod = mobilenet_v2(batch=batch)[0]
+        text = f"MobileNetV2 (width 1.0, 224x224, batch {batch}, random weights)"
+    elif spec == "mobilenet_v2_small":
+        mod = mobilenet_v2(width=0.35, resolution=64, num_classes=10, batch=batch)[0]
+        text = f"MobileNetV2-style CNN (width 0.35, 64x64, batch {batch}, random weights)"
+    else:
+        mod = residual_model()[0]
+        text = "residual elementwise network with a host-only cumsum (symbolic batch, --shapes)"
+    return ModelSource(spec, "builtin", text, mod, mod)
+
+
+def _torchvision(spec: str, batch: int) -> ModelSource:
+    from .models.torchvision_models import TORCHVISION_NETWORKS, torchvision_model
+
+    name = spec.removeprefix(TORCHVISION_PREFIX)
+    if name not in TORCHVISION_NETWORKS:
+        raise ModelLoadError(
+            f"{spec}: unknown torchvision network; choose from {', '.join(TORCHVISION_NETWORKS)}"
+        )
+    try:
+        model = torchvision_model(name, batch=batch)
+    except ImportError as error:
+        raise ModelLoadError(f"{spec}: {error}") from error
+    text = f"torchvision {name} (224x224, batch {batch}, random weights, torch.export)"
+    return ModelSource(spec, "torchvision", text, model.module, model.module)
+
+
+def _llm(spec: str, entry: str | None) -> ModelSource:
+    from . import llm
+
+    parts = spec.removeprefix(LLM_PREFIX).split(":")
+    name, dtype = parts[0], parts[1] if len(parts) > 1 else "float32"
+    if len(parts) > 2 or name not in llm.CONFIGS:
+        raise ModelLoadError(
+            f"{spec}: unknown LLM configuration; use llm:NAME[:float16] with NAME one of "
+            f"{', '.join(sorted(llm.CONFIGS))}"
+        )
+    if dtype not in ("float32", "float16"):
+        raise ModelLoadError(f"{spec}: dtype {dtype!r} is not float32 or float16")
+    entry = entry or "prefill"
+    if entry not in LLM_ENTRIES:
+        raise ModelLoadError(f"{spec}: --entry must be one of {', '.join(LLM_ENTRIES)}")
+    config = llm.get_config(name)
+    mod, named_params, _ = llm.export_model(config, dtype)
+    params = config.parameter_count()
+    text = (
+        f"{config.name} ({config.num_hidden_layers} layers, hidden {config.hidden_size}, "
+        f"{params / 1e9:.2f} B parameters, {dtype}), entry {entry}"
+    )
+    return ModelSource(
+        spec,
+        "llm",
+        text,
+        mod,
+        mod,
+        entry=entry,
+        partition_entries=[entry],
+        llm_config=config,
+        llm_dtype=dtype,
+        llm_named_params=named_params,
+    )
+
+
+# ---- files ---------------------------------------------------------------------------------------
+
+
+def _from_file(spec: str) -> ModelSource:
+    path = Path(spec)
+    if not path.is_file():
+        raise ModelLoadError(
+            f"{spec}: not a file and not a built-in model (built-ins: "
+            f"{', '.join(CNN_MODELS)}, torchvision:NAME, llm:NAME; see `tvm-nnapi models`)"
+        )
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".onnx":
+            mod, kind = _load_onnx(path), "onnx"
+        elif suffix in (".pt2", ".pt", ".ep"):
+            mod, kind = _load_exported_program(path), "torch.export"
+        elif suffix == ".py":
+            mod, kind = _load_python(path), "python"
+        else:
+            mod, kind = _load_tvmscript(path), "tvmscript"
+    except ModelLoadError:
+        raise
+    except Exception as error:  # frontends raise many types; name the file in every case
+        raise ModelLoadError(f"{spec}: cannot load the model: {error}") from error
+    if not any(isinstance(f, relax.Function) for f in mod.functions.values()):
+        raise ModelLoadError(f"{spec}: the module has no Relax function")
+    entry = "main" if any(g.name_hint == "main" for g in mod.get_global_vars()) else ""
+    if not entry:
+        entry = sorted(
+            g.name_hint for g, f in mod.functions.items() if isinstance(f, relax.Function)
+        )[0]
+    return ModelSource(spec, kind, f"{kind} file {path.name}", mod, mod, entry=entry)
+
+
+def _load_onnx(path: Path) -> tvm.IRModule:
+    try:
+        import onnx
+    except ImportError as error:
+        raise ModelLoadError(
+            f"{path}: ONNX files need the onnx package (pip install onnx, or the `test` extra)"
+        ) from error
+    from tvm.relax.frontend.onnx import from_onnx
+    from tvm.relax.frontend.onnx.onnx_frontend import _get_convert_map
+
+    try:
+        model = onnx.load(str(path))
+    except Exception as error:
+        raise ModelLoadError(f"{path}: not a readable ONNX model: {error}") from error
+    # Name every node TVM's frontend cannot convert (its own message lists only the op types).
+    known = set(_get_convert_map()) | {"If", "Constant"}
+    missing = [node for node in model.graph.node if node.op_type not in known]
+    if missing:
+        names = ", ".join(f"{n.name or '(unnamed)'} ({n.op_type})" for n in missing[:10])
+        more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
+        raise ModelLoadError(f"{path}: TVM's ONNX frontend has no converter for node {names}{more}")
+    return from_onnx(model, keep_params_in_input=False)
+
+
+def _load_exported_program(path: Path) -> tvm.IRModule:
+    try:
+        import torch
+    except ImportError as error:
+        raise ModelLoadError(
+            f"{path}: torch.export programs need torch, an optional extra "
+            f"(pip install 'tvm-nnapi[models]', or tox -e models)"
+        ) from error
+    from tvm.relax.frontend.torch import from_exported_program
+
+    from .models.torchvision_models import fold_batch_norm_into_conv
+
+    try:
+        exported = torch.export.load(str(path))
+    except Exception as error:
+        raise ModelLoadError(
+            f"{path}: not a torch.export program (save one with torch.export.save): {error}"
+        ) from error
+    mod = from_exported_program(exported, keep_params_as_input=False, unwrap_unit_return_tuple=True)
+    # Parameters become constants; fold inference batch norms as an inference pipeline would.
+    return fold_batch_norm_into_conv(mod)
+
+
+def _load_python(path: Path) -> tvm.IRModule:
+    # A real, registered module: TVMScript looks its source up through sys.modules.
+    name = f"tvm_nnapi_user_model_{abs(hash(str(path.resolve())))}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ModelLoadError(f"{path}: cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    namespace = vars(module)
+    if "get_model" in namespace:
+        mod = namespace["get_model"]()
+    elif "mod" in namespace:
+        mod = namespace["mod"]
+    else:
+        raise ModelLoadError(f"{path}: defines neither `mod` nor `get_model()`")
+    if not isinstance(mod, tvm.IRModule):
+        raise ModelLoadError(f"{path}: the model is a {type(mod).__name__}, not an IRModule")
+    return mod
+
+
+def _load_tvmscript(path: Path) -> tvm.IRModule:
+    mod = tvm.script.from_source(path.read_text())
+    if not isinstance(mod, tvm.IRModule):
+        raise ModelLoadError(f"{path}: the TVMScript defines a {type(mod).__name__}, not a module")
+    return mod
+
+
+__all__ = [
+    "CNN_MODELS",
+    "ModelLoadError",
+    "ModelSource",
+    "bind_shapes",
+    "builtin_model_names",
+    "load_model_source",
+    "parse_shapes",
+]
