@@ -468,15 +468,33 @@ def _estimate(args: argparse.Namespace, source, profile: str | None, progress: _
         raise RuntimeError(
             f"the estimation engine (tvm_nnapi.estimate) is not available: {error}"
         ) from error
+    from tvm import relax
+
+    # The engine binds the entry's symbols itself: hand it the module as loaded.
+    module = source.symbolic_module
+    defined = {str(v) for v in relax.analysis.defined_symbolic_vars(module[source.entry])}
+    shapes = {name: value for name, value in source.shapes.items() if name in defined}
+    extern_work = None
+    if source.kind == "llm":
+        # The KV-cache attention runs on the host in both programs; its work comes from the
+        # configuration (for decode, seq_len is the number of tokens already in the cache).
+        from tvm_nnapi.llm.dispatch import ATTENTION_BUILTIN
+        from tvm_nnapi.llm.experiments import attention_work
+
+        seq_len = source.shapes.get("seq_len", 1)
+        new_tokens, history = (seq_len, 0) if source.entry == "prefill" else (1, seq_len)
+        work = attention_work(source.llm_config, source.llm_dtype, new_tokens, history)
+        extern_work = {ATTENTION_BUILTIN: work}
     progress(f"costing the NNAPI subgraphs on {profile} (modelled)...")
     result = estimate(
-        source.module,
+        module,
         profile or "reference",
-        shapes=source.shapes,
+        shapes=shapes,
         entry=source.entry,
         host_model=args.host_model,
         weights=args.weights,
         options=_partition_options(args, profile),
+        extern_work=extern_work,
     )
     return result.to_dict()
 
