@@ -537,7 +537,8 @@ class PreparedEstimate:
         self._subgraphs: dict[tuple[str, tuple[int, ...]], _Subgraph] = {}
         self._host: dict[str, list[Any]] = {}
         self._analyse(self.module[self.entry])
-        self._graphs = {}
+        self._traces: dict[str, dict[tuple[str, tuple[int, ...]], dict[str, Any]]] = {}
+        self._graphs: dict[str, tuple[str, str, bytes]] = {}
         for sub in self._subgraphs.values():
             name = sub.gvar.name_hint
             if name not in self._graphs:
@@ -624,21 +625,28 @@ class PreparedEstimate:
             else HostModel.from_profile(profile, host_model)
         )
         result = Estimate(profile, self.entry, dict(self.shapes), host.to_dict(), weights)
-        with _profile_selected(profile), _cost_only():
-            for sub in self._subgraphs.values():
-                result.subgraphs.append(self._cost_subgraph(sub, host, weights))
+        parts = self.nnapi_traces(profile)
+        for key, sub in self._subgraphs.items():
+            result.subgraphs.append(self._row(sub, parts[key], host, weights))
         result.host_rows = self.host_rows(host)
         return result
 
-    def _cost_subgraph(self, sub: _Subgraph, host: HostModel, weights: str) -> SubgraphRow:
-        import json
+    def nnapi_traces(self, profile: str) -> dict[tuple[str, tuple[int, ...]], dict[str, Any]]:
+        """The mock's cost-only trace of one call of each subgraph on ``profile`` (cached: the
+        NNAPI side does not depend on the host model or the weights option)."""
+        if profile not in self._traces:
+            with _profile_selected(profile), _cost_only():
+                self._traces[profile] = {
+                    key: self._trace(sub) for key, sub in self._subgraphs.items()
+                }
+        return self._traces[profile]
 
+    def _trace(self, sub: _Subgraph) -> dict[str, Any]:
         from mock_nnapi import control
 
         from ._runtime import runtime_function
 
         symbol, graph_json, constants = self._graphs[sub.gvar.name_hint]
-        graph = json.loads(graph_json)
         create = runtime_function("tvm_nnapi.runtime.create")
         module = create(symbol, graph_json, constants)
         buffers = _ZeroBuffers()
@@ -649,11 +657,7 @@ class PreparedEstimate:
                     args.append(buffers.tensor(param.ty))
                 else:
                     args.append(_shape_value(arg, param))
-            ret = (
-                sub.func.ret_struct_info
-                if hasattr(sub.func, "ret_struct_info")
-                else sub.func.body.ty
-            )
+            ret = sub.func.body.ty
             outputs = list(ret.fields) if isinstance(ret, relax.TupleType) else [ret]
             args += [buffers.tensor(ty) for ty in outputs]
             control.clear_traces()
@@ -662,9 +666,16 @@ class PreparedEstimate:
         finally:
             del module
             buffers.close()
-            gc.collect()
         if trace is None or trace.get("result") != "NO_ERROR":
             raise RuntimeError(f"{sub.gvar.name_hint}: the mock produced no successful trace")
+        return trace
+
+    def _row(
+        self, sub: _Subgraph, trace: dict[str, Any], host: HostModel, weights: str
+    ) -> SubgraphRow:
+        import json
+
+        graph = json.loads(self._graphs[sub.gvar.name_hint][1])
         input_operands = {int(i) for i in graph["inputs"]}
         weight_operands = {int(graph["inputs"][_input_index(graph, p)]) for p in sub.weight_params}
         setup = weight_setup = compute = transfer = driver = 0.0
@@ -783,11 +794,26 @@ class _ZeroBuffers:
 
 @contextlib.contextmanager
 def _profile_selected(profile: str) -> Iterator[None]:
+    from mock_nnapi.constants import ResultCode
+
     from mock_nnapi import control
 
     previous = control.profile_name()
+    if previous == profile:
+        yield
+        return
     gc.collect()  # compilations of dropped modules hold the current devices
-    control.set_profile(profile)
+    try:
+        control.set_profile(profile)
+    except control.NnapiError as error:
+        if error.code != ResultCode.BAD_STATE:
+            raise
+        raise RuntimeError(
+            f"cannot select the profile {profile!r}: NNAPI compilations of programs built in "
+            f"this process still use the active profile {previous!r}; estimate before building "
+            "and running programs, or drop them first (or select the profile yourself with "
+            "mock_nnapi.control.set_profile before building)"
+        ) from error
     try:
         yield
     finally:
