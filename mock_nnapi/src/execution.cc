@@ -347,9 +347,13 @@ int Execution::Run() {
   for (const Argument& argument : outputs_) outputs.push_back(to_executor(argument));
   std::vector<OutputShape> shapes;
   CountingObserver observer(compilation_->model());
-  CostRecorder recorder(*compilation_, &observer);
+  // A cost-only run executes nothing: no operation counts, no float16 rounding of outputs.
+  const bool cost_only = CostOnlyExecution();
+  CostRecorder recorder(*compilation_, cost_only ? nullptr : &observer);
   RelaxedPrecisionObserver precision(*compilation_, &recorder);
-  int result = ExecuteModel(compilation_->model(), inputs, outputs, &shapes, &precision);
+  int result =
+      ExecuteModel(compilation_->model(), inputs, outputs, &shapes,
+                   cost_only ? static_cast<ExecutionObserver*>(&recorder) : &precision, cost_only);
   // Durations, deadlines and device execution faults follow the cost model (trace.h).
   std::optional<uint64_t> deadline_ns = timeout_ns_;
   if (fenced_duration_ns_ != 0) {

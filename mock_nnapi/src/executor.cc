@@ -1,5 +1,8 @@
 #include "executor.h"
 
+#include <sys/mman.h>
+
+#include <atomic>
 #include <limits>
 #include <new>
 
@@ -19,13 +22,45 @@ std::optional<size_t> PreparedByteSize(int32_t type, const Dimensions& dimension
 
 namespace {
 
+std::atomic<bool> g_cost_only{false};
+
+}  // namespace
+
+void SetCostOnlyExecution(bool enabled) { g_cost_only.store(enabled); }
+bool CostOnlyExecution() { return g_cost_only.load(); }
+
+namespace {
+
+// Zero pages reserved for the temporaries of a cost-only run: never written, so never backed.
+class ReservedPages {
+ public:
+  ReservedPages() = default;
+  ReservedPages(const ReservedPages&) = delete;
+  ReservedPages& operator=(const ReservedPages&) = delete;
+  ~ReservedPages() {
+    for (const auto& [address, size] : mappings_) munmap(address, size);
+  }
+  void* Reserve(size_t size) {
+    void* address = mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (address == MAP_FAILED) return nullptr;
+    mappings_.emplace_back(address, size);
+    return address;
+  }
+
+ private:
+  std::vector<std::pair<void*, size_t>> mappings_;
+};
+
 constexpr uint32_t kNotAnOutput = std::numeric_limits<uint32_t>::max();
 
 class ModelRun : public OperationContext::OutputAllocator {
  public:
   ModelRun(const Model& model, const std::vector<ExecutorArgument>& inputs,
-           const std::vector<ExecutorArgument>& outputs, std::vector<OutputShape>* shapes)
-      : model_(model),
+           const std::vector<ExecutorArgument>& outputs, std::vector<OutputShape>* shapes,
+           bool cost_only)
+      : cost_only_(cost_only),
+        model_(model),
         outputs_(outputs),
         shapes_(shapes),
         infos_(model.operands().size()),
@@ -77,10 +112,12 @@ class ModelRun : public OperationContext::OutputAllocator {
         if (prepared == ANEURALNETWORKS_OUTPUT_INSUFFICIENT_SIZE) return prepared;
         return prepared == ANEURALNETWORKS_OUT_OF_MEMORY ? prepared : ANEURALNETWORKS_OP_FAILED;
       }
-      OperationContext execute_context(operation.type, OperationPhase::kExecute, inputs, outputs,
-                                       this);
-      const int executed = registration->execute(execute_context);
-      if (executed != ANEURALNETWORKS_NO_ERROR) return ANEURALNETWORKS_OP_FAILED;
+      if (!cost_only_) {
+        OperationContext execute_context(operation.type, OperationPhase::kExecute, inputs, outputs,
+                                         this);
+        const int executed = registration->execute(execute_context);
+        if (executed != ANEURALNETWORKS_NO_ERROR) return ANEURALNETWORKS_OP_FAILED;
+      }
       if (observer != nullptr) {
         std::vector<const OperandInfo*> in(inputs.begin(), inputs.end());
         std::vector<const OperandInfo*> out(outputs.begin(), outputs.end());
@@ -112,6 +149,13 @@ class ModelRun : public OperationContext::OutputAllocator {
       }
       return ANEURALNETWORKS_NO_ERROR;
     }
+    if (cost_only_ && *size > 0) {
+      info->data = static_cast<uint8_t*>(reserved_.Reserve(*size));
+      info->length = *size;
+      NN_CHECK(info->data != nullptr, ANEURALNETWORKS_OUT_OF_MEMORY)
+          << "cannot reserve " << *size << " bytes for temporary operand " << operand;
+      return ANEURALNETWORKS_NO_ERROR;
+    }
     std::vector<uint8_t>& storage = storage_[operand];
     try {
       storage.resize(*size);
@@ -127,6 +171,8 @@ class ModelRun : public OperationContext::OutputAllocator {
   }
 
  private:
+  const bool cost_only_;
+  ReservedPages reserved_;
   const Model& model_;
   const std::vector<ExecutorArgument>& outputs_;
   std::vector<OutputShape>* shapes_;
@@ -140,8 +186,8 @@ class ModelRun : public OperationContext::OutputAllocator {
 
 int ExecuteModel(const Model& model, const std::vector<ExecutorArgument>& inputs,
                  const std::vector<ExecutorArgument>& outputs, std::vector<OutputShape>* shapes,
-                 ExecutionObserver* observer) {
-  ModelRun run(model, inputs, outputs, shapes);
+                 ExecutionObserver* observer, bool cost_only) {
+  ModelRun run(model, inputs, outputs, shapes, cost_only);
   return run.Run(observer);
 }
 

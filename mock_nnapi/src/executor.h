@@ -38,9 +38,16 @@ class ExecutionObserver {
 
 // Runs `model`. Returns NO_ERROR, OUTPUT_INSUFFICIENT_SIZE (with `shapes` filled for the
 // outputs reached), OP_FAILED or OUT_OF_MEMORY. `shapes` gets one entry per model output.
+// With `cost_only`, every operation is validated and prepared (output shapes, observer calls)
+// but its kernel is skipped: outputs are left unwritten and temporaries are reserved as
+// untouched zero pages, so full-size models can be costed without their memory.
 int ExecuteModel(const Model& model, const std::vector<ExecutorArgument>& inputs,
                  const std::vector<ExecutorArgument>& outputs, std::vector<OutputShape>* shapes,
-                 ExecutionObserver* observer);
+                 ExecutionObserver* observer, bool cost_only = false);
+
+// Cost-only executions (MockNnapi_setCostOnlyExecution): process-wide, read when a run starts.
+void SetCostOnlyExecution(bool enabled);
+bool CostOnlyExecution();
 
 // Byte size of a tensor whose dimensions are all known; zero-sized dimensions give 0.
 // nullopt on overflow.

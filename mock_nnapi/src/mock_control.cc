@@ -5,6 +5,7 @@
 #include "compilation.h"
 #include "cost_model.h"
 #include "device.h"
+#include "executor.h"
 #include "fault_injection.h"
 #include "json.h"
 #include "profile.h"
@@ -106,5 +107,11 @@ int MockNnapi_getModelledCompilationTime(const ANeuralNetworksCompilation* compi
   *nanoseconds = mock_nnapi::ModelledNanoseconds(mock_nnapi::ModelledCompilationUs(*object));
   return ANEURALNETWORKS_NO_ERROR;
 }
+
+void MockNnapi_setCostOnlyExecution(int32_t enabled) {
+  mock_nnapi::SetCostOnlyExecution(enabled != 0);
+}
+
+int32_t MockNnapi_getCostOnlyExecution(void) { return mock_nnapi::CostOnlyExecution() ? 1 : 0; }
 
 }  // extern "C"

@@ -92,6 +92,7 @@ std::string ToJson(const ExecutionTrace& trace) {
       << ",\"result_code\":" << trace.result
       << ",\"preference\":" << JsonQuote(PreferenceName(trace.preference))
       << ",\"timeout_ns\":" << (trace.timeout_ns ? std::to_string(*trace.timeout_ns) : "null")
+      << ",\"cost_only\":" << (trace.cost_only ? "true" : "false")
       << ",\"compilation\":{\"explicit_devices\":" << (trace.explicit_devices ? "true" : "false")
       << ",\"devices\":[";
   for (size_t i = 0; i < trace.compilation_devices.size(); ++i) {
@@ -212,6 +213,7 @@ int CompleteModelledExecution(const Compilation& compilation, const CostRecorder
     trace.compilation_us = ModelledCompilationUs(compilation);
     trace.cache_hit = compilation.cache_hit();
     trace.timeout_ns = deadline_ns;
+    trace.cost_only = CostOnlyExecution();
     RecordTrace(std::move(trace));
   }
   return result;

@@ -25,6 +25,7 @@ struct ExecutionTrace {
   double compilation_us = 0;
   bool cache_hit = false;
   std::optional<uint64_t> timeout_ns;
+  bool cost_only = false;  // kernels were skipped (MockNnapi_setCostOnlyExecution)
   ModelledExecution modelled;
 };
 

@@ -119,6 +119,18 @@ MOCK_NNAPI_EXPORT void MockNnapi_setTraceCapacity(uint32_t capacity);
 MOCK_NNAPI_EXPORT int MockNnapi_getModelledCompilationTime(
     const ANeuralNetworksCompilation* compilation, uint64_t* nanoseconds);
 
+/*
+ * Cost-only executions: with `enabled` != 0, executions started afterwards (process-wide)
+ * validate their operations, compute every output shape and produce the MODELLED timing and
+ * trace as usual, but skip the kernels: output buffers are left unwritten (their contents are
+ * undefined), input buffers are never read and temporaries are reserved as untouched zero
+ * pages. Meant for costing full-size models quickly (e.g. with weights in memory that was
+ * never written); never for results. Operation counters do not count cost-only runs; their
+ * traces carry "cost_only": true. Default: off.
+ */
+MOCK_NNAPI_EXPORT void MockNnapi_setCostOnlyExecution(int32_t enabled);
+MOCK_NNAPI_EXPORT int32_t MockNnapi_getCostOnlyExecution(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -144,6 +144,8 @@ _PROFILE_SIGNATURES: dict[str, tuple[object, list[object]]] = {
         ctypes.c_int32,
         [ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64)],
     ),
+    "MockNnapi_setCostOnlyExecution": (None, [ctypes.c_int32]),
+    "MockNnapi_getCostOnlyExecution": (ctypes.c_int32, []),
 }
 
 
@@ -271,6 +273,30 @@ def clear_traces() -> None:
 def set_trace_capacity(capacity: int) -> None:
     """How many execution traces the mock keeps (default 16; 0 turns tracing off)."""
     _profiles().MockNnapi_setTraceCapacity(int(capacity))
+
+
+def set_cost_only_execution(enabled: bool) -> None:
+    """Cost-only executions (process-wide, for executions started afterwards): operations are
+    validated and shaped and the MODELLED trace is produced, but kernels are skipped, outputs
+    are left unwritten and inputs are never read. For costing full-size models; never use the
+    outputs."""
+    _profiles().MockNnapi_setCostOnlyExecution(1 if enabled else 0)
+
+
+def cost_only_execution() -> bool:
+    """Whether executions are cost-only (see :func:`set_cost_only_execution`)."""
+    return bool(_profiles().MockNnapi_getCostOnlyExecution())
+
+
+@contextlib.contextmanager
+def CostOnlyExecution(enabled: bool = True) -> Iterator[None]:  # noqa: N802
+    """Context manager: cost-only executions inside, the previous setting restored on exit."""
+    previous = cost_only_execution()
+    set_cost_only_execution(enabled)
+    try:
+        yield
+    finally:
+        set_cost_only_execution(previous)
 
 
 def trace_to_chrome_json(traces: dict[str, Any] | Iterable[dict[str, Any]] | None = None) -> str:

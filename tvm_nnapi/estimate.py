@@ -1,0 +1,862 @@
+"""Modelled latency of a Relax program on a phone profile: NNAPI-offloaded vs all on the host.
+
+    from tvm_nnapi.estimate import estimate
+    result = estimate(mod, "snapdragon-8-gen-2", shapes={"seq_len": 128}, entry="prefill")
+    print(result.format())
+    json.dump(result.to_dict(), file)
+
+Every time here is **modelled**, never measured (docs/cost-model.md):
+
+- NNAPI side: each NNAPI subgraph is lowered to its graph JSON, handed to the real runtime
+  module and executed once on ``mock_nnapi`` with the profile selected, in the mock's
+  *cost-only* mode (operations are validated and shaped, kernels are skipped, inputs are never
+  read). Its times are read from the mock's trace, so the mock's C++ cost model stays the only
+  source of NNAPI-side times. Inputs (weights included) are zero pages that are never touched,
+  so a 7B model is costed without allocating its 28 GB of weights.
+- Host side: every Relax operator (those left on the host, and the same operators inside each
+  NNAPI subgraph for the all-host program) is costed by :class:`HostModel`, a roofline with the
+  profile's CPU parameters (docs/cost-model.md, "Host code").
+
+The breakdown of an NNAPI subgraph call follows the trace: *input set-up* is the host-to-device
+copies of the subgraph's inputs (its activations and, when the build passes them at run time,
+its weights), *compute* the devices' busy time, *transfers* the other copies (between devices
+and the outputs back to the host), *driver overhead* the per-operation and per-step driver costs
+plus the NNAPI runtime's own per-execution cost. Compilation is one-off and reported apart.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import math
+import mmap
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import tvm
+from tvm import IRModule, relax
+
+from .flops import call_flops
+from .partition import CODEGEN_NAME, partition_with_report
+from .patterns import PartitionOptions
+
+#: Relax operators TVM lowers to views of their input (no kernel, no memory traffic).
+VIEW_OPERATORS = frozenset({"relax.reshape", "relax.expand_dims", "relax.squeeze", "relax.flatten"})
+_DATA_MOVEMENT = frozenset(
+    {
+        "relax.permute_dims",
+        "relax.concat",
+        "relax.split",
+        "relax.strided_slice",
+        "relax.take",
+        "relax.nn.pad",
+        "relax.broadcast_to",
+        "relax.astype",
+    }
+)
+_NORMALIZATION = frozenset({"relax.nn.rms_norm", "relax.nn.layer_norm", "relax.nn.batch_norm"})
+_REDUCTION = frozenset({"relax.sum", "relax.mean", "relax.max", "relax.min", "relax.argmax"})
+_SOFTMAX = frozenset({"relax.nn.softmax", "relax.nn.log_softmax"})
+_CONVOLUTION = frozenset({"relax.nn.conv2d", "relax.nn.conv2d_transpose", "relax.nn.conv1d"})
+_POOLING = frozenset({"relax.nn.max_pool2d", "relax.nn.avg_pool2d", "relax.nn.adaptive_avg_pool2d"})
+
+#: The efficiency of TVM's *unscheduled* CPU code (``relax.build(mod, "llvm")`` with the default
+#: pipeline, no dlight or MetaSchedule tuning), measured by ``bench/bench_host_efficiency.py``:
+#: its LLM projection (an NT matmul) ran at about 1.3% of OpenBLAS's speed on the same x86 host;
+#: with OpenBLAS near 80% of peak, that is about 1% of peak. See docs/cost-model.md.
+TVM_DEFAULT_CODE_EFFICIENCY = 0.01
+
+HOST_MODELS = ("profile-cpu", "tvm-default")
+
+
+# ---- host model ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HostModel:
+    """The modelled time of TVM's CPU code for one Relax operator (docs/cost-model.md, "Host
+    code")::
+
+        busy = max(F / peak[c], B / bandwidth) / efficiency[k]
+        time = busy + operation_overhead
+
+    ``peak`` (GFLOP/s per data class) and ``bandwidth`` (GB/s) are the profile's runtime CPU
+    device (its ``throughput`` and ``memory_bandwidth_gbps``); ``efficiency`` per operation
+    class depends on the preset:
+
+    - ``profile-cpu`` (default): the profile's CPU device efficiencies, i.e. TVM's code is
+      assumed as good as the profile's estimate of an optimised mobile CPU implementation
+      (the NNAPI CPU driver). This favours the host.
+    - ``tvm-default``: :data:`TVM_DEFAULT_CODE_EFFICIENCY` for every class, TVM's unscheduled
+      code as measured.
+    """
+
+    name: str
+    profile: str
+    device: str
+    peak_gflops: Mapping[str, float]
+    bandwidth_gbps: float
+    efficiency: Mapping[str, float]
+    operation_overhead_us: float = 0.0
+
+    @classmethod
+    def from_profile(cls, profile: str, preset: str = "profile-cpu") -> HostModel:
+        """The host model of ``profile`` (a built-in name or a path) with a preset."""
+        from .runtime_api import load_profile
+
+        if preset not in HOST_MODELS:
+            raise ValueError(f"unknown host model {preset!r}; known: {HOST_MODELS}")
+        data = load_profile(profile)
+        cpus = [d for d in data["devices"] if d["type"] == "CPU"]
+        if not cpus:
+            raise ValueError(f"profile {profile!r} has no CPU device to model the host with")
+        cpu = next((d for d in cpus if d.get("runtime_cpu")), cpus[0])
+        peak = dict(cpu["throughput"])
+        peak.setdefault("relaxed_float32", peak["float32"])
+        if preset == "profile-cpu":
+            efficiency = dict(cpu["efficiency"])
+        else:
+            efficiency = {"default": TVM_DEFAULT_CODE_EFFICIENCY}
+        return cls(
+            name=preset,
+            profile=str(data["name"]),
+            device=str(cpu["name"]),
+            peak_gflops=peak,
+            bandwidth_gbps=float(cpu["memory_bandwidth_gbps"]),
+            efficiency=efficiency,
+        )
+
+    def efficiency_of(self, operation_class: str) -> float:
+        return float(self.efficiency.get(operation_class, self.efficiency["default"]))
+
+    def time_us(self, flops: float, bytes_: float, data_class: str, operation_class: str) -> float:
+        """Modelled microseconds of one operator."""
+        peak = self.peak_gflops.get(data_class, self.peak_gflops["float32"])
+        compute = flops / (peak * 1e3)
+        memory = bytes_ / (self.bandwidth_gbps * 1e3)
+        busy = max(compute, memory) / self.efficiency_of(operation_class)
+        return busy + self.operation_overhead_us
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "profile": self.profile,
+            "device": self.device,
+            "peak_gflops": dict(self.peak_gflops),
+            "bandwidth_gbps": self.bandwidth_gbps,
+            "efficiency": dict(self.efficiency),
+            "operation_overhead_us": self.operation_overhead_us,
+        }
+
+
+@dataclass
+class HostWork:
+    """Work of one host operator or extern call: FLOPs, bytes and its classes."""
+
+    flops: float
+    bytes: float
+    data_class: str = "float32"
+    operation_class: str = "default"
+
+
+#: Work of an extern (packed) function call the estimate cannot see into, e.g. the KV-cache
+#: attention of an LLM: ``(call) -> HostWork`` or None when unknown.
+ExternWork = Callable[[relax.Call], "HostWork | None"]
+
+
+def _tensor_bytes(ty: object) -> float:
+    if isinstance(ty, relax.TupleType):
+        return sum(_tensor_bytes(f) for f in ty.fields)
+    if not isinstance(ty, relax.TensorType) or ty.shape is None:
+        return 0.0
+    dims = [getattr(v, "value", None) for v in ty.shape.values]
+    if any(d is None for d in dims):
+        return 0.0
+    return float(math.prod(dims)) * tvm.runtime.DataType(str(ty.dtype)).bits / 8
+
+
+def _data_class(ty: object) -> str:
+    if isinstance(ty, relax.TupleType):
+        return _data_class(ty.fields[0]) if ty.fields else "float32"
+    dtype = str(getattr(ty, "dtype", "float32"))
+    if dtype == "float16":
+        return "float16"
+    if dtype in ("int8", "uint8"):
+        return "quant8"
+    if dtype.startswith("int"):
+        return "int32"
+    return "float32"
+
+
+def operation_class(call: relax.Call) -> str:
+    """The cost-model operation class of a Relax operator (docs/device-profiles.md)."""
+    name = str(call.op.name)
+    if name == "relax.matmul":
+        rhs = call.args[1].ty
+        rank = len(rhs.shape.values) if isinstance(rhs, relax.TensorType) and rhs.shape else 0
+        return "fully_connected" if rank == 2 else "matmul"
+    if name in _CONVOLUTION:
+        return "convolution"
+    if name in _NORMALIZATION:
+        return "normalization"
+    if name in _REDUCTION:
+        return "reduction"
+    if name in _SOFTMAX:
+        return "softmax"
+    if name in _POOLING:
+        return "pooling"
+    if name in _DATA_MOVEMENT or name in VIEW_OPERATORS:
+        return "data_movement"
+    return "elementwise"
+
+
+def _absorbed_transposes(bindings: Sequence[relax.Binding]) -> set[relax.Var]:
+    """``permute_dims`` results read only by matmuls: TVM's matmul reads the untransposed
+    operand (as NNAPI's FULLY_CONNECTED reads ``[units, input]`` weights), so no copy is
+    costed."""
+    transposes = {
+        b.var
+        for b in bindings
+        if isinstance(b.value, relax.Call)
+        and isinstance(b.value.op, tvm.ir.Op)
+        and str(b.value.op.name) == "relax.permute_dims"
+    }
+    uses: dict[relax.Var, set[str]] = {}
+
+    def visit(node: object, user: str) -> None:
+        if isinstance(node, relax.Var) and node in transposes:
+            uses.setdefault(node, set()).add(user)
+
+    for b in bindings:
+        value = b.value
+        user = (
+            str(value.op.name)
+            if isinstance(value, relax.Call) and isinstance(value.op, tvm.ir.Op)
+            else "other"
+        )
+        relax.analysis.post_order_visit(value, lambda n, u=user: visit(n, u))
+    return {v for v in transposes if uses.get(v) == {"relax.matmul"}}
+
+
+def operator_work(call: relax.Call, absorbed: set[relax.Var] = frozenset()) -> HostWork:  # type: ignore[assignment]
+    """FLOPs (:func:`tvm_nnapi.flops.call_flops`) and bytes (every tensor argument and the
+    result) of one Relax operator; views cost nothing, a transpose absorbed by its matmul
+    nothing either."""
+    name = str(call.op.name)
+    if name in VIEW_OPERATORS:
+        return HostWork(0.0, 0.0, _data_class(call.ty), "data_movement")
+    bytes_ = _tensor_bytes(call.ty)
+    for arg in call.args:
+        if isinstance(arg, relax.Var) and arg in absorbed:
+            continue
+        if isinstance(arg, relax.Expr) and hasattr(arg, "ty"):
+            bytes_ += _tensor_bytes(arg.ty)
+    first = call.args[0].ty if call.args else call.ty
+    return HostWork(float(call_flops(call)), bytes_, _data_class(first), operation_class(call))
+
+
+# ---- results -------------------------------------------------------------------------------------
+
+
+@dataclass
+class SubgraphRow:
+    """One NNAPI subgraph: its NNAPI operations and, per call, the modelled NNAPI time with its
+    breakdown next to the modelled host time of the same Relax operators. ``calls`` is how many
+    times the entry function calls it (structurally equal subgraphs share one function)."""
+
+    name: str
+    calls: int
+    nnapi_operations: dict[str, int]
+    relax_operators: dict[str, int]
+    devices: list[str]
+    flops: float
+    modelled_compilation_us: float  # one-off (per distinct shape signature), not per call
+    modelled_input_setup_us: float
+    modelled_weight_setup_us: float  # the part of the input set-up that copies weights
+    modelled_compute_us: float
+    modelled_transfer_us: float
+    modelled_driver_overhead_us: float
+    modelled_nnapi_us: float
+    modelled_host_us: float
+
+    @property
+    def modelled_speedup(self) -> float:
+        return self.modelled_host_us / self.modelled_nnapi_us if self.modelled_nnapi_us else 0.0
+
+
+@dataclass
+class HostRow:
+    """Operators (or an extern function) left on the host, aggregated by name."""
+
+    name: str
+    kind: str  # "operator" or "extern"
+    calls: int
+    flops: float
+    bytes: float
+    modelled_host_us: float  # all calls together
+    modelled: bool = True  # False: an extern call whose work is unknown (counted as 0)
+
+
+@dataclass
+class Estimate:
+    """Modelled latency of one entry function on one profile (see the module docstring)."""
+
+    profile: str
+    entry: str
+    shapes: dict[str, int]
+    host_model: dict[str, Any]
+    weights: str  # "input" (passed at run time) or "resident" (bound as NNAPI constants)
+    subgraphs: list[SubgraphRow] = field(default_factory=list)
+    host_rows: list[HostRow] = field(default_factory=list)
+
+    # ---- totals ----
+    @property
+    def modelled_host_only_us(self) -> float:
+        """Operators on the host in both programs."""
+        return sum(r.modelled_host_us for r in self.host_rows)
+
+    @property
+    def modelled_nnapi_program_us(self) -> float:
+        """The NNAPI-offloaded program: every subgraph call on NNAPI plus the host rest."""
+        return (
+            sum(s.modelled_nnapi_us * s.calls for s in self.subgraphs) + self.modelled_host_only_us
+        )
+
+    @property
+    def modelled_host_program_us(self) -> float:
+        """The same program with every operator on the host (TVM's CPU backend)."""
+        return (
+            sum(s.modelled_host_us * s.calls for s in self.subgraphs) + self.modelled_host_only_us
+        )
+
+    @property
+    def modelled_speedup(self) -> float:
+        nnapi = self.modelled_nnapi_program_us
+        return self.modelled_host_program_us / nnapi if nnapi else 0.0
+
+    @property
+    def modelled_compilation_us(self) -> float:
+        """One-off NNAPI compilation of every distinct subgraph for these shapes."""
+        return sum(s.modelled_compilation_us for s in self.subgraphs)
+
+    def modelled_breakdown_us(self) -> dict[str, float]:
+        """The NNAPI-offloaded program's time by category (sums over all calls)."""
+        keys = (
+            "modelled_input_setup_us",
+            "modelled_weight_setup_us",
+            "modelled_compute_us",
+            "modelled_transfer_us",
+            "modelled_driver_overhead_us",
+        )
+        result = {k: sum(getattr(s, k) * s.calls for s in self.subgraphs) for k in keys}
+        result["modelled_host_operators_us"] = self.modelled_host_only_us
+        result["modelled_compilation_us"] = self.modelled_compilation_us
+        return result
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dictionary (every time field's name says it is modelled)."""
+        return {
+            "modelled": True,
+            "profile": self.profile,
+            "entry": self.entry,
+            "shapes": dict(self.shapes),
+            "weights": self.weights,
+            "host_model": self.host_model,
+            "subgraphs": [
+                {**asdict(s), "modelled_speedup": s.modelled_speedup} for s in self.subgraphs
+            ],
+            "host_rows": [asdict(r) for r in self.host_rows],
+            "totals": {
+                "modelled_nnapi_program_us": self.modelled_nnapi_program_us,
+                "modelled_host_program_us": self.modelled_host_program_us,
+                "modelled_speedup": self.modelled_speedup,
+                "modelled_host_only_us": self.modelled_host_only_us,
+                **self.modelled_breakdown_us(),
+            },
+        }
+
+    def format(self) -> str:
+        """A text table (all times modelled, in milliseconds)."""
+        shapes = ", ".join(f"{k}={v}" for k, v in self.shapes.items()) or "static shapes"
+        lines = [
+            f"MODELLED latency of '{self.entry}' ({shapes}) on profile {self.profile}; host "
+            f"model {self.host_model['name']}; weights {self.weights} (times in ms, modelled, "
+            "not measured)",
+            "",
+            f"{'NNAPI subgraph':<28}{'calls':>6}{'ops':>5}{'setup':>10}{'compute':>10}"
+            f"{'transfer':>10}{'driver':>9}{'NNAPI':>10}{'host':>11}{'x':>7}{'compile':>9}",
+        ]
+        for s in self.subgraphs:
+            lines.append(
+                f"{s.name[:27]:<28}{s.calls:>6}{sum(s.nnapi_operations.values()):>5}"
+                f"{s.modelled_input_setup_us / 1e3:>10.3f}{s.modelled_compute_us / 1e3:>10.3f}"
+                f"{s.modelled_transfer_us / 1e3:>10.3f}"
+                f"{s.modelled_driver_overhead_us / 1e3:>9.3f}{s.modelled_nnapi_us / 1e3:>10.3f}"
+                f"{s.modelled_host_us / 1e3:>11.3f}{s.modelled_speedup:>7.2f}"
+                f"{s.modelled_compilation_us / 1e3:>9.1f}"
+            )
+        lines.append("  (per call; 'compile' is one-off; 'x' = modelled host / modelled NNAPI)")
+        if self.host_rows:
+            lines += [
+                "",
+                f"{'on the host in both programs':<40}{'calls':>6}{'GFLOP':>10}{'ms':>12}",
+            ]
+            for r in self.host_rows:
+                mark = "" if r.modelled else "  (work unknown: not modelled)"
+                lines.append(
+                    f"{r.name[:39]:<40}{r.calls:>6}{r.flops / 1e9:>10.3f}"
+                    f"{r.modelled_host_us / 1e3:>12.3f}{mark}"
+                )
+        b = self.modelled_breakdown_us()
+        lines += [
+            "",
+            f"NNAPI-offloaded program: {self.modelled_nnapi_program_us / 1e3:.3f} ms modelled "
+            f"(input set-up {b['modelled_input_setup_us'] / 1e3:.3f}, of which weights "
+            f"{b['modelled_weight_setup_us'] / 1e3:.3f}; compute "
+            f"{b['modelled_compute_us'] / 1e3:.3f}; transfers "
+            f"{b['modelled_transfer_us'] / 1e3:.3f}; driver "
+            f"{b['modelled_driver_overhead_us'] / 1e3:.3f}; host operators "
+            f"{b['modelled_host_operators_us'] / 1e3:.3f})",
+            f"all-host program (TVM CPU backend): {self.modelled_host_program_us / 1e3:.3f} ms "
+            "modelled",
+            f"modelled speedup: {self.modelled_speedup:.2f}x; one-off NNAPI compilation "
+            f"{self.modelled_compilation_us / 1e3:.1f} ms modelled",
+        ]
+        return "\n".join(lines)
+
+
+# ---- analysis of the partitioned program ---------------------------------------------------------
+
+
+@dataclass
+class _Subgraph:
+    gvar: tvm.ir.GlobalVar
+    func: relax.Function
+    weight_params: tuple[int, ...]  # parameter positions that receive weights
+    calls: int = 0
+    call_args: list[relax.Expr] = field(default_factory=list)
+
+
+def _bindings(func: relax.Function) -> list[relax.Binding]:
+    body = func.body
+    if not isinstance(body, relax.SeqExpr):
+        return []
+    return [b for block in body.blocks for b in block.bindings]
+
+
+def _operator_calls(func: relax.Function) -> list[tuple[relax.Call, set[relax.Var]]]:
+    """Operator calls of a subgraph, once per execution (inlined composites once per call), each
+    with the transposes its function absorbs."""
+    found: list[tuple[relax.Call, set[relax.Var]]] = []
+    local: dict[relax.Var, relax.Function] = {}
+    bindings = _bindings(func)
+    absorbed = _absorbed_transposes(bindings)
+    for binding in bindings:
+        value = binding.value
+        if isinstance(value, relax.Function):
+            local[binding.var] = value
+        elif isinstance(value, relax.Call) and value.op in local:
+            found.extend(_operator_calls(local[value.op]))
+        elif isinstance(value, relax.Call) and isinstance(value.op, tvm.ir.Op):
+            found.append((value, absorbed))
+    if not bindings and isinstance(func.body, relax.SeqExpr):
+        body = func.body.body
+        if isinstance(body, relax.Call) and isinstance(body.op, tvm.ir.Op):
+            found.append((body, absorbed))
+    return found
+
+
+_EXTERN_CALLS = ("relax.call_dps_packed", "relax.call_pure_packed", "relax.call_packed")
+
+
+def _extern_name(call: relax.Call) -> str | None:
+    if isinstance(call.op, tvm.ir.Op) and str(call.op.name) in _EXTERN_CALLS and call.args:
+        callee = call.args[0]
+        if isinstance(callee, relax.ExternFunc):
+            return str(callee.global_symbol)
+    if isinstance(call.op, relax.ExternFunc):
+        return str(call.op.global_symbol)
+    return None
+
+
+def _weight_vars(func: relax.Function, bindings: Sequence[relax.Binding]) -> set[relax.Var]:
+    """Variables holding weights: parameters after ``num_input`` and items of them."""
+    num_input = int((func.attrs or {}).get("num_input", len(func.params)))
+    weights = set(func.params[num_input:])
+    for b in bindings:
+        value = b.value
+        if isinstance(value, relax.TupleGetItem) and value.tuple_value in weights:
+            weights.add(b.var)
+    return weights
+
+
+# ---- the estimate --------------------------------------------------------------------------------
+
+
+class PreparedEstimate:
+    """A partitioned entry function ready to be estimated on any number of profiles.
+
+    Partitioning and lowering happen once here; :meth:`run` selects a profile and costs the
+    subgraphs on the mock."""
+
+    def __init__(
+        self,
+        mod: IRModule,
+        shapes: Mapping[str, int] | None = None,
+        entry: str | None = None,
+        options: PartitionOptions | None = None,
+        extern_work: Mapping[str, ExternWork] | None = None,
+    ) -> None:
+        from .codegen import lower_function
+
+        self.entry = entry or _default_entry(mod)
+        if not any(g.name_hint == self.entry for g in mod.get_global_vars()):
+            raise ValueError(f"the module has no function named {self.entry!r}")
+        func = mod[self.entry]
+        symbols = {str(v): v for v in relax.analysis.defined_symbolic_vars(func)}
+        shapes = dict(shapes or {})
+        unknown = sorted(set(shapes) - set(symbols))
+        if unknown:
+            raise ValueError(
+                f"{self.entry}: no symbolic dimension named {unknown}; it has {sorted(symbols)}"
+            )
+        missing = sorted(set(symbols) - set(shapes))
+        if missing:
+            raise ValueError(f"{self.entry}: give a value for the symbolic dimensions {missing}")
+        self.shapes = shapes
+        if shapes:
+            func = func.bind_symbolic_vars({symbols[k]: v for k, v in shapes.items()})
+        specialised = IRModule({tvm.ir.GlobalVar(self.entry): func})
+        result = partition_with_report(specialised, options, entry_functions=[self.entry])
+        self.module = result.module
+        self.refusals = result.refusals
+        self.extern_work = dict(extern_work or {})
+        self._subgraphs: dict[tuple[str, tuple[int, ...]], _Subgraph] = {}
+        self._host: dict[str, list[Any]] = {}
+        self._analyse(self.module[self.entry])
+        self._traces: dict[str, dict[tuple[str, tuple[int, ...]], dict[str, Any]]] = {}
+        self._graphs: dict[str, tuple[str, str, bytes]] = {}
+        for sub in self._subgraphs.values():
+            name = sub.gvar.name_hint
+            if name not in self._graphs:
+                builder = lower_function(sub.func)
+                self._graphs[name] = (builder.symbol, builder.to_json(), bytes(builder.constants))
+
+    def _analyse(self, func: relax.Function) -> None:
+        bindings = _bindings(func)
+        weights = _weight_vars(func, bindings)
+        absorbed = _absorbed_transposes(bindings)
+        for binding in bindings:
+            value = binding.value
+            if not isinstance(value, relax.Call):
+                continue
+            if isinstance(value.op, tvm.ir.GlobalVar):
+                callee = self.module[value.op]
+                if (callee.attrs or {}).get("Codegen") != CODEGEN_NAME:
+                    raise ValueError(
+                        f"{self.entry} calls {value.op.name_hint}, which is not an NNAPI subgraph; "
+                        "only single-function programs are estimated"
+                    )
+                flags = tuple(i for i, a in enumerate(value.args) if a in weights)
+                key = (value.op.name_hint, flags)
+                sub = self._subgraphs.setdefault(key, _Subgraph(value.op, callee, flags))
+                sub.calls += 1
+                if not sub.call_args:
+                    sub.call_args = list(value.args)
+                continue
+            extern = _extern_name(value)
+            if extern is not None:
+                work = self.extern_work.get(extern)
+                found = work(value) if work is not None else None
+                self._add_host(extern, "extern", found)
+            elif isinstance(value.op, tvm.ir.Op):
+                name = str(value.op.name)
+                if name in ("relax.call_tir", "relax.call_dps_packed"):
+                    self._add_host(name, "extern", None)
+                else:
+                    self._add_host(name, "operator", operator_work(value, absorbed))
+
+    def _add_host(self, name: str, kind: str, work: HostWork | None) -> None:
+        self._host.setdefault(name, [kind, []])[1].append(work)
+
+    # ---- costing ----
+
+    def host_rows(self, host: HostModel) -> list[HostRow]:
+        rows = []
+        for name, (kind, works) in self._host.items():
+            known = [w for w in works if w is not None]
+            rows.append(
+                HostRow(
+                    name=name,
+                    kind=kind,
+                    calls=len(works),
+                    flops=sum(w.flops for w in known),
+                    bytes=sum(w.bytes for w in known),
+                    modelled_host_us=sum(
+                        host.time_us(w.flops, w.bytes, w.data_class, w.operation_class)
+                        for w in known
+                    ),
+                    modelled=len(known) == len(works),
+                )
+            )
+        return sorted(rows, key=lambda r: -r.modelled_host_us)
+
+    def run(
+        self,
+        profile: str,
+        host_model: str | HostModel = "profile-cpu",
+        weights: str = "input",
+    ) -> Estimate:
+        """Cost every subgraph on the mock with ``profile`` selected.
+
+        ``weights``: ``"input"`` models the build as it is (weights are arguments of the NNAPI
+        subgraphs, copied to the device at every call); ``"resident"`` models weights bound as
+        NNAPI constants (on the device since compilation): the same trace without the weight
+        copies, the only term of the cost model in which a constant differs from an input.
+        """
+        if weights not in ("input", "resident"):
+            raise ValueError(f"weights must be 'input' or 'resident', got {weights!r}")
+        host = (
+            host_model
+            if isinstance(host_model, HostModel)
+            else HostModel.from_profile(profile, host_model)
+        )
+        result = Estimate(profile, self.entry, dict(self.shapes), host.to_dict(), weights)
+        parts = self.nnapi_traces(profile)
+        for key, sub in self._subgraphs.items():
+            result.subgraphs.append(self._row(sub, parts[key], host, weights))
+        result.host_rows = self.host_rows(host)
+        return result
+
+    def nnapi_traces(self, profile: str) -> dict[tuple[str, tuple[int, ...]], dict[str, Any]]:
+        """The mock's cost-only trace of one call of each subgraph on ``profile`` (cached: the
+        NNAPI side does not depend on the host model or the weights option)."""
+        if profile not in self._traces:
+            with _profile_selected(profile), _cost_only():
+                self._traces[profile] = {
+                    key: self._trace(sub) for key, sub in self._subgraphs.items()
+                }
+        return self._traces[profile]
+
+    def _trace(self, sub: _Subgraph) -> dict[str, Any]:
+        from mock_nnapi import control
+
+        from ._runtime import runtime_function
+
+        symbol, graph_json, constants = self._graphs[sub.gvar.name_hint]
+        create = runtime_function("tvm_nnapi.runtime.create")
+        module = create(symbol, graph_json, constants)
+        buffers = _ZeroBuffers()
+        try:
+            args = []
+            for param, arg in zip(sub.func.params, sub.call_args, strict=True):
+                if isinstance(param.ty, relax.TensorType):
+                    args.append(buffers.tensor(param.ty))
+                else:
+                    args.append(_shape_value(arg, param))
+            ret = sub.func.body.ty
+            outputs = list(ret.fields) if isinstance(ret, relax.TupleType) else [ret]
+            args += [buffers.tensor(ty) for ty in outputs]
+            control.clear_traces()
+            module[symbol](*args)
+            trace = control.last_execution_trace()
+        finally:
+            del module
+            buffers.close()
+        if trace is None or trace.get("result") != "NO_ERROR":
+            raise RuntimeError(f"{sub.gvar.name_hint}: the mock produced no successful trace")
+        return trace
+
+    def _row(
+        self, sub: _Subgraph, trace: dict[str, Any], host: HostModel, weights: str
+    ) -> SubgraphRow:
+        import json
+
+        graph = json.loads(self._graphs[sub.gvar.name_hint][1])
+        input_operands = {int(i) for i in graph["inputs"]}
+        weight_operands = {int(graph["inputs"][_input_index(graph, p)]) for p in sub.weight_params}
+        setup = weight_setup = compute = transfer = driver = 0.0
+        operations: Counter = Counter()
+        devices: list[str] = []
+        for event in trace["events"]:
+            kind, duration = event["kind"], float(event["duration_us"])
+            if kind == "operation":
+                compute += float(event["busy_us"])
+                driver += float(event["overhead_us"])
+                operations[event["name"]] += 1
+                if event["device"] not in devices:
+                    devices.append(event["device"])
+            elif kind in ("driver", "runtime"):
+                driver += duration
+            elif kind == "transfer":
+                operand = int(event["operand"])
+                is_input = event["direction"] == "host_to_device" and operand in input_operands
+                if is_input and operand in weight_operands:
+                    weight_setup += duration
+                elif is_input:
+                    setup += duration
+                else:
+                    transfer += duration
+        total = float(trace["modelled_total_us"])
+        if weights == "resident":
+            total -= weight_setup
+            weight_setup = 0.0
+        relax_ops: Counter = Counter()
+        host_us = flops = 0.0
+        for call, absorbed in _operator_calls(sub.func):
+            relax_ops[str(call.op.name)] += 1
+            work = operator_work(call, absorbed)
+            flops += work.flops
+            host_us += host.time_us(work.flops, work.bytes, work.data_class, work.operation_class)
+        return SubgraphRow(
+            name=sub.gvar.name_hint,
+            calls=sub.calls,
+            nnapi_operations=dict(operations),
+            relax_operators=dict(relax_ops),
+            devices=devices,
+            flops=flops,
+            modelled_compilation_us=float(trace["compilation"]["modelled_us"]),
+            modelled_input_setup_us=setup + weight_setup,
+            modelled_weight_setup_us=weight_setup,
+            modelled_compute_us=compute,
+            modelled_transfer_us=transfer,
+            modelled_driver_overhead_us=driver,
+            modelled_nnapi_us=total,
+            modelled_host_us=host_us,
+        )
+
+
+def _input_index(graph: dict[str, Any], param_index: int) -> int:
+    """Position among the graph's inputs of Relax parameter ``param_index`` (shape parameters
+    listed in ``skip_arguments`` have no input)."""
+    skipped = [s for s in graph.get("skip_arguments", []) if s < param_index]
+    return param_index - len(skipped)
+
+
+def _shape_value(arg: relax.Expr, param: relax.Var) -> tvm.runtime.ShapeTuple:
+    values = getattr(arg, "values", None)
+    if values is None and isinstance(param.ty, relax.ShapeType):
+        values = param.ty.values
+    if values is None:
+        raise ValueError(f"cannot evaluate the shape argument {param.name_hint}")
+    return tvm.runtime.ShapeTuple([int(v) for v in values])
+
+
+def _default_entry(mod: IRModule) -> str:
+    names = [g.name_hint for g, f in mod.functions.items() if isinstance(f, relax.Function)]
+    for name in ("main", "prefill"):
+        if name in names:
+            return name
+    entries = [
+        g.name_hint
+        for g, f in mod.functions.items()
+        if isinstance(f, relax.Function) and not (f.attrs or {}).get("Codegen")
+    ]
+    if len(entries) == 1:
+        return entries[0]
+    raise ValueError(f"the module has several functions {sorted(entries)}; name the entry")
+
+
+class _ZeroBuffers:
+    """Tensors over private anonymous mappings: they read as zeros and take no memory until
+    written (the cost-only mock never writes or reads them)."""
+
+    def __init__(self) -> None:
+        self._maps: list[mmap.mmap] = []
+        self._arrays: list[np.ndarray] = []
+
+    def tensor(self, ty: object) -> tvm.runtime.Tensor:
+        if not isinstance(ty, relax.TensorType) or ty.shape is None:
+            raise ValueError(f"cannot make a buffer for {ty}")
+        shape = [int(v.value) for v in ty.shape.values]
+        dtype = np.dtype(str(ty.dtype))
+        nbytes = int(math.prod(shape)) * dtype.itemsize
+        if nbytes == 0:
+            array = np.zeros(shape, dtype)
+        else:
+            mapping = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE)
+            self._maps.append(mapping)
+            array = np.frombuffer(mapping, dtype=dtype).reshape(shape)
+        self._arrays.append(array)
+        return tvm.runtime.from_dlpack(array)
+
+    def close(self) -> None:
+        self._arrays.clear()
+        gc.collect()
+        for mapping in self._maps:
+            with contextlib.suppress(BufferError):
+                mapping.close()
+        self._maps.clear()
+
+
+@contextlib.contextmanager
+def _profile_selected(profile: str) -> Iterator[None]:
+    from mock_nnapi.constants import ResultCode
+
+    from mock_nnapi import control
+
+    previous = control.profile_name()
+    if previous == profile:
+        yield
+        return
+    gc.collect()  # compilations of dropped modules hold the current devices
+    try:
+        control.set_profile(profile)
+    except control.NnapiError as error:
+        if error.code != ResultCode.BAD_STATE:
+            raise
+        raise RuntimeError(
+            f"cannot select the profile {profile!r}: NNAPI compilations of programs built in "
+            f"this process still use the active profile {previous!r}; estimate before building "
+            "and running programs, or drop them first (or select the profile yourself with "
+            "mock_nnapi.control.set_profile before building)"
+        ) from error
+    try:
+        yield
+    finally:
+        gc.collect()
+        control.set_profile(previous)
+
+
+@contextlib.contextmanager
+def _cost_only() -> Iterator[None]:
+    from mock_nnapi import control
+
+    from . import runtime_api
+
+    options = runtime_api.options_in_effect()
+    runtime_api.configure(policy="nnapi", cache_dir="")
+    try:
+        with control.CostOnlyExecution():
+            yield
+    finally:
+        runtime_api.configure(
+            policy=options.get("policy", "nnapi"), cache_dir=options.get("cache_dir", "")
+        )
+
+
+def estimate(
+    mod: IRModule,
+    profile: str,
+    shapes: Mapping[str, int] | None = None,
+    entry: str | None = None,
+    host_model: str | HostModel = "profile-cpu",
+    weights: str = "input",
+    options: PartitionOptions | None = None,
+    extern_work: Mapping[str, ExternWork] | None = None,
+) -> Estimate:
+    """Modelled latency of ``entry`` (default ``main``) of ``mod`` on ``profile``, NNAPI-offloaded
+    vs all on the host.
+
+    ``shapes`` gives every symbolic dimension of the entry a value (``{"seq_len": 128}``). The
+    entry is partitioned for NNAPI as :func:`tvm_nnapi.build` does; ``mod`` itself is not
+    changed. ``host_model``: a :class:`HostModel` or a preset name (:data:`HOST_MODELS`).
+    ``weights``: see :meth:`PreparedEstimate.run`. ``extern_work`` gives the work of extern
+    calls by function name (unknown ones are listed as not modelled). To estimate one program
+    on several profiles, use :class:`PreparedEstimate` (partitions once).
+    """
+    prepared = PreparedEstimate(mod, shapes, entry, options, extern_work)
+    return prepared.run(profile, host_model, weights)
