@@ -165,9 +165,8 @@ class _Progress:
 
 
 def _error(message: str) -> None:
-    from rich.console import Console
-
-    Console(stderr=True, highlight=False).print(f"[red]error[/red]: {message}", markup=True)
+    """An error on stderr, unwrapped (file names and paths stay whole)."""
+    print(f"error: {message}", file=sys.stderr)
 
 
 # ---- devices and models --------------------------------------------------------------------------
@@ -371,10 +370,11 @@ def _finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
     if args.json:
         print(json.dumps(document, indent=2, default=str))
     elif args.report:
-        _console().print(f"report: {args.report}")
+        print(f"report: {args.report}")
 
 
 def _print_explanation(console, source, explanation: dict[str, Any]) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=f"NNAPI subgraphs of {source.spec} ({source.entry})")
@@ -386,11 +386,16 @@ def _print_explanation(console, source, explanation: dict[str, Any]) -> None:
         )
         nnapi_ops = ", ".join(f"{k} x{v}" for k, v in sorted(sub["nnapi_operations"].items()))
         table.add_row(
-            sub["name"],
-            relax_ops,
-            nnapi_ops,
-            f"{sub['inputs']}/{sub['outputs']}",
-            ", ".join(sub["symbols"]),
+            *map(
+                escape,
+                (
+                    sub["name"],
+                    relax_ops,
+                    nnapi_ops,
+                    f"{sub['inputs']}/{sub['outputs']}",
+                    ", ".join(sub["symbols"]),
+                ),
+            )
         )
     console.print(table)
     if explanation["refusals"]:
@@ -399,7 +404,10 @@ def _print_explanation(console, source, explanation: dict[str, Any]) -> None:
             refused.add_column(column, overflow="fold")
         for refusal in explanation["refusals"]:
             refused.add_row(
-                refusal["binding"], refusal["operator"], refusal["kind"], refusal["reason"]
+                *map(
+                    escape,
+                    (refusal["binding"], refusal["operator"], refusal["kind"], refusal["reason"]),
+                )
             )
         console.print(refused)
     share = explanation["flop_share"]
@@ -421,6 +429,12 @@ def _run_command(args: argparse.Namespace, command: str) -> int:
     try:
         with _Progress(quiet) as progress:
             profile = _select_profile(getattr(args, "profile", None))
+            if command == "run" and args.model.startswith("llm:"):
+                # Before exporting the model: refuse weights too large to allocate.
+                from tvm_nnapi.differential import check_llm_weights
+                from tvm_nnapi.sources import parse_llm_spec
+
+                check_llm_weights(args.model, *parse_llm_spec(args.model))
             source = _load(args, progress)
             if command == "run":
                 from tvm_nnapi.differential import check_runnable
@@ -441,8 +455,10 @@ def _run_command(args: argparse.Namespace, command: str) -> int:
         _error(f"{args.model}: {command} failed: {type(error).__name__}: {error}")
         return EXIT_FAILED
     if not args.json:
+        from rich.markup import escape
+
         console = _console()
-        console.print(f"[bold]Model[/bold]: {source.description} ({source.spec})")
+        console.print(f"[bold]Model[/bold]: {escape(source.description)} ({escape(source.spec)})")
         _print_explanation(console, source, explanation)
         if document["estimate"] is not None:
             _print_estimate(console, document["estimate"])

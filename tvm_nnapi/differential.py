@@ -263,6 +263,17 @@ def _run_module(
     return nnapi_out, host_out
 
 
+def check_llm_weights(spec: str, config: Any, dtype: str) -> None:
+    """Refuse an LLM whose random weights would exceed :data:`MAX_LLM_WEIGHT_BYTES`."""
+    weight_bytes = config.parameter_count() * np.dtype(dtype).itemsize
+    if weight_bytes > MAX_LLM_WEIGHT_BYTES:
+        raise ModelLoadError(
+            f"{spec}: `run` would allocate {weight_bytes / 2**30:.1f} GiB of random "
+            f"weights (limit {MAX_LLM_WEIGHT_BYTES / 2**30:.0f} GiB); run a tiny configuration "
+            f"(llm:tiny-llama, llm:tiny-qwen) or use `explain`/`estimate` for this one"
+        )
+
+
 def check_runnable(source: ModelSource) -> None:
     """Raise :class:`ModelLoadError` early for what `run` cannot do: an LLM too large to hold
     random weights for, a prompt longer than the context window, an input with a symbolic
@@ -271,13 +282,7 @@ def check_runnable(source: ModelSource) -> None:
         random_inputs(source)
         return
     config = source.llm_config
-    weight_bytes = config.parameter_count() * np.dtype(source.llm_dtype).itemsize
-    if weight_bytes > MAX_LLM_WEIGHT_BYTES:
-        raise ModelLoadError(
-            f"{source.spec}: `run` would allocate {weight_bytes / 2**30:.1f} GiB of random "
-            f"weights (limit {MAX_LLM_WEIGHT_BYTES / 2**30:.0f} GiB); run a tiny configuration "
-            f"(llm:tiny-llama, llm:tiny-qwen) or use `explain`/`estimate` for this one"
-        )
+    check_llm_weights(source.spec, config, source.llm_dtype)
     seq_len = source.shapes.get("seq_len", 1)
     if seq_len > config.context_window_size - 1:
         raise ModelLoadError(

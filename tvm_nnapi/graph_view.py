@@ -200,6 +200,8 @@ class _Walker:
             label = extern.removeprefix("vm.builtin.")
             node = GraphNode(0, "host", label, name, relax_operators=[extern])
             node.shape = _shape_text(binding.var)
+            if isinstance(value.op, tvm.ir.Op):
+                node.refusal = self.refusals.get((name, str(value.op.name)))
             return frozenset([self.add(node, inputs)])
         if isinstance(value.op, tvm.ir.Op):
             operator = str(value.op.name)

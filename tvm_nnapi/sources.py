@@ -216,7 +216,8 @@ def _torchvision(spec: str, batch: int) -> ModelSource:
     return ModelSource(spec, "torchvision", text, model.module, model.module)
 
 
-def _llm(spec: str, entry: str | None) -> ModelSource:
+def parse_llm_spec(spec: str) -> tuple[Any, str]:
+    """``llm:NAME[:DTYPE]`` -> (the LlamaConfig, the dtype)."""
     from . import llm
 
     parts = spec.removeprefix(LLM_PREFIX).split(":")
@@ -228,10 +229,16 @@ def _llm(spec: str, entry: str | None) -> ModelSource:
         )
     if dtype not in ("float32", "float16"):
         raise ModelLoadError(f"{spec}: dtype {dtype!r} is not float32 or float16")
+    return llm.get_config(name), dtype
+
+
+def _llm(spec: str, entry: str | None) -> ModelSource:
+    from . import llm
+
+    config, dtype = parse_llm_spec(spec)
     entry = entry or "prefill"
     if entry not in LLM_ENTRIES:
         raise ModelLoadError(f"{spec}: --entry must be one of {', '.join(LLM_ENTRIES)}")
-    config = llm.get_config(name)
     mod, named_params, _ = llm.export_model(config, dtype)
     params = config.parameter_count()
     text = (
@@ -368,5 +375,6 @@ __all__ = [
     "bind_shapes",
     "builtin_model_names",
     "load_model_source",
+    "parse_llm_spec",
     "parse_shapes",
 ]

@@ -20,7 +20,7 @@ def test_explain_names_the_unsupported_operator_and_the_reason(capsys):
 
 def test_explain_json_for_a_cnn_counts_operations_and_flops(capsys):
     assert main(["explain", "mobilenet_v2_small", "--json"]) == 0
-    data = json.loads(capsys.readouterr().out)
+    data = json.loads(capsys.readouterr().out)["explain"]
     (subgraph,) = data["subgraphs"]
     assert subgraph["nnapi_operations"]["CONV_2D"] == 35
     assert subgraph["nnapi_operations"]["DEPTHWISE_CONV_2D"] == 17
@@ -90,6 +90,37 @@ def test_onnx_file(tmp_path):
 
 def test_a_missing_model_file_is_named(capsys):
     assert main(["explain", "no/such/model.onnx"]) == 2
-    assert "no/such/model.onnx" in capsys.readouterr().out
+    assert "no/such/model.onnx" in capsys.readouterr().err
     with pytest.raises(ModelLoadError, match="built-in model"):
         load_model("not-a-model")
+
+
+def test_explain_names_a_dtype_refusal_with_the_operator(tmp_path, capsys):
+    script = tmp_path / "float64.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import tvm
+            from tvm.script import relax as R
+
+            @tvm.script.ir_module
+            class mod:
+                @R.function
+                def main(x: R.Tensor((4, 8), "float64"), y: R.Tensor((4, 8), "float32")):
+                    with R.dataflow():
+                        a = R.add(x, x)
+                        b = R.nn.relu(y)
+                        R.output(a, b)
+                    return (a, b)
+            """
+        )
+    )
+    assert main(["explain", str(script), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)["explain"]
+    (refusal,) = data["refusals"]
+    assert refusal["operator"] == "relax.add" and refusal["kind"] == "unsupported dtype"
+    assert "float64" in refusal["reason"]
+    assert [sub["nnapi_operations"] for sub in data["subgraphs"]] == [{"RELU": 1}]
+    assert main(["explain", str(script)]) == 0
+    out = capsys.readouterr().out
+    assert "relax.add" in out and "unsupported dtype" in out and "float64" in out
