@@ -378,37 +378,40 @@ def _print_explanation(console, source, explanation: dict[str, Any]) -> None:
     from rich.table import Table
 
     table = Table(title=f"NNAPI subgraphs of {source.spec} ({source.entry})")
-    for column in ("subgraph", "Relax operators", "NNAPI operations", "in/out", "symbols"):
+    devices = explanation.get("subgraph_devices")
+    columns = ["subgraph", "Relax operators", "NNAPI operations", "in/out", "symbols"]
+    for column in columns + (["devices"] if devices else []):
         table.add_column(column, overflow="fold")
     for sub in explanation["subgraphs"]:
         relax_ops = ", ".join(
             f"{k.removeprefix('relax.')} x{v}" for k, v in sorted(sub["relax_operators"].items())
         )
         nnapi_ops = ", ".join(f"{k} x{v}" for k, v in sorted(sub["nnapi_operations"].items()))
-        table.add_row(
-            *map(
-                escape,
-                (
-                    sub["name"],
-                    relax_ops,
-                    nnapi_ops,
-                    f"{sub['inputs']}/{sub['outputs']}",
-                    ", ".join(sub["symbols"]),
-                ),
-            )
-        )
+        cells = [
+            sub["name"],
+            relax_ops,
+            nnapi_ops,
+            f"{sub['inputs']}/{sub['outputs']}",
+            ", ".join(sub["symbols"]),
+        ]
+        if devices:
+            cells.append(", ".join(devices.get(sub["name"], [])))
+        table.add_row(*map(escape, cells))
     console.print(table)
     if explanation["refusals"]:
+        # One row per distinct (operator, kind, reason), listing the bindings it refuses.
+        groups: dict[tuple[str, str, str], list[str]] = {}
+        for refusal in explanation["refusals"]:
+            key = (refusal["operator"], refusal["kind"], refusal["reason"])
+            groups.setdefault(key, []).append(refusal["binding"])
         refused = Table(title="Operators kept on the host")
         for column in ("binding", "operator", "reason kind", "reason"):
             refused.add_column(column, overflow="fold")
-        for refusal in explanation["refusals"]:
-            refused.add_row(
-                *map(
-                    escape,
-                    (refusal["binding"], refusal["operator"], refusal["kind"], refusal["reason"]),
-                )
-            )
+        for (operator, kind, reason), bindings in groups.items():
+            shown = ", ".join(bindings[:4])
+            if len(bindings) > 4:
+                shown += f", ... ({len(bindings)} in all)"
+            refused.add_row(*map(escape, (shown, operator, kind, reason)))
         console.print(refused)
     share = explanation["flop_share"]
     share_text = f"{share:.1%}" if share is not None else "n/a (symbolic shapes)"
@@ -445,9 +448,22 @@ def _run_command(args: argparse.Namespace, command: str) -> int:
             document["explain"] = explanation
             if command == "estimate":
                 document["estimate"] = _estimate(args, source, profile, progress)
+                explanation["subgraph_devices"] = {
+                    row["name"]: row["devices"] for row in document["estimate"]["subgraphs"]
+                }
+            elif command == "explain" and args.profile:
+                explanation["subgraph_devices"] = _devices_from_estimate(
+                    args, source, profile, progress
+                )
             elif command == "run":
                 document["run"], document["timeline"] = _run(args, source, graph, progress)
                 explanation["graph"] = graph.to_dict()  # with the devices the run used
+                devices: dict[str, list[str]] = {}
+                for node in graph.nodes:
+                    if node.subgraph:
+                        known = devices.setdefault(node.subgraph, [])
+                        known.extend(d for d in node.devices if d not in known)
+                explanation["subgraph_devices"] = devices
     except (ModelLoadError, NnapiError, ValueError, FileNotFoundError) as error:
         _error(str(error))
         return EXIT_BAD_INPUT
@@ -507,12 +523,30 @@ def _estimate(args: argparse.Namespace, source, profile: str | None, progress: _
         profile or "reference",
         shapes=shapes,
         entry=source.entry,
-        host_model=args.host_model,
-        weights=args.weights,
+        host_model=getattr(args, "host_model", "profile-cpu"),
+        weights=getattr(args, "weights", "input"),
         options=_partition_options(args, profile),
         extern_work=extern_work,
     )
     return result.to_dict()
+
+
+def source_profile(args: argparse.Namespace) -> str | None:
+    return getattr(args, "profile", None)
+
+
+def _devices_from_estimate(
+    args: argparse.Namespace, source, profile: str | None, progress: _Progress
+) -> dict[str, list[str]]:
+    """Which devices of the profile run each NNAPI subgraph (NNAPI decides when it compiles):
+    from the estimation engine, which compiles every subgraph on the mock with the profile. An
+    empty result when the engine cannot (e.g. a symbolic dimension without a value)."""
+    try:
+        estimate = _estimate(args, source, profile, progress)
+    except Exception as error:  # the explanation stands without devices
+        progress(f"devices not known: {error}")
+        return {}
+    return {row["name"]: row["devices"] for row in estimate["subgraphs"]}
 
 
 def _print_estimate(console, estimate: dict[str, Any]) -> None:
@@ -562,7 +596,8 @@ def _run(args: argparse.Namespace, source, graph, progress: _Progress):
     from tvm_nnapi.graph_view import assign_devices_from_traces
     from tvm_nnapi.report import timeline_from_traces
 
-    result = run_model(source, seed=args.seed, rtol=args.rtol, progress=progress)
+    options = _partition_options(args, source_profile(args))
+    result = run_model(source, seed=args.seed, rtol=args.rtol, progress=progress, options=options)
     labels = [name for name, _ in graph.subgraph_calls]
     if len(labels) != len(result.traces):
         labels = []
@@ -635,6 +670,7 @@ def _add_model_arguments(parser: argparse.ArgumentParser, profile_help: str) -> 
     )
     parser.add_argument(
         "--entry",
+        metavar="F",
         help="the function to look at (default main; for llm: models prefill or decode)",
     )
     parser.add_argument("--batch", type=int, default=1, help="batch size of built-in CNNs")

@@ -21,6 +21,7 @@ import numpy as np
 import tvm
 from tvm import relax
 
+from .patterns import PartitionOptions
 from .sources import ModelLoadError, ModelSource
 
 # Relative error bound (max |nnapi - llvm| / max |llvm|) per output dtype.
@@ -201,9 +202,11 @@ def run_model(
     seed: int = 0,
     rtol: float | None = None,
     progress: Progress | None = None,
+    options: PartitionOptions | None = None,
 ) -> RunResult:
     """Build ``source`` with NNAPI offload and for host llvm, run both, compare (see module
-    docstring). ``profile`` selects the mock's device profile first (a name or a .json path)."""
+    docstring). ``profile`` selects the mock's device profile first (a name or a .json path);
+    ``options`` (feature level, supported operations) go to the partitioner."""
     import mock_nnapi
     import tvm_nnapi
     from mock_nnapi import control
@@ -213,9 +216,9 @@ def run_model(
     profile_name = _select_profile(profile)
     result = RunResult(source.to_dict(), profile_name, library)
     if source.kind == "llm":
-        nnapi_out, host_out = _run_llm(source, seed, result, say)
+        nnapi_out, host_out = _run_llm(source, seed, result, say, options)
     else:
-        nnapi_out, host_out = _run_module(source, seed, result, say)
+        nnapi_out, host_out = _run_module(source, seed, result, say, options)
     result.outputs = compare(nnapi_out, host_out, rtol)
     counters = mock_nnapi.counters()
     result.nnapi_executions = counters["executions_completed"]
@@ -235,13 +238,17 @@ def _prepare_mock(capacity: int = 4096) -> None:
 
 
 def _run_module(
-    source: ModelSource, seed: int, result: RunResult, say: Progress
+    source: ModelSource,
+    seed: int,
+    result: RunResult,
+    say: Progress,
+    options: PartitionOptions | None = None,
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     import tvm_nnapi
 
     inputs = random_inputs(source, seed)
     say("partitioning for NNAPI...")
-    partitioned = tvm_nnapi.partition(source.module, entry_functions=source.partition_entries)
+    partitioned = tvm_nnapi.partition(source.module, options, source.partition_entries)
     result.subgraphs = len(tvm_nnapi.nnapi_subgraphs(partitioned))
     say("building with NNAPI offload...")
     nnapi_vm = relax.VirtualMachine(tvm_nnapi.build(partitioned), tvm.cpu())
@@ -292,7 +299,11 @@ def check_runnable(source: ModelSource) -> None:
 
 
 def _run_llm(
-    source: ModelSource, seed: int, result: RunResult, say: Progress
+    source: ModelSource,
+    seed: int,
+    result: RunResult,
+    say: Progress,
+    options: PartitionOptions | None = None,
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     from . import llm
 
@@ -304,10 +315,10 @@ def _run_llm(
         llm.param_specs(source.llm_named_params), source.llm_dtype, seed=seed
     )
     say(f"building {config.name} with {entry} on NNAPI...")
-    dispatch = llm.NNAPIDispatch([entry], run_codegen=False)
+    dispatch = llm.NNAPIDispatch([entry], options, run_codegen=False)
     partitioned = dispatch(source.symbolic_module)
     result.subgraphs = len(_called_subgraphs(partitioned, entry))
-    nnapi_exe = llm.build_llm(source.symbolic_module, entry_functions=[entry])
+    nnapi_exe = llm.build_llm(source.symbolic_module, entry_functions=[entry], options=options)
     say(f"building {config.name} for host llvm (the reference)...")
     host_exe = llm.build_llm(source.symbolic_module, entry_functions=[])
     tokens = np.random.default_rng(seed).integers(0, config.vocab_size, seq_len + 1).tolist()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 import json
 import math
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -239,7 +240,12 @@ def graph_svg(graph: dict[str, Any], colours: dict[str, str]) -> str:
         stroke = "#b91c1c" if refused else "#374151"
         dash = ' stroke-dasharray="4 2"' if refused else ""
         if node["kind"] == "nnapi":
-            detail = ", ".join(node.get("nnapi_operations") or []) or "NNAPI"
+            operations = Counter(node.get("nnapi_operations") or [])
+            detail = ", ".join(
+                name if count == 1 else f"{name} x{count}"
+                for name, count in operations.most_common()
+            )
+            detail = detail or "NNAPI"
         elif refused:
             detail = node["refusal"]["kind"]
         elif node["kind"] == "input":
@@ -666,7 +672,10 @@ def render_html(document: dict[str, Any]) -> str:
     run = document.get("run")
     timeline = document.get("timeline")
 
-    subgraph_devices: dict[str, list[str]] = {}
+    subgraph_devices: dict[str, list[str]] = {
+        name: list(devices)
+        for name, devices in ((explanation or {}).get("subgraph_devices") or {}).items()
+    }
     for sub in (estimate or {}).get("subgraphs", []):
         subgraph_devices[sub["name"]] = list(sub.get("devices", []))
     if graph:

@@ -265,6 +265,18 @@ def test_estimate_cnn(profile):
     assert totals["modelled_nnapi_program_us"] > 0 and totals["modelled_host_program_us"] > 0
 
 
+def test_explain_with_a_profile_names_the_devices_of_each_subgraph():
+    _estimate_engine()
+    data = json.loads(_cli("explain", "residual", "--profile", "tensor-g2", "--json").stdout)
+    devices = data["explain"]["subgraph_devices"]
+    assert set(devices) == {"main_nnapi_0", "main_nnapi_1"}
+    profile_devices = {
+        d["name"]
+        for d in json.loads(_cli("devices", "--profile", "tensor-g2", "--json").stdout)["devices"]
+    }
+    assert all(names and set(names) <= profile_devices for names in devices.values())
+
+
 def test_estimate_llm_and_onnx(tmp_path):
     _estimate_engine()
     data = json.loads(
