@@ -323,7 +323,7 @@ def _load_exported_program(path: Path) -> tvm.IRModule:
     except ImportError as error:
         raise ModelLoadError(
             f"{path}: torch.export programs need torch, an optional extra "
-            f"(pip install 'tvm-nnapi[models]', or tox -e models)"
+            f"(pip install 'tvm-nnapi[models]', or tox -e models): {error}"
         ) from error
     from tvm.relax.frontend.torch import from_exported_program
 

@@ -236,12 +236,38 @@ def test_torch_export_file_without_torch_says_what_to_install(tmp_path, capsys):
     except ImportError:
         pass
     else:
-        pytest.skip("torch is installed; tests/backend/test_torchvision.py covers .pt2 files")
+        pytest.skip("torch is installed; test_torch_export_file covers .pt2 files")
     path = tmp_path / "model.pt2"
     path.write_bytes(b"not a program")
     assert main(["explain", str(path)]) == 2
     err = capsys.readouterr().err
     assert str(path) in err and "torch" in err and "models" in err
+
+
+def test_torch_export_file(tmp_path, capsys):
+    torch = pytest.importorskip(
+        "torch", reason="torch.export files need torch: pip install '.[models]' (tox -e models)"
+    )
+
+    class Net(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+            self.norm = torch.nn.BatchNorm2d(8)
+            self.fc = torch.nn.Linear(8, 4)
+
+        def forward(self, x):
+            y = torch.relu(self.norm(self.conv(x)))
+            return torch.erf(self.fc(torch.nn.functional.adaptive_avg_pool2d(y, 1).flatten(1)))
+
+    torch.manual_seed(0)
+    path = tmp_path / "net.pt2"
+    torch.export.save(torch.export.export(Net().eval(), (torch.randn(1, 3, 16, 16),)), str(path))
+    data = _json(capsys, "run", str(path), "--trace", "-")
+    assert data["model"]["kind"] == "torch.export" and data["run"]["passed"]
+    operations = {op for sub in data["explain"]["subgraphs"] for op in sub["nnapi_operations"]}
+    assert {"CONV_2D", "FULLY_CONNECTED"} <= operations
+    assert [r["operator"] for r in data["explain"]["refusals"]] == ["relax.erf"]
 
 
 # ---- estimate (MODELLED) -------------------------------------------------------------------------
