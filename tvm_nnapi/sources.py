@@ -241,9 +241,10 @@ def _llm(spec: str, entry: str | None) -> ModelSource:
         raise ModelLoadError(f"{spec}: --entry must be one of {', '.join(LLM_ENTRIES)}")
     mod, named_params, _ = llm.export_model(config, dtype)
     params = config.parameter_count()
+    count = f"{params / 1e9:.2f} B" if params >= 1e9 else f"{params / 1e6:.2f} M"
     text = (
         f"{config.name} ({config.num_hidden_layers} layers, hidden {config.hidden_size}, "
-        f"{params / 1e9:.2f} B parameters, {dtype}), entry {entry}"
+        f"{count} parameters, {dtype}), entry {entry}"
     )
     return ModelSource(
         spec,
