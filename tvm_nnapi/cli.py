@@ -114,6 +114,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     console.print(run)
     ok = error <= 1e-4 * scale and counters["executions_completed"] == len(summary.subgraphs)
     console.print("[green]OK[/green]: results match" if ok else "[red]MISMATCH[/red]")
+    console.print(
+        "More: tvm-nnapi explain | estimate --profile P | run MODEL [--report out.html] "
+        "(docs/cli.md)"
+    )
     return 0 if ok else 1
 
 

@@ -319,8 +319,12 @@ def test_estimate_llm_and_onnx(tmp_path):
     assert {row["name"] for row in data["estimate"]["subgraphs"]} == {
         sub["name"] for sub in data["explain"]["subgraphs"]
     }
-    text = _cli("estimate", write_onnx_cnn(tmp_path), "--shapes", "batch=1").stdout
+    report = tmp_path / "estimate.html"
+    path = write_onnx_cnn(tmp_path)
+    text = _cli("estimate", path, "--shapes", "batch=1", "--report", str(report)).stdout
     assert "MODELLED" in text and "speedup" in text
+    page = report.read_text()
+    assert "Estimate" in page and "main_nnapi_0" in page and "relax.erf" in page
 
 
 # ---- run -----------------------------------------------------------------------------------------
