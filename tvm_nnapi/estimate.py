@@ -31,7 +31,7 @@ import gc
 import math
 import mmap
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence, Set
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -241,7 +241,7 @@ def _absorbed_transposes(bindings: Sequence[relax.Binding]) -> set[relax.Var]:
     return {v for v in transposes if uses.get(v) == {"relax.matmul"}}
 
 
-def operator_work(call: relax.Call, absorbed: set[relax.Var] = frozenset()) -> HostWork:  # type: ignore[assignment]
+def operator_work(call: relax.Call, absorbed: Set[relax.Var] = frozenset()) -> HostWork:
     """FLOPs (:func:`tvm_nnapi.flops.call_flops`) and bytes (every tensor argument and the
     result) of one Relax operator; views cost nothing, a transpose absorbed by its matmul
     nothing either."""
