@@ -65,7 +65,7 @@ _POOLING = frozenset({"relax.nn.max_pool2d", "relax.nn.avg_pool2d", "relax.nn.ad
 
 #: The efficiency of TVM's *unscheduled* CPU code (``relax.build(mod, "llvm")`` with the default
 #: pipeline, no dlight or MetaSchedule tuning), measured by ``bench/bench_host_efficiency.py``:
-#: its LLM projection (an NT matmul) ran at about 1.3% of OpenBLAS's speed on the same x86 host;
+#: its LLM projection (an NT matmul) ran at 1.1%-1.3% of OpenBLAS's speed on the same x86 host;
 #: with OpenBLAS near 80% of peak, that is about 1% of peak. See docs/cost-model.md.
 TVM_DEFAULT_CODE_EFFICIENCY = 0.01
 
