@@ -666,8 +666,13 @@ class PreparedEstimate:
         finally:
             del module
             buffers.close()
-        if trace is None or trace.get("result") != "NO_ERROR":
-            raise RuntimeError(f"{sub.gvar.name_hint}: the mock produced no successful trace")
+        if trace is None:
+            raise RuntimeError(
+                f"{sub.gvar.name_hint}: the mock kept no execution trace; tracing is off "
+                "(mock_nnapi.control.set_trace_capacity(0)): turn it on to estimate"
+            )
+        if trace.get("result") != "NO_ERROR":
+            raise RuntimeError(f"{sub.gvar.name_hint}: the cost-only run failed: {trace['result']}")
         return trace
 
     def _row(
@@ -855,8 +860,10 @@ def estimate(
     entry is partitioned for NNAPI as :func:`tvm_nnapi.build` does; ``mod`` itself is not
     changed. ``host_model``: a :class:`HostModel` or a preset name (:data:`HOST_MODELS`).
     ``weights``: see :meth:`PreparedEstimate.run`. ``extern_work`` gives the work of extern
-    calls by function name (unknown ones are listed as not modelled). To estimate one program
-    on several profiles, use :class:`PreparedEstimate` (partitions once).
+    calls by function name (unknown ones are listed as not modelled). Weights are the
+    parameters after the entry's ``num_input`` attribute (as ``nn.Module.export_tvm`` marks
+    them); without it every parameter counts as an activation. To estimate one program on
+    several profiles, use :class:`PreparedEstimate` (partitions once).
     """
     prepared = PreparedEstimate(mod, shapes, entry, options, extern_work)
     return prepared.run(profile, host_model, weights)
