@@ -8,6 +8,7 @@ Subcommands:
   explain   which operators go to NNAPI (as which NNAPI operations) and why others do not
   estimate  modelled latency of the NNAPI-offloaded program vs the all-host one on a profile
   run       build, run on the mock NNAPI, compare with host llvm, write a Perfetto trace
+  llm       generate text with an LLM, benchmark its NNAPI-offloaded build (tvm_nnapi.llm.cli)
 
 explain, estimate and run take ``--json`` (a machine-readable document on stdout) and
 ``--report out.html`` (a self-contained HTML page). Progress goes to stderr.
@@ -788,6 +789,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(handler=cmd_run)
 
     # Subcommands contributed by other modules: one line each, `module.add_subcommands(commands)`.
+    from tvm_nnapi.llm.cli import add_subcommands as add_llm_subcommands
+
+    add_llm_subcommands(commands)  # llm generate, llm bench
     return parser
 
 

@@ -31,7 +31,7 @@ import gc
 import math
 import mmap
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence, Set
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -65,7 +65,7 @@ _POOLING = frozenset({"relax.nn.max_pool2d", "relax.nn.avg_pool2d", "relax.nn.ad
 
 #: The efficiency of TVM's *unscheduled* CPU code (``relax.build(mod, "llvm")`` with the default
 #: pipeline, no dlight or MetaSchedule tuning), measured by ``bench/bench_host_efficiency.py``:
-#: its LLM projection (an NT matmul) ran at about 1.3% of OpenBLAS's speed on the same x86 host;
+#: its LLM projection (an NT matmul) ran at 1.1%-1.3% of OpenBLAS's speed on the same x86 host;
 #: with OpenBLAS near 80% of peak, that is about 1% of peak. See docs/cost-model.md.
 TVM_DEFAULT_CODE_EFFICIENCY = 0.01
 
@@ -241,7 +241,7 @@ def _absorbed_transposes(bindings: Sequence[relax.Binding]) -> set[relax.Var]:
     return {v for v in transposes if uses.get(v) == {"relax.matmul"}}
 
 
-def operator_work(call: relax.Call, absorbed: set[relax.Var] = frozenset()) -> HostWork:  # type: ignore[assignment]
+def operator_work(call: relax.Call, absorbed: Set[relax.Var] = frozenset()) -> HostWork:
     """FLOPs (:func:`tvm_nnapi.flops.call_flops`) and bytes (every tensor argument and the
     result) of one Relax operator; views cost nothing, a transpose absorbed by its matmul
     nothing either."""
@@ -666,8 +666,13 @@ class PreparedEstimate:
         finally:
             del module
             buffers.close()
-        if trace is None or trace.get("result") != "NO_ERROR":
-            raise RuntimeError(f"{sub.gvar.name_hint}: the mock produced no successful trace")
+        if trace is None:
+            raise RuntimeError(
+                f"{sub.gvar.name_hint}: the mock kept no execution trace; tracing is off "
+                "(mock_nnapi.control.set_trace_capacity(0)): turn it on to estimate"
+            )
+        if trace.get("result") != "NO_ERROR":
+            raise RuntimeError(f"{sub.gvar.name_hint}: the cost-only run failed: {trace['result']}")
         return trace
 
     def _row(
@@ -855,8 +860,10 @@ def estimate(
     entry is partitioned for NNAPI as :func:`tvm_nnapi.build` does; ``mod`` itself is not
     changed. ``host_model``: a :class:`HostModel` or a preset name (:data:`HOST_MODELS`).
     ``weights``: see :meth:`PreparedEstimate.run`. ``extern_work`` gives the work of extern
-    calls by function name (unknown ones are listed as not modelled). To estimate one program
-    on several profiles, use :class:`PreparedEstimate` (partitions once).
+    calls by function name (unknown ones are listed as not modelled). Weights are the
+    parameters after the entry's ``num_input`` attribute (as ``nn.Module.export_tvm`` marks
+    them); without it every parameter counts as an activation. To estimate one program on
+    several profiles, use :class:`PreparedEstimate` (partitions once).
     """
     prepared = PreparedEstimate(mod, shapes, entry, options, extern_work)
     return prepared.run(profile, host_model, weights)

@@ -168,6 +168,27 @@ def test_cost_only_execution_skips_kernels():
     assert control.operation_count("FULLY_CONNECTED") == 1
 
 
+def test_a_plain_module_with_a_symbolic_batch():
+    bb = relax.BlockBuilder()
+    rows = tvm.tirx.Var("rows", "int64")
+    x = relax.Var("x", relax.TensorType([rows, 64], "float32"))
+    w = relax.Var("w", relax.TensorType([64, 64], "float32"))
+    with bb.function("main", [x, w]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.matmul(x, relax.op.permute_dims(w)))
+            z = bb.emit(relax.op.cumsum(y, axis=1))  # stays on the host
+            out = bb.emit_output(relax.op.add(z, x))
+        bb.emit_func_output(out)
+    mod = bb.get()
+    small = estimate(mod, PHONE, {"rows": 4})
+    large = estimate(mod, PHONE, {"rows": 4096})
+    assert small.entry == "main" and len(small.subgraphs) >= 1
+    assert any(r.name == "relax.cumsum" and r.modelled for r in small.host_rows)
+    assert large.modelled_speedup > small.modelled_speedup
+    assert "MODELLED" in large.format()
+    assert mod["main"].params[0].ty.shape.values[0].same_as(rows)  # the module is unchanged
+
+
 def _projection(rows: int, features: int) -> tvm.IRModule:
     bb = relax.BlockBuilder()
     x = relax.Var("x", relax.TensorType([rows, features], "float32"))

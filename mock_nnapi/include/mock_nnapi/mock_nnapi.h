@@ -125,8 +125,9 @@ MOCK_NNAPI_EXPORT int MockNnapi_getModelledCompilationTime(
  * trace as usual, but skip the kernels: output buffers are left unwritten (their contents are
  * undefined), input buffers are never read and temporaries are reserved as untouched zero
  * pages. Meant for costing full-size models quickly (e.g. with weights in memory that was
- * never written); never for results. Operation counters do not count cost-only runs; their
- * traces carry "cost_only": true. Default: off.
+ * never written); never for results. operations_executed and the per-operation counts leave
+ * cost-only runs out (the execution counters include them); their traces carry
+ * "cost_only": true. Default: off.
  */
 MOCK_NNAPI_EXPORT void MockNnapi_setCostOnlyExecution(int32_t enabled);
 MOCK_NNAPI_EXPORT int32_t MockNnapi_getCostOnlyExecution(void);

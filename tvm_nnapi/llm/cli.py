@@ -1,0 +1,333 @@
+"""``tvm-nnapi llm generate`` and ``tvm-nnapi llm bench`` (docs/llm.md).
+
+``generate`` builds a Llama-family model (prefill offloaded to NNAPI, or the pure host build),
+loads safetensors weights or makes random ones, and streams generated text or token ids.
+``bench`` measures, on this host with the mock NNAPI, the prefill and decode time of the
+NNAPI-offloaded build next to the host build of a small configuration, and prints the
+MODELLED estimate of the same configuration on a phone profile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+
+def add_subcommands(subparsers: Any) -> None:
+    """Add ``llm`` (with ``generate`` and ``bench``) to the ``tvm-nnapi`` subcommands."""
+    parser = subparsers.add_parser(
+        "llm",
+        help="LLMs: generate text or benchmark the NNAPI-offloaded build",
+        description="Llama-family LLMs with their prefill offloaded to NNAPI (docs/llm.md).",
+    )
+    commands = parser.add_subparsers(dest="llm_command", required=True, metavar="COMMAND")
+
+    generate = commands.add_parser(
+        "generate",
+        help="generate text (or token ids) with the NNAPI-offloaded or the host build",
+        description=cmd_generate.__doc__,
+    )
+    _model_arguments(generate)
+    prompt = generate.add_mutually_exclusive_group(required=True)
+    prompt.add_argument("--prompt", help="prompt text (needs --tokenizer)")
+    prompt.add_argument("--tokens", help="prompt as comma-separated token ids, e.g. 1,15,27")
+    generate.add_argument("--tokenizer", help="a tokenizer.json file (or a directory with one)")
+    generate.add_argument(
+        "--weights",
+        help="a .safetensors file, several comma-separated, or a directory (Hugging Face names); "
+        "default: random weights (--seed)",
+    )
+    generate.add_argument("--max-new-tokens", type=int, default=16, help="default %(default)s")
+    generate.add_argument(
+        "--temperature", type=float, default=0.0, help="0 (default) is greedy decoding"
+    )
+    generate.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling threshold")
+    generate.add_argument("--seed", type=int, default=0, help="sampling and random-weight seed")
+    generate.add_argument(
+        "--stop",
+        action="append",
+        default=[],
+        help="a stop token (id, or token string with --tokenizer); repeatable",
+    )
+    placement = generate.add_mutually_exclusive_group()
+    placement.add_argument(
+        "--nnapi",
+        dest="nnapi",
+        action="store_true",
+        default=True,
+        help="prefill on NNAPI (default)",
+    )
+    placement.add_argument(
+        "--host", dest="nnapi", action="store_false", help="the pure host (llvm) build"
+    )
+    generate.add_argument("--json", action="store_true", help="print the result as JSON")
+    generate.set_defaults(handler=cmd_generate)
+
+    bench = commands.add_parser(
+        "bench",
+        help="measured host time of the NNAPI-offloaded vs host build (mock), plus the modelled "
+        "estimate on a phone profile",
+        description=cmd_bench.__doc__,
+    )
+    _model_arguments(bench, default_model="tiny-llama")
+    bench.add_argument("--prompt-length", type=int, default=32, help="default %(default)s")
+    bench.add_argument(
+        "--decode-tokens", type=int, default=8, help="decode steps timed (default %(default)s)"
+    )
+    bench.add_argument("--repeat", type=int, default=3, help="measured repetitions (median)")
+    bench.add_argument(
+        "--profile",
+        default="snapdragon-8-gen-2",
+        help="device profile of the modelled estimate (default %(default)s)",
+    )
+    bench.add_argument(
+        "--estimate-model",
+        help="configuration to estimate (default: the benchmarked one); a full-size one such as "
+        "llama-2-7b is estimated from its shapes, without weights",
+    )
+    bench.add_argument("--json", action="store_true", help="print the result as JSON")
+    bench.set_defaults(handler=cmd_bench)
+
+
+def _model_arguments(parser: argparse.ArgumentParser, default_model: str = "tiny-llama") -> None:
+    from .config import CONFIGS
+
+    parser.add_argument(
+        "--model",
+        default=default_model,
+        help=f"a configuration ({', '.join(sorted(CONFIGS))}; default %(default)s)",
+    )
+    parser.add_argument("--config", help="a Hugging Face config.json (overrides --model)")
+    parser.add_argument("--dtype", choices=("float32", "float16"), default="float32")
+
+
+def _config(args: argparse.Namespace):
+    from .config import LlamaConfig, get_config
+
+    if args.config:
+        return LlamaConfig.from_hf_config(args.config)
+    return get_config(args.model)
+
+
+def _check_memory(config, dtype: str) -> None:
+    """Refuse models whose weights cannot fit in this machine's memory (use the estimate)."""
+    need = config.parameter_count() * (2 if dtype == "float16" else 4)
+    try:
+        physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        return
+    if need > 0.8 * physical:
+        raise SystemExit(
+            f"error: {config.name} needs {need / 2**30:.1f} GiB of {dtype} weights, more than this "
+            f"machine's {physical / 2**30:.1f} GiB allows; use a smaller configuration, or "
+            f"'tvm-nnapi llm bench --estimate-model {config.name}' for its modelled latency"
+        )
+
+
+def _engine(config, dtype: str, nnapi: bool, weights_path: str | None, seed: int):
+    from . import build_llm, export_model, load_safetensors, param_specs, random_weights
+    from .generate import LlamaEngine
+
+    mod, named_params, _ = export_model(config, dtype)
+    specs = param_specs(named_params)
+    if weights_path:
+        paths = weights_path.split(",")
+        weights = load_safetensors(paths[0] if len(paths) == 1 else paths, config, specs, dtype)
+    else:
+        weights = random_weights(specs, dtype, seed)
+    executable = build_llm(mod, entry_functions=["prefill"] if nnapi else [])
+    return LlamaEngine(executable, config, weights, dtype)
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    """Generate with a Llama-family model: prefill on NNAPI (the mock here, the phone's NNAPI on
+    Android) or everything on the host. Text is streamed as it is generated."""
+    from .generate import SamplingConfig, generate_text, load_tokenizer
+
+    config = _config(args)
+    if args.prompt is not None and not args.tokenizer:
+        raise SystemExit("error: --prompt needs --tokenizer (or give --tokens)")
+    if args.max_new_tokens < 1:
+        raise SystemExit("error: --max-new-tokens must be at least 1")
+    try:
+        sampling = SamplingConfig(args.temperature, args.top_p, args.seed)
+    except ValueError as error:
+        raise SystemExit(f"error: {error}") from None
+    tokenizer = load_tokenizer(args.tokenizer) if args.tokenizer else None
+    stops: list[int | str] = []
+    for stop in args.stop:
+        stops.append(int(stop) if stop.lstrip("-").isdigit() or tokenizer is None else stop)
+    _check_memory(config, args.dtype)
+    where = "prefill on NNAPI" if args.nnapi else "host only"
+    _progress(f"building {config.name} ({args.dtype}, {where})...")
+    start = time.perf_counter()
+    from .weights import WeightError
+
+    try:
+        engine = _engine(config, args.dtype, args.nnapi, args.weights, args.seed)
+    except WeightError as error:
+        raise SystemExit(f"error: {error}") from None
+    _progress(f"built in {time.perf_counter() - start:.1f} s")
+    start = time.perf_counter()
+    if tokenizer is not None and args.prompt is not None:
+        stream = None if args.json else (lambda piece: print(piece, end="", flush=True))
+        try:
+            text, result = generate_text(
+                engine, tokenizer, args.prompt, args.max_new_tokens, sampling, stops, stream
+            )
+        except ValueError as error:
+            raise SystemExit(f"error: {error}") from None
+    else:
+        try:
+            prompt = [int(t) for t in args.tokens.split(",") if t.strip()]
+        except ValueError:
+            raise SystemExit(
+                f"error: --tokens must be comma-separated integers: {args.tokens}"
+            ) from None
+        stop_ids = []
+        for stop in stops:
+            if isinstance(stop, str):
+                token = tokenizer.token_to_id(stop) if tokenizer else None
+                if token is None:
+                    raise SystemExit(f"error: stop token {stop!r} is not in the vocabulary")
+                stop = token
+            stop_ids.append(int(stop))
+        stream = None if args.json else (lambda token: print(token, end=" ", flush=True))
+        try:
+            result = engine.generate(prompt, args.max_new_tokens, sampling, stop_ids, stream)
+        except ValueError as error:
+            raise SystemExit(f"error: {error}") from None
+        text = tokenizer.decode(result.tokens) if tokenizer else None
+    seconds = time.perf_counter() - start
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "model": config.name,
+                    "dtype": args.dtype,
+                    "placement": "nnapi" if args.nnapi else "host",
+                    "prompt_tokens": result.prompt_tokens,
+                    "tokens": result.tokens,
+                    "text": text,
+                    "finish_reason": result.finish_reason,
+                    "measured_seconds": seconds,
+                }
+            )
+        )
+    else:
+        print()
+        _progress(
+            f"{len(result.tokens)} tokens in {seconds:.2f} s (measured on this host), "
+            f"finish: {result.finish_reason}"
+        )
+    return 0
+
+
+def _median_seconds(function, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Benchmark a small configuration: prefill and decode time of the NNAPI-offloaded build
+    and of the host build, MEASURED side by side on this host (the NNAPI side runs on the mock,
+    so this measures the mock's reference kernels and the runtime's overheads, not a phone),
+    then the MODELLED estimate on a phone profile (docs/experiments.md)."""
+    from .experiments import LlmEstimator
+
+    config = _config(args)
+    if args.prompt_length < 1 or args.decode_tokens < 1 or args.repeat < 1:
+        raise SystemExit("error: --prompt-length, --decode-tokens and --repeat must be >= 1")
+    if args.prompt_length + args.decode_tokens > config.context_window_size:
+        raise SystemExit(
+            f"error: {args.prompt_length} + {args.decode_tokens} tokens exceed the context "
+            f"window of {config.name} ({config.context_window_size})"
+        )
+    from .config import get_config
+
+    estimate_config = get_config(args.estimate_model) if args.estimate_model else config
+    # Modelled first: selecting a profile needs no NNAPI compilation alive in the process.
+    _progress(f"modelled estimate of {estimate_config.name} on {args.profile}...")
+    estimator = LlmEstimator(estimate_config, args.dtype)
+    prefill_estimate = estimator.estimate("prefill", args.prompt_length, args.profile)
+    decode_estimate = estimator.estimate("decode", args.prompt_length, args.profile)
+    del estimator
+
+    _check_memory(config, args.dtype)
+    rng = np.random.default_rng(0)
+    prompt = [int(t) for t in rng.integers(0, config.vocab_size, args.prompt_length)]
+    measured: dict[str, dict[str, float]] = {}
+    for label, nnapi in (("nnapi", True), ("host", False)):
+        _progress(f"building {config.name} ({label})...")
+        engine = _engine(config, args.dtype, nnapi, None, 0)
+
+        def prefill(engine=engine) -> None:
+            engine.reset()
+            engine.prefill(prompt)
+
+        prefill()  # warm-up: NNAPI compilation of this prompt length
+        prefill_s = _median_seconds(prefill, args.repeat)
+
+        def decode(engine=engine) -> float:
+            prefill(engine)
+            start = time.perf_counter()
+            for step in range(args.decode_tokens):
+                engine.decode(prompt[step % len(prompt)])
+            return time.perf_counter() - start
+
+        decode_s = statistics.median(decode() for _ in range(args.repeat)) / args.decode_tokens
+        measured[label] = {"prefill_seconds": prefill_s, "decode_seconds_per_token": decode_s}
+        del engine
+    result = {
+        "model": config.name,
+        "dtype": args.dtype,
+        "prompt_length": args.prompt_length,
+        "measured_on": "this host, NNAPI side on mock_nnapi (not a phone)",
+        "measured": measured,
+        "measured_prefill_ratio_host_over_nnapi": measured["host"]["prefill_seconds"]
+        / measured["nnapi"]["prefill_seconds"],
+        "modelled": {
+            "model": estimate_config.name,
+            "profile": args.profile,
+            "prefill": prefill_estimate.to_dict()["totals"],
+            "decode": decode_estimate.to_dict()["totals"],
+        },
+    }
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    n = args.prompt_length
+    print(f"{config.name} ({args.dtype}), prompt {n} tokens, {args.decode_tokens} decode steps")
+    print("MEASURED on this host (NNAPI side = mock_nnapi's reference kernels, not a phone;")
+    print("  the NNAPI build runs decode on the host):")
+    for label in ("nnapi", "host"):
+        m = measured[label]
+        print(
+            f"  {label:<6} prefill {m['prefill_seconds'] * 1e3:9.2f} ms   "
+            f"decode {m['decode_seconds_per_token'] * 1e3:9.2f} ms/token"
+        )
+    print(f"  host / nnapi prefill: {result['measured_prefill_ratio_host_over_nnapi']:.2f}x")
+    print(f"MODELLED on {args.profile} ({estimate_config.name}; cost model, not measured):")
+    print("  (decode offloaded too, to show what NNAPI would gain; the build keeps it on the host)")
+    for label, est in (("prefill", prefill_estimate), ("decode", decode_estimate)):
+        print(
+            f"  {label:<7} NNAPI-offloaded {est.modelled_nnapi_program_us / 1e3:10.2f} ms   "
+            f"all-host {est.modelled_host_program_us / 1e3:10.2f} ms   "
+            f"speedup {est.modelled_speedup:.2f}x"
+        )
+    return 0
