@@ -10,6 +10,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import difftest_plugin  # noqa: E402  (tests/ is on sys.path from here on)
+
 # The targets (tests/targets.py) import TVM; only the tests that run NNAPI builds need them.
 TARGETS = ("mock", "rpc", "device")
 
@@ -20,12 +22,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=os.environ.get("TVM_NNAPI_TEST_TARGET", "mock"),
         choices=TARGETS,
         help="where NNAPI builds run: mock (in process), rpc (loopback TVM RPC server), "
-        "device (a phone behind a TVM RPC tracker); env TVM_NNAPI_TEST_TARGET",
+        "device (a phone through a TVM RPC tracker or adb); env TVM_NNAPI_TEST_TARGET; "
+        "docs/targets.md",
     )
+    difftest_plugin.add_options(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: a test that takes more than a few seconds")
+    config.pluginmanager.register(difftest_plugin.DiffTestPlugin(config), "tvm_nnapi_difftest")
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -40,3 +45,11 @@ def target(request: pytest.FixtureRequest):
     chosen = make_target(request.config.getoption("--target"))
     yield chosen
     chosen.close()
+
+
+@pytest.fixture
+def difftest() -> difftest_plugin.Recorder:
+    """Records this test's comparisons with the reference for the differential report."""
+    recorder = difftest_plugin.current()
+    assert recorder is not None, "the difftest plugin is not active"
+    return recorder
