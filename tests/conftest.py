@@ -38,13 +38,19 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 
 @pytest.fixture(scope="session")
-def target(request: pytest.FixtureRequest):
-    """The target NNAPI builds run on (see tests/targets.py)."""
+def nnapi_target(request: pytest.FixtureRequest):
+    """The target NNAPI builds run on (see tests/targets.py); one per session (xdist worker)."""
     from targets import make_target
 
     chosen = make_target(request.config.getoption("--target"))
     yield chosen
     chosen.close()
+
+
+@pytest.fixture(scope="session")
+def target(nnapi_target):
+    """The target NNAPI builds run on (tests that take it are target-aware)."""
+    return nnapi_target
 
 
 @pytest.fixture

@@ -146,7 +146,7 @@ class DiffTestPlugin:
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_setup(self, item: pytest.Item):
         global _current
-        uses_target = "target" in getattr(item, "fixturenames", ())
+        uses_target = "nnapi_target" in getattr(item, "fixturenames", ())
         recorder = Recorder(item, self.target if uses_target else "mock")
         recorder.uses_target = uses_target
         recorder.mock_executions_before = _mock_executions()

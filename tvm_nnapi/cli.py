@@ -4,6 +4,7 @@ Subcommands:
   demo      partition a built-in model, run it on the mock NNAPI, compare with host llvm
   devices   list the NNAPI devices (the mock's, or a real NNAPI's) and their feature levels
   explain   which operators go to NNAPI (as which NNAPI operations) and why others do not
+  compare-reports  compare two differential test reports (tvm_nnapi/difftest.py)
 """
 
 from __future__ import annotations
@@ -235,6 +236,9 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--batch", type=int, default=1, help="batch size for built-in models")
     explain.add_argument("--json", action="store_true", help="print the result as JSON")
     explain.set_defaults(handler=cmd_explain)
+    from tvm_nnapi import difftest
+
+    difftest.add_subcommands(commands)  # compare-reports
     return parser
 
 

@@ -84,12 +84,14 @@ def compare_arrays(
         )  # fmt: skip
     a64 = a.astype(np.float64)
     e64 = e.astype(np.float64)
-    both_nan = np.isnan(a64) & np.isnan(e64)
-    diff = np.where(both_nan, 0.0, np.abs(a64 - e64))
-    diff = np.where(np.isnan(diff), math.inf, diff)
-    bad = diff > atol + rtol * np.abs(np.nan_to_num(e64))
-    nonzero = e64 != 0
-    rel = diff[nonzero] / np.abs(e64[nonzero]) if nonzero.any() else np.zeros(0)
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, NaN: handled below
+        both_nan = np.isnan(a64) & np.isnan(e64)
+        same_inf = np.isinf(a64) & (a64 == e64)
+        diff = np.where(both_nan | same_inf, 0.0, np.abs(a64 - e64))
+        diff = np.where(np.isnan(diff), math.inf, diff)
+        bad = diff > atol + rtol * np.abs(np.nan_to_num(e64))
+        nonzero = (e64 != 0) & np.isfinite(e64)
+        rel = diff[nonzero] / np.abs(e64[nonzero]) if nonzero.any() else np.zeros(0)
     return Comparison(
         label=label,
         reference=reference,
@@ -213,16 +215,17 @@ class Report:
             "Errors are the largest over a test's compared arrays; the relative error is taken "
             "over elements with a non-zero reference.",
             "",
-            "| test | target | outcome | max abs error | max rel error | NNAPI ran | note |",
-            "|---|---|---|---|---|---|---|",
+            "| test | target | outcome | max abs error | max rel error | reference | NNAPI ran | note |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for test in sorted(self.tests, key=lambda t: t.nodeid):
             ran = {True: "yes", False: "no", None: "?"}[test.nnapi_ran]
             note = test.message or test.nnapi_evidence
+            references = ", ".join(sorted({str(c["reference"]) for c in test.comparisons}))
             lines.append(
                 f"| `{test.nodeid}` | {test.target} | {test.outcome} | "
-                f"{_fmt(test.max_abs_error)} | {_fmt(test.max_rel_error)} | {ran} | "
-                f"{_md_cell(note)} |"
+                f"{_fmt(test.max_abs_error)} | {_fmt(test.max_rel_error)} | {references or '-'} | "
+                f"{ran} | {_md_cell(note)} |"
             )
         return "\n".join(lines) + "\n"
 

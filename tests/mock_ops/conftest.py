@@ -12,7 +12,7 @@ def _operations_on_target(request: pytest.FixtureRequest):
     if request.config.getoption("--target") == "mock":
         yield
         return
-    op_tester.set_remote_target(request.getfixturevalue("target"))
+    op_tester.set_remote_target(request.getfixturevalue("nnapi_target"))
     try:
         yield
     finally:

@@ -326,6 +326,14 @@ def _tolerance(kind: str, expected: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return np.ones(expected.shape), expected.astype(np.int64)
 
 
+def _error(actual: np.ndarray, basis: np.ndarray) -> np.ndarray:
+    """|actual - basis| (integers exactly; inf - inf is NaN, which the callers handle)."""
+    if basis.dtype == np.int64:
+        return np.abs(actual.astype(np.int64) - basis)
+    with np.errstate(invalid="ignore"):
+        return np.abs(actual.astype(np.float64) - basis)
+
+
 def _comparison(actual, expected, dtype: str | None, label: str, reference: str):
     """The differential-report record of ``actual`` vs ``expected`` under the criteria of
     ``assert_close`` (atol/rtol are the criteria's nominal values)."""
@@ -341,10 +349,7 @@ def _comparison(actual, expected, dtype: str | None, label: str, reference: str)
     )
     if actual.shape == expected.shape:
         tolerance, basis = _tolerance(kind, expected)
-        if basis.dtype == np.int64:
-            error = np.abs(actual.astype(np.int64) - basis)
-        else:
-            error = np.abs(actual.astype(np.float64) - basis)
+        error = _error(actual, basis)
         nan_ok = np.isnan(actual.astype(np.float64)) & np.isnan(expected.astype(np.float64))
         bad = (error > tolerance) & ~nan_ok
         comparison.mismatched = int(bad.sum())
@@ -366,10 +371,7 @@ def assert_close(actual: np.ndarray, expected: np.ndarray, dtype: str | None = N
     assert actual.shape == expected.shape, f"shape {actual.shape} != {expected.shape}"
     kind = dtype or str(actual.dtype)
     tolerance, basis = _tolerance(kind, expected)
-    if basis.dtype == np.int64:
-        error = np.abs(actual.astype(np.int64) - basis)
-    else:
-        error = np.abs(actual.astype(np.float64) - basis)
+    error = _error(actual, basis)
     nan_ok = np.isnan(actual.astype(np.float64)) & np.isnan(expected.astype(np.float64))
     bad = (error > tolerance) & ~nan_ok
     assert not bad.any(), (
