@@ -197,6 +197,18 @@ class LoopbackRpcTarget(RemoteTarget):
         self.server.terminate()
 
 
+def android_fcompile(compiler: str):
+    """``export_library``'s fcompile linking with the NDK's clang++ (``compiler``)."""
+
+    def fcompile(output, objects, options=None):
+        from tvm.support import cc
+
+        return cc.create_shared(output, objects, options, cc=compiler)
+
+    fcompile.output_format = "so"
+    return fcompile
+
+
 class DeviceTarget(RemoteTarget):
     """A phone (tvm_nnapi.testing.android): this worker's device from a TVM RPC tracker or adb,
     modules cross-compiled with the NDK, the runtime library built for Android loaded into the
@@ -231,9 +243,6 @@ class DeviceTarget(RemoteTarget):
         self.compile_target = android.compile_target(abi)
         compiler = android.ndk_compiler(abi, env)
         runtime = android.android_runtime_library(abi, env, ROOT)
-        os.environ["TVM_NDK_CC"] = compiler  # read by tvm.contrib.ndk.create_shared
-        from tvm.contrib import ndk
-
         if connect is None:
             from tvm import rpc
 
@@ -253,7 +262,7 @@ class DeviceTarget(RemoteTarget):
                 timeout=60,
                 interval=1,
             )
-        super().__init__(session, {"fcompile": ndk.create_shared})
+        super().__init__(session, {"fcompile": android_fcompile(compiler)})
         self.load_runtime(runtime)
 
     def close(self) -> None:

@@ -110,6 +110,8 @@ def compare_arrays(
 class TestRecord:
     """One test of a report."""
 
+    __test__ = False  # not a pytest test class
+
     nodeid: str
     target: str
     outcome: str
