@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -33,7 +32,7 @@ DEFAULT_IMAGE = "tvm-nnapi-emulator:latest"
 CONTAINER_ADB_PORT = 5555
 
 
-class EmulatorUnavailable(RuntimeError):
+class EmulatorUnavailableError(RuntimeError):
     """No way to start an emulator here; the message says what to provide."""
 
 
@@ -54,7 +53,9 @@ class EmulatorConfig:
 
     def __post_init__(self) -> None:
         if self.api_level < 30:
-            raise ValueError(f"API level {self.api_level}: the emulator target needs API 30 or newer")
+            raise ValueError(
+                f"API level {self.api_level}: the emulator target needs API 30 or newer"
+            )
         if self.abi != "x86_64":
             raise ValueError(f"ABI {self.abi}: the emulator target uses x86_64 system images")
         if self.console_port % 2 or not 5554 <= self.console_port <= 5682:
@@ -81,14 +82,19 @@ def sdk_tool(sdk_root: Path, *candidates: str) -> Path:
         path = sdk_root / candidate
         if path.exists():
             return path
-    raise EmulatorUnavailable(
+    raise EmulatorUnavailableError(
         f"{sdk_root} has none of {', '.join(candidates)}: install them with the SDK's "
         "command-line tools (sdkmanager 'emulator' 'platform-tools' 'cmdline-tools;latest')"
     )
 
 
 def sdkmanager_packages(config: EmulatorConfig) -> list[str]:
-    return ["platform-tools", "emulator", f"platforms;android-{config.api_level}", config.system_image]
+    return [
+        "platform-tools",
+        "emulator",
+        f"platforms;android-{config.api_level}",
+        config.system_image,
+    ]
 
 
 def avd_create_command(avdmanager: str, config: EmulatorConfig) -> list[str]:
@@ -213,19 +219,19 @@ class DockerEmulator:
 
     @staticmethod
     def available(docker_module: Any = None) -> Any:
-        """A Docker client, or EmulatorUnavailable saying what is missing."""
+        """A Docker client, or EmulatorUnavailableError saying what is missing."""
         if docker_module is None:
             try:
                 import docker as docker_module
             except ImportError:
-                raise EmulatorUnavailable(
+                raise EmulatorUnavailableError(
                     "the Docker backend needs the docker package: pip install 'tvm-nnapi[device]'"
                 ) from None
         try:
             client = docker_module.from_env()
             client.ping()
         except Exception as error:
-            raise EmulatorUnavailable(
+            raise EmulatorUnavailableError(
                 f"no Docker engine reachable ({error}); start one or set DOCKER_HOST"
             ) from None
         return client
@@ -236,14 +242,14 @@ class DockerEmulator:
 
     def start(self, progress: Callable[[str], None] = print) -> None:
         if not os.path.exists("/dev/kvm"):
-            raise EmulatorUnavailable(
+            raise EmulatorUnavailableError(
                 "/dev/kvm is missing: the x86_64 emulator needs KVM (a Linux host with "
                 "virtualisation enabled, and access to /dev/kvm for this user)"
             )
         try:
             self.client.images.get(self.config.image)
         except Exception:
-            raise EmulatorUnavailable(
+            raise EmulatorUnavailableError(
                 f"Docker image {self.config.image} not found: build it with "
                 f"`docker build -f docker/emulator.Dockerfile -t {self.config.image} .`"
             ) from None
@@ -274,7 +280,7 @@ class SdkEmulator:
     def sdk_root_from(env: Mapping[str, str]) -> Path:
         root = env.get("ANDROID_SDK_ROOT") or env.get("ANDROID_HOME")
         if not root:
-            raise EmulatorUnavailable(
+            raise EmulatorUnavailableError(
                 "no Android SDK: set ANDROID_SDK_ROOT (or ANDROID_HOME) to an SDK with the "
                 "emulator, platform-tools and an x86_64 system image of API 30+"
             )
@@ -290,7 +296,7 @@ class SdkEmulator:
             self.sdk_root, "cmdline-tools/latest/bin/avdmanager", "tools/bin/avdmanager"
         )
         if not (self.sdk_root / "system-images" / f"android-{self.config.api_level}").exists():
-            raise EmulatorUnavailable(
+            raise EmulatorUnavailableError(
                 f"{self.sdk_root} has no API {self.config.api_level} system image: "
                 f"sdkmanager '{self.config.system_image}'"
             )
@@ -322,17 +328,17 @@ def choose_backend(name: str, config: EmulatorConfig, env: Mapping[str, str],
     if name in ("docker", "auto"):
         try:
             return DockerEmulator(config, DockerEmulator.available(docker_module))
-        except EmulatorUnavailable as error:
+        except EmulatorUnavailableError as error:
             if name == "docker":
                 raise
             reasons.append(f"Docker: {error}")
     try:
         return SdkEmulator(config, SdkEmulator.sdk_root_from(env))
-    except EmulatorUnavailable as error:
+    except EmulatorUnavailableError as error:
         if name == "sdk":
             raise
         reasons.append(f"SDK: {error}")
-    raise EmulatorUnavailable("cannot start an emulator. " + " | ".join(reasons))
+    raise EmulatorUnavailableError("cannot start an emulator. " + " | ".join(reasons))
 
 
 def run_suite(backend: DockerEmulator | SdkEmulator, pytest_args: Sequence[str], *,
@@ -343,7 +349,7 @@ def run_suite(backend: DockerEmulator | SdkEmulator, pytest_args: Sequence[str],
         try:
             from adbutils import adb
         except ImportError:
-            raise EmulatorUnavailable(
+            raise EmulatorUnavailableError(
                 "the emulator harness needs adbutils: pip install 'tvm-nnapi[device]'"
             ) from None
     config = backend.config
@@ -360,7 +366,9 @@ def run_suite(backend: DockerEmulator | SdkEmulator, pytest_args: Sequence[str],
         )
         progress(f"{backend.serial} booted in {waited:.0f} s; running the suite")
         command = pytest_command(sys.executable, pytest_args)
-        return int(run(command, env=pytest_environment(os.environ, backend.serial), cwd=ROOT).returncode)
+        return int(
+            run(command, env=pytest_environment(os.environ, backend.serial), cwd=ROOT).returncode
+        )
     finally:
         progress("stopping the emulator")
         backend.stop()
@@ -372,14 +380,26 @@ def build_parser() -> argparse.ArgumentParser:
         description=__doc__.split("\n\n")[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--backend", choices=["auto", "docker", "sdk"], default="auto",
-                        help="start the emulator in Docker or from a local SDK (default: auto)")
+    parser.add_argument(
+        "--backend",
+        choices=["auto", "docker", "sdk"],
+        default="auto",
+        help="start the emulator in Docker or from a local SDK (default: auto)",
+    )
     parser.add_argument("--api", type=int, default=30, help="Android API level (30 or newer)")
     parser.add_argument("--image", default=DEFAULT_IMAGE, help="Docker image of the emulator")
-    parser.add_argument("--boot-timeout", type=float, default=600.0,
-                        help="seconds to wait for sys.boot_completed (default 600)")
-    parser.add_argument("pytest_args", nargs="*", default=["tests/backend/test_ops.py"],
-                        help="arguments for pytest after -- (default: tests/backend/test_ops.py)")
+    parser.add_argument(
+        "--boot-timeout",
+        type=float,
+        default=600.0,
+        help="seconds to wait for sys.boot_completed (default 600)",
+    )
+    parser.add_argument(
+        "pytest_args",
+        nargs="*",
+        default=["tests/backend/test_ops.py"],
+        help="arguments for pytest after -- (default: tests/backend/test_ops.py)",
+    )
     return parser  # fmt: skip
 
 
@@ -394,7 +414,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         backend = choose_backend(args.backend, config, os.environ)
         return run_suite(backend, args.pytest_args)
-    except (EmulatorUnavailable, TimeoutError) as error:
+    except (EmulatorUnavailableError, TimeoutError) as error:
         print(f"emulator: {error}", file=sys.stderr)
         return 2
 

@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import difftest_plugin  # noqa: E402  (tests/ is on sys.path from here on)
+import difftest_plugin
 
 # The targets (tests/targets.py) import TVM; only the tests that run NNAPI builds need them.
 TARGETS = ("mock", "rpc", "device")

@@ -239,7 +239,9 @@ class DiffTestPlugin:
         environment = default_environment()
         environment["pytest_target"] = self.target
         environment["duration_s"] = f"{time.time() - self.started:.1f}"
-        report = Report(target=self.target, tests=list(self.records.values()), environment=environment)
+        report = Report(
+            target=self.target, tests=list(self.records.values()), environment=environment
+        )
         self.report_paths = report.write(path)
 
     def pytest_terminal_summary(self, terminalreporter) -> None:

@@ -93,7 +93,9 @@ class MockTarget(Target):
         vm = relax.VirtualMachine(executable, tvm.cpu())
         result = vm[function](*[tvm.runtime.tensor(a) for a in inputs]).numpy()
         stats = runtime_api.stats(vm)
-        totals = {key: sum(s.get(key, 0) for s in stats.values()) for key in ("nnapi_calls", "host_calls")}
+        totals = {
+            key: sum(s.get(key, 0) for s in stats.values()) for key in ("nnapi_calls", "host_calls")
+        }
         _record_nnapi(*_stats_evidence(self.name, {**totals, "nnapi_modules": len(stats)}))
         return result
 
@@ -101,7 +103,9 @@ class MockTarget(Target):
         from tvm_nnapi._runtime import runtime_function
 
         arguments = [tvm.runtime.tensor(np.ascontiguousarray(a)) for a in inputs]
-        results = [tvm.runtime.empty(shape, str(np.dtype(dtype)), tvm.cpu()) for shape, dtype in outputs]
+        results = [
+            tvm.runtime.empty(shape, str(np.dtype(dtype)), tvm.cpu()) for shape, dtype in outputs
+        ]
         run = runtime_function("tvm_nnapi.testing.run_graph")
         info = json.loads(str(run(graph_json, bytes(constants), *arguments, *results)))
         return [r.numpy() for r in results], info
@@ -145,7 +149,8 @@ class RemoteTarget(Target):
             vm = relax.VirtualMachine(library, device)
             arguments = [tvm.runtime.tensor(a, device) for a in inputs]
             result = vm[function](*arguments).numpy()
-            stats = json.loads(str(self.session.get_function("tvm_nnapi.testing.nnapi_stats")(library)))
+            nnapi_stats = self.session.get_function("tvm_nnapi.testing.nnapi_stats")
+            stats = json.loads(str(nnapi_stats(vm.module)))  # the VM's copies of the modules
             _record_nnapi(*_stats_evidence(self.name, stats))
             return result
 
@@ -220,7 +225,7 @@ class DeviceTarget(RemoteTarget):
         env = dict(os.environ if env is None else env)
         try:
             self._open(env, connect, adb)
-        except android.TargetUnavailable as missing:
+        except android.TargetUnavailableError as missing:
             pytest.skip(f"device target: {missing}")
 
     def _open(self, env: dict[str, str], connect, adb) -> None:
@@ -233,7 +238,7 @@ class DeviceTarget(RemoteTarget):
                 try:
                     import adbutils
                 except ImportError:
-                    raise android.TargetUnavailable(
+                    raise android.TargetUnavailableError(
                         "the adb path needs the adbutils package: pip install 'tvm-nnapi[device]'"
                     ) from None
                 adb = adbutils.adb
@@ -253,7 +258,10 @@ class DeviceTarget(RemoteTarget):
         else:
             local_port = android.free_local_port()
             self.adb_server = android.AdbRpcServer(
-                handle, android.android_build_dir(abi, env, ROOT), self.device.device_port, local_port
+                handle,
+                android.android_build_dir(abi, env, ROOT),
+                self.device.device_port,
+                local_port,
             )
             self.adb_server.start()
             session = android.wait_until(

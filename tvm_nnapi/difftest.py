@@ -217,7 +217,8 @@ class Report:
             "Errors are the largest over a test's compared arrays; the relative error is taken "
             "over elements with a non-zero reference.",
             "",
-            "| test | target | outcome | max abs error | max rel error | reference | NNAPI ran | note |",
+            "| test | target | outcome | max abs error | max rel error | reference | NNAPI ran "
+            "| note |",
             "|---|---|---|---|---|---|---|---|",
         ]
         for test in sorted(self.tests, key=lambda t: t.nodeid):
@@ -286,7 +287,11 @@ def _md_cell(text: str, width: int = 120) -> str:
 
 def default_environment() -> dict[str, str]:
     """Where the report was made (host side)."""
-    return {"host": platform.node(), "platform": platform.platform(), "python": sys.version.split()[0]}
+    return {
+        "host": platform.node(),
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+    }
 
 
 # ---- comparing two reports -------------------------------------------------------------------

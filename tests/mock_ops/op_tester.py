@@ -198,7 +198,9 @@ class OpTester:
             if kind == "scalar":
                 value = spec["value"]
                 value = bool(value) if code == OperandCode.BOOL else value
-                value = float(value) if code in (OperandCode.FLOAT32, OperandCode.FLOAT16) else value
+                value = (
+                    float(value) if code in (OperandCode.FLOAT32, OperandCode.FLOAT16) else value
+                )
                 value = int(value) if isinstance(value, (int, np.integer)) else value
                 operands.append({"type": code.name, "value": value})
             elif kind == "omitted":
@@ -269,7 +271,8 @@ class OpTester:
         graph_json, constants = self.graph()
         codes = [OperandCode(s["code"]) for s in self._inputs if s["kind"] == "input"]
         inputs = [
-            np.ascontiguousarray(a, dtype=NUMPY_DTYPES[c]) for a, c in zip(feeds, codes, strict=True)
+            np.ascontiguousarray(a, dtype=NUMPY_DTYPES[c])
+            for a, c in zip(feeds, codes, strict=True)
         ]
         outputs = [(tuple(r.shape), r.dtype) for r in mock_results]
         before = target.operation_count(self.operation.name)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tvm_nnapi.testing import android
-from tvm_nnapi.testing.android import AdbDevice, TargetUnavailable, TrackerDevice
+from tvm_nnapi.testing.android import AdbDevice, TargetUnavailableError, TrackerDevice
 
 TRACKER = {"TVM_TRACKER_HOST": "10.0.0.5", "TVM_TRACKER_PORT": "9190", "RPC_DEVICE_KEY": "pixel7"}
 
@@ -27,9 +27,9 @@ def test_tracker_keys_are_assigned_round_robin_to_workers():
 
 def test_incomplete_tracker_configuration_names_the_missing_variables():
     env = {"TVM_TRACKER_HOST": "h", "RPC_DEVICE_KEY": "k"}
-    with pytest.raises(TargetUnavailable, match="TVM_TRACKER_PORT missing"):
+    with pytest.raises(TargetUnavailableError, match="TVM_TRACKER_PORT missing"):
         android.choose_device(env)
-    with pytest.raises(TargetUnavailable, match="'x' is not a port number"):
+    with pytest.raises(TargetUnavailableError, match="'x' is not a port number"):
         android.choose_device(dict(TRACKER, TVM_TRACKER_PORT="x"))
 
 
@@ -46,7 +46,7 @@ def test_adb_serials_give_each_worker_a_phone_and_its_own_server_port():
 
 
 def test_no_device_configured_says_how_to_provide_one():
-    with pytest.raises(TargetUnavailable) as error:
+    with pytest.raises(TargetUnavailableError) as error:
         android.choose_device({})
     for name in ("TVM_TRACKER_HOST", "RPC_DEVICE_KEY", "TVM_NNAPI_ADB_SERIALS"):
         assert name in str(error.value)
@@ -55,23 +55,23 @@ def test_no_device_configured_says_how_to_provide_one():
 def test_compile_target_and_ndk_compiler():
     assert android.compile_target("arm64-v8a") == "llvm -mtriple=aarch64-linux-android"
     assert android.compile_target("x86_64") == "llvm -mtriple=x86_64-linux-android"
-    with pytest.raises(TargetUnavailable, match="'mips' is not supported"):
+    with pytest.raises(TargetUnavailableError, match="'mips' is not supported"):
         android.compile_target("mips")
     assert android.ndk_compiler("arm64-v8a", {"TVM_NDK_CC": "clang++"}) == "clang++"
     env = {"ANDROID_NDK_HOME": "/ndk", "TVM_NNAPI_ANDROID_API": "30"}
     compiler = android.ndk_compiler("x86_64", env, exists=lambda path: True)
     assert compiler.startswith("/ndk/toolchains/llvm/prebuilt/")
     assert compiler.endswith("/bin/x86_64-linux-android30-clang++")
-    with pytest.raises(TargetUnavailable, match="set ANDROID_NDK_HOME"):
+    with pytest.raises(TargetUnavailableError, match="set ANDROID_NDK_HOME"):
         android.ndk_compiler("arm64-v8a", {})
-    with pytest.raises(TargetUnavailable, match="is not an NDK with API 30"):
+    with pytest.raises(TargetUnavailableError, match="is not an NDK with API 30"):
         android.ndk_compiler("arm64-v8a", env, exists=lambda path: False)
-    with pytest.raises(TargetUnavailable, match="TVM_NDK_CC=/no/such/clang"):
+    with pytest.raises(TargetUnavailableError, match="TVM_NDK_CC=/no/such/clang"):
         android.ndk_compiler("arm64-v8a", {"TVM_NDK_CC": "/no/such/clang"})
 
 
 def test_runtime_library_location_and_message(tmp_path):
-    with pytest.raises(TargetUnavailable, match=r"tools/build_android.sh arm64-v8a"):
+    with pytest.raises(TargetUnavailableError, match=r"tools/build_android.sh arm64-v8a"):
         android.android_runtime_library("arm64-v8a", {}, tmp_path)
     built = tmp_path / "build/android/arm64-v8a/install/lib/libtvm_nnapi_runtime.so"
     built.parent.mkdir(parents=True)
@@ -181,7 +181,7 @@ def test_adb_rpc_server_pushes_starts_forwards_and_stops(tmp_path):
 
 def test_adb_rpc_server_without_an_android_build_says_how_to_make_one(tmp_path):
     server = android.AdbRpcServer(FakeAdbDevice(), tmp_path, 9090, 40000)
-    with pytest.raises(TargetUnavailable, match="tools/build_android.sh ABI --tvm-source"):
+    with pytest.raises(TargetUnavailableError, match=r"tools/build_android\.sh ABI --tvm-source"):
         server.start()
 
 

@@ -50,7 +50,11 @@ def record(nodeid, outcome="passed", error=None, ran=True, target="mock"):
 def test_report_round_trip_json_and_markdown(tmp_path):
     report = Report(
         "rpc",
-        [record("t::a", error=1e-7), record("t::b", "failed", error=math.inf), record("t::c", "skipped", ran=None)],
+        [
+            record("t::a", error=1e-7),
+            record("t::b", "failed", error=math.inf),
+            record("t::c", "skipped", ran=None),
+        ],
         environment={"host": "ci"},
     )
     json_path, md_path = report.write(tmp_path / "r.json")

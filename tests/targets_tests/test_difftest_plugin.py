@@ -13,7 +13,7 @@ from tvm_nnapi.difftest import Report
 
 TESTS_DIR = Path(__file__).resolve().parent.parent
 
-SAMPLE_TESTS = '''
+SAMPLE_TESTS = """
 import numpy as np
 import pytest
 
@@ -38,9 +38,9 @@ def test_expected_failure():
 
 def test_uses_the_target(target):
     assert target.name == "fake"
-'''
+"""
 
-SAMPLE_CONFTEST = f'''
+SAMPLE_CONFTEST = f"""
 import sys
 sys.path.insert(0, {str(TESTS_DIR)!r})
 import difftest_plugin
@@ -73,7 +73,7 @@ def target(nnapi_target):
 @pytest.fixture
 def difftest():
     return difftest_plugin.current()
-'''
+"""
 
 
 def test_report_covers_every_test_and_worker(tmp_path):

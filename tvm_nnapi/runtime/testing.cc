@@ -79,8 +79,7 @@ size_t TensorBytes(const DLTensor& tensor) {
 }
 
 // Checks one argument of run_graph against its graph operand; `role` names it in messages.
-DLTensor* CheckTensor(ffi::AnyView arg, const GraphOperand& operand,
-                      const std::string& role) {
+DLTensor* CheckTensor(ffi::AnyView arg, const GraphOperand& operand, const std::string& role) {
   auto tensor = arg.try_cast<DLTensor*>();
   if (!tensor.has_value()) {
     TVM_FFI_THROW(TypeError) << "tvm_nnapi.testing.run_graph: " << role << " is not a tensor";
@@ -103,8 +102,8 @@ DLTensor* CheckTensor(ffi::AnyView arg, const GraphOperand& operand,
   const size_t element = OperandElementSize(operand.type);
   if (element == 0 || t->dtype.lanes != 1 || static_cast<size_t>(t->dtype.bits) != element * 8) {
     TVM_FFI_THROW(TypeError) << "tvm_nnapi.testing.run_graph: " << role << " has "
-                             << static_cast<int>(t->dtype.bits) << "-bit elements, "
-                             << operand.name << " needs " << element * 8;
+                             << static_cast<int>(t->dtype.bits) << "-bit elements, " << operand.name
+                             << " needs " << element * 8;
   }
   return t;
 }

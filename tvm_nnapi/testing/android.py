@@ -51,7 +51,7 @@ RUNTIME_LIBRARY = "libtvm_nnapi_runtime.so"
 T = TypeVar("T")
 
 
-class TargetUnavailable(RuntimeError):
+class TargetUnavailableError(RuntimeError):
     """A target cannot be used here; the message says what is missing and how to provide it."""
 
 
@@ -109,14 +109,14 @@ def choose_device(env: Mapping[str, str], worker_index: int = 0) -> TrackerDevic
     if given:
         missing = [name for name in tracker_names if not env.get(name)]
         if missing:
-            raise TargetUnavailable(
+            raise TargetUnavailableError(
                 f"{', '.join(given)} set but {', '.join(missing)} missing: the tracker path "
                 "needs all of TVM_TRACKER_HOST, TVM_TRACKER_PORT and RPC_DEVICE_KEY"
             )
         try:
             port = int(env["TVM_TRACKER_PORT"])
         except ValueError:
-            raise TargetUnavailable(
+            raise TargetUnavailableError(
                 f"TVM_TRACKER_PORT={env['TVM_TRACKER_PORT']!r} is not a port number"
             ) from None
         keys = split_list(env["RPC_DEVICE_KEY"])
@@ -125,9 +125,9 @@ def choose_device(env: Mapping[str, str], worker_index: int = 0) -> TrackerDevic
     if serials:
         base = env.get("TVM_NNAPI_DEVICE_RPC_PORT", str(DEFAULT_DEVICE_PORT))
         if not base.isdigit():
-            raise TargetUnavailable(f"TVM_NNAPI_DEVICE_RPC_PORT={base!r} is not a port number")
+            raise TargetUnavailableError(f"TVM_NNAPI_DEVICE_RPC_PORT={base!r} is not a port number")
         return AdbDevice(serials[worker_index % len(serials)], int(base) + worker_index)
-    raise TargetUnavailable(NO_DEVICE_MESSAGE)
+    raise TargetUnavailableError(NO_DEVICE_MESSAGE)
 
 
 # ---- cross-compilation ------------------------------------------------------------------------
@@ -135,7 +135,7 @@ def choose_device(env: Mapping[str, str], worker_index: int = 0) -> TrackerDevic
 
 def check_abi(abi: str) -> str:
     if abi not in ABI_TRIPLES:
-        raise TargetUnavailable(
+        raise TargetUnavailableError(
             f"Android ABI {abi!r} is not supported; use one of {', '.join(ABI_TRIPLES)} "
             "(TVM_NNAPI_ANDROID_ABI)"
         )
@@ -152,18 +152,20 @@ def ndk_host_tag() -> str:
     return f"{'darwin' if system == 'darwin' else 'linux'}-x86_64"
 
 
-def ndk_compiler(abi: str, env: Mapping[str, str], exists: Callable[[str], bool] = os.path.exists) -> str:
+def ndk_compiler(
+    abi: str, env: Mapping[str, str], exists: Callable[[str], bool] = os.path.exists
+) -> str:
     """The NDK clang++ that links modules for ``abi`` (what TVM's ``ndk.create_shared`` runs,
     through ``TVM_NDK_CC``)."""
     check_abi(abi)
     explicit = env.get("TVM_NDK_CC")
     if explicit:
         if os.sep in explicit and not exists(explicit):
-            raise TargetUnavailable(f"TVM_NDK_CC={explicit} does not exist")
+            raise TargetUnavailableError(f"TVM_NDK_CC={explicit} does not exist")
         return explicit
     ndk = env.get("ANDROID_NDK_HOME") or env.get("ANDROID_NDK_ROOT")
     if not ndk:
-        raise TargetUnavailable(
+        raise TargetUnavailableError(
             "cross-compiling for Android needs the NDK: set ANDROID_NDK_HOME to an Android NDK "
             "(r23 or newer) or TVM_NDK_CC to its <triple><api>-clang++"
         )
@@ -176,7 +178,7 @@ def ndk_compiler(abi: str, env: Mapping[str, str], exists: Callable[[str], bool]
         / f"{ABI_TRIPLES[abi]}{api}-clang++"
     )
     if not exists(str(compiler)):
-        raise TargetUnavailable(
+        raise TargetUnavailableError(
             f"{compiler} does not exist: ANDROID_NDK_HOME={ndk} is not an NDK with API {api} "
             "compilers (set TVM_NNAPI_ANDROID_API or TVM_NDK_CC)"
         )
@@ -187,9 +189,11 @@ def android_runtime_library(abi: str, env: Mapping[str, str], root: Path) -> Pat
     """The runtime library built for ``abi`` (``TVM_NNAPI_ANDROID_RUNTIME``, else the output of
     ``tools/build_android.sh ABI`` under ``root``)."""
     explicit = env.get("TVM_NNAPI_ANDROID_RUNTIME")
-    path = Path(explicit) if explicit else android_build_dir(abi, env, root) / "lib" / RUNTIME_LIBRARY
+    path = (
+        Path(explicit) if explicit else android_build_dir(abi, env, root) / "lib" / RUNTIME_LIBRARY
+    )
     if not path.is_file():
-        raise TargetUnavailable(
+        raise TargetUnavailableError(
             f"{path} does not exist: build the runtime for Android with "
             f"`tools/build_android.sh {abi}` or set TVM_NNAPI_ANDROID_RUNTIME to the library"
         )
@@ -232,7 +236,9 @@ def wait_until(
             last = f"{type(error).__name__}: {error}"
         remaining = deadline - clock()
         if remaining <= 0:
-            raise TimeoutError(f"{what}: not ready after {timeout:g} s ({tries} tries; last: {last})")
+            raise TimeoutError(
+                f"{what}: not ready after {timeout:g} s ({tries} tries; last: {last})"
+            )
         if progress is not None:
             progress(f"waiting for {what} ({last})")
         sleep(min(interval, remaining))
@@ -276,7 +282,7 @@ class AdbRpcServer:
         """(local file, device path) pairs to push."""
         server = self.build_dir / "bin" / "tvm_rpc"
         if not server.is_file():
-            raise TargetUnavailable(
+            raise TargetUnavailableError(
                 f"{server} does not exist: the adb path needs TVM's RPC server built for Android; "
                 "run tools/build_android.sh ABI --tvm-source DIR (a TVM source tree) or set "
                 "TVM_NNAPI_ANDROID_BUILD_DIR to a directory with bin/tvm_rpc and lib/*.so"
