@@ -377,7 +377,7 @@ def run_suite(backend: DockerEmulator | SdkEmulator, pytest_args: Sequence[str],
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python emulator/android_emulator.py",
-        description=__doc__.split("\n\n")[1],
+        description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
@@ -397,10 +397,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "pytest_args",
         nargs="*",
-        default=["tests/backend/test_ops.py"],
-        help="arguments for pytest after -- (default: tests/backend/test_ops.py)",
+        default=["tests/backend/test_ops.py", "tests/mock_ops"],
+        help="arguments for pytest after -- (default: tests/backend/test_ops.py tests/mock_ops)",
     )
-    return parser  # fmt: skip
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -96,7 +96,7 @@ class AdbDevice:
 
 
 NO_DEVICE_MESSAGE = (
-    "the device target needs a phone: either a TVM RPC tracker with phones registered "
+    "no phone configured: use either a TVM RPC tracker with phones registered "
     "(set TVM_TRACKER_HOST, TVM_TRACKER_PORT and RPC_DEVICE_KEY=key[,key...]) or phones on adb "
     "(set TVM_NNAPI_ADB_SERIALS=serial[,serial...], see `adb devices`); docs/targets.md"
 )
