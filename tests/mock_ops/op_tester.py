@@ -340,7 +340,7 @@ def _error(actual: np.ndarray, basis: np.ndarray) -> np.ndarray:
 def _comparison(actual, expected, dtype: str | None, label: str, reference: str):
     """The differential-report record of ``actual`` vs ``expected`` under the criteria of
     ``assert_close`` (atol/rtol are the criteria's nominal values)."""
-    from tvm_nnapi.difftest import compare_arrays
+    from difftest_plugin import compare_arrays
 
     actual = np.asarray(actual)
     expected = np.asarray(expected)
