@@ -242,8 +242,14 @@ class DeviceTarget(RemoteTarget):
                         "the adb path needs the adbutils package: pip install 'tvm-nnapi[device]'"
                     ) from None
                 adb = adbutils.adb
-            handle = adb.device(serial=self.device.serial)
-            abi = abi or str(handle.getprop("ro.product.cpu.abi")).strip()
+            try:
+                handle = adb.device(serial=self.device.serial)
+                abi = abi or str(handle.getprop("ro.product.cpu.abi")).strip()
+            except Exception as error:
+                raise android.TargetUnavailableError(
+                    f"adb cannot reach {self.device.serial} ({error}); check `adb devices` "
+                    "(the phone connected, USB debugging authorised)"
+                ) from None
         abi = android.check_abi(abi or android.DEFAULT_ABI)
         self.compile_target = android.compile_target(abi)
         compiler = android.ndk_compiler(abi, env)
@@ -253,7 +259,14 @@ class DeviceTarget(RemoteTarget):
 
             connect = rpc
         if isinstance(self.device, android.TrackerDevice):
-            tracker = connect.connect_tracker(self.device.host, self.device.port)
+            where = f"{self.device.host}:{self.device.port}"
+            try:
+                tracker = connect.connect_tracker(self.device.host, self.device.port)
+            except Exception as error:
+                raise android.TargetUnavailableError(
+                    f"cannot connect to the TVM RPC tracker at {where} ({error}); start one "
+                    "there (python -m tvm.exec.rpc_tracker) or fix TVM_TRACKER_HOST/PORT"
+                ) from None
             session = tracker.request(self.device.key, priority=1, session_timeout=1800)
         else:
             local_port = android.free_local_port()
@@ -264,12 +277,19 @@ class DeviceTarget(RemoteTarget):
                 local_port,
             )
             self.adb_server.start()
-            session = android.wait_until(
-                lambda: connect.connect("127.0.0.1", local_port),
-                what=f"the TVM RPC server on {self.device.describe()}",
-                timeout=60,
-                interval=1,
-            )
+            try:
+                session = android.wait_until(
+                    lambda: connect.connect("127.0.0.1", local_port),
+                    what=f"the TVM RPC server on {self.device.describe()}",
+                    timeout=float(env.get("TVM_NNAPI_DEVICE_CONNECT_TIMEOUT", "60")),
+                    interval=1,
+                )
+            except TimeoutError as error:
+                self.adb_server.stop()
+                raise android.TargetUnavailableError(
+                    f"{error}; the server's log is on the phone: adb -s {self.device.serial} "
+                    f"shell cat {self.adb_server.directory}/rpc-{self.device.device_port}.log"
+                ) from None
         super().__init__(session, {"fcompile": android_fcompile(compiler)})
         self.load_runtime(runtime)
 

@@ -144,3 +144,45 @@ def test_android_fcompile_links_with_the_given_compiler(tmp_path, monkeypatch):
     monkeypatch.setattr(cc, "create_shared", lambda *args, **kwargs: calls.append((args, kwargs)))
     android_fcompile("/ndk/clang++")(str(tmp_path / "m.so"), ["a.o"], ["-shared"])
     assert calls == [((str(tmp_path / "m.so"), ["a.o"], ["-shared"]), {"cc": "/ndk/clang++"})]
+
+
+def test_unreachable_tracker_and_adb_device_skip_with_what_to_check(runtime):
+    class DownRpc(FakeRpc):
+        def connect_tracker(self, host, port):
+            raise ConnectionRefusedError("refused")
+
+    env = {
+        "TVM_TRACKER_HOST": "h",
+        "TVM_TRACKER_PORT": "9190",
+        "RPC_DEVICE_KEY": "k",
+        "TVM_NDK_CC": "clang++",
+        "TVM_NNAPI_ANDROID_RUNTIME": str(runtime),
+    }
+    with pytest.raises(pytest.skip.Exception, match=r"tracker at h:9190 \(refused\)"):
+        DeviceTarget(env, connect=DownRpc())
+
+    class NoDeviceAdb:
+        def device(self, serial):
+            raise RuntimeError(f"device '{serial}' not found")
+
+    env = {"TVM_NNAPI_ADB_SERIALS": "R5CT", "TVM_NDK_CC": "clang++"}
+    with pytest.raises(pytest.skip.Exception, match=r"adb cannot reach R5CT .*adb devices"):
+        DeviceTarget(env, connect=FakeRpc(), adb=NoDeviceAdb())
+
+
+def test_adb_server_that_never_answers_is_stopped_and_its_log_named(runtime, tmp_path):
+    handle = FakeAdbDevice()
+    handle.getprop = lambda name: "arm64-v8a"
+    adb = type("Adb", (), {"device": lambda self, serial: handle})()
+    env = {
+        "TVM_NNAPI_ADB_SERIALS": "R5CT",
+        "TVM_NDK_CC": "clang++",
+        "TVM_NNAPI_ANDROID_RUNTIME": str(runtime),
+        "TVM_NNAPI_ANDROID_BUILD_DIR": str(make_build(tmp_path / "android")),
+        "TVM_NNAPI_DEVICE_CONNECT_TIMEOUT": "0",
+    }
+    with pytest.raises(
+        pytest.skip.Exception, match=r"shell cat /data/local/tmp/tvm_nnapi/rpc-9090"
+    ):
+        DeviceTarget(env, connect=FakeRpc(failures=100), adb=adb)
+    assert handle.log[-1][0] == "forward_remove"  # the server was stopped again
