@@ -313,6 +313,7 @@ def compare_reports(
     error_floor: float = 1e-6,
     fail_on_error_growth: bool = False,
     fail_on_missing: bool = False,
+    common_only: bool = False,
 ) -> list[Change]:
     """Tests whose outcome, NNAPI offload or error changed from ``base`` to ``other``.
 
@@ -320,11 +321,18 @@ def compare_reports(
     ``other``; NNAPI that ran in ``base`` and not in ``other``; with the flags, an error that
     grew by more than ``error_ratio`` (and above ``error_floor``) and a test missing from
     ``other``. Other changes (passed -> skipped, new tests, fixes) are listed, not counted.
+    ``common_only`` compares only the tests present in both (e.g. a full mock run with a run of
+    the target-aware tests on a phone).
     """
     changes: list[Change] = []
     base_tests = {t.nodeid: t for t in base.tests}
     other_tests = {t.nodeid: t for t in other.tests}
-    for nodeid in sorted(base_tests.keys() | other_tests.keys()):
+    names = (
+        base_tests.keys() & other_tests.keys()
+        if common_only
+        else base_tests.keys() | other_tests.keys()
+    )
+    for nodeid in sorted(names):
         a = base_tests.get(nodeid)
         b = other_tests.get(nodeid)
         if a is None:
@@ -404,6 +412,7 @@ def cmd_compare_reports(args: argparse.Namespace) -> int:
         error_floor=args.error_floor,
         fail_on_error_growth=args.fail_on_error_growth,
         fail_on_missing=args.fail_on_missing,
+        common_only=args.common_only,
     )
     print(format_changes(base, other, changes))
     return 1 if any(c.regression for c in changes) else 0
@@ -439,6 +448,12 @@ def add_subcommands(subparsers: Any) -> None:
         "--fail-on-missing",
         action="store_true",
         help="count a test of A that is absent from B as a regression",
+    )
+    parser.add_argument(
+        "--common-only",
+        action="store_true",
+        help="compare only the tests present in both reports (e.g. a full mock run with a "
+        "phone run of the target-aware tests)",
     )
     parser.set_defaults(handler=cmd_compare_reports)
 

@@ -101,6 +101,8 @@ def test_compare_reports_finds_regressions_fixes_and_lost_offload():
     assert ("new", "new") in changes
     strict = compare_reports(base, other, fail_on_error_growth=True, fail_on_missing=True)
     assert {c.nodeid for c in strict if c.regression} == {"a", "c", "d", "gone"}
+    common = compare_reports(base, other, fail_on_missing=True, common_only=True)
+    assert {c.nodeid for c in common} == {"a", "b", "c", "d"}
 
 
 def test_compare_reports_command_exit_codes(tmp_path, capsys):
