@@ -251,7 +251,11 @@ class DeviceTarget(RemoteTarget):
                     "(the phone connected, USB debugging authorised)"
                 ) from None
         abi = android.check_abi(abi or android.DEFAULT_ABI)
-        self.compile_target = android.compile_target(abi)
+        # TVM_NNAPI_DEVICE_COMPILE_TARGET overrides the Android triple, e.g. "llvm" for a
+        # loopback tracker and server on this host (tests/targets_tests/test_device_loopback.py).
+        self.compile_target = env.get("TVM_NNAPI_DEVICE_COMPILE_TARGET") or android.compile_target(
+            abi
+        )
         compiler = android.ndk_compiler(abi, env)
         runtime = android.android_runtime_library(abi, env, ROOT)
         if connect is None:
