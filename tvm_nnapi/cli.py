@@ -9,6 +9,7 @@ Subcommands:
   estimate  modelled latency of the NNAPI-offloaded program vs the all-host one on a profile
   run       build, run on the mock NNAPI, compare with host llvm, write a Perfetto trace
   llm       generate text with an LLM, benchmark its NNAPI-offloaded build (tvm_nnapi.llm.cli)
+  compare-reports  compare two differential test reports (tvm_nnapi/difftest.py)
 
 explain, estimate and run take ``--json`` (a machine-readable document on stdout) and
 ``--report out.html`` (a self-contained HTML page). Progress goes to stderr.
@@ -792,6 +793,9 @@ def build_parser() -> argparse.ArgumentParser:
     from tvm_nnapi.llm.cli import add_subcommands as add_llm_subcommands
 
     add_llm_subcommands(commands)  # llm generate, llm bench
+    from tvm_nnapi import difftest
+
+    difftest.add_subcommands(commands)  # compare-reports
     return parser
 
 

@@ -369,7 +369,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
-def test_operator_matches_llvm_and_runs_on_nnapi(case: Case, target):
+def test_operator_matches_llvm_and_runs_on_nnapi(case: Case, target, difftest):
     mod = case.module()
     report = tvm_nnapi.partition_with_report(mod)
     assert report.subgraphs, f"nothing offloaded: {[str(r) for r in report.refusals]}"
@@ -380,8 +380,6 @@ def test_operator_matches_llvm_and_runs_on_nnapi(case: Case, target):
         if counts[name] >= 0:  # the mock reports its counters; a real NNAPI does not
             assert target.operation_count(name) > counts[name], f"{name} did not run on NNAPI"
     expected = run_host(mod, "main", case.inputs)
-    assert result.dtype == expected.dtype
-    if result.dtype == np.bool_ or np.issubdtype(result.dtype, np.integer):
-        np.testing.assert_array_equal(result, expected)
-    else:
-        np.testing.assert_allclose(result, expected, rtol=case.rtol, atol=case.atol)
+    exact = result.dtype == np.bool_ or np.issubdtype(result.dtype, np.integer)
+    tolerances = dict(rtol=0.0, atol=0.0) if exact else dict(rtol=case.rtol, atol=case.atol)
+    difftest.check(result, expected, **tolerances, reference="host llvm")

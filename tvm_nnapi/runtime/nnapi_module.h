@@ -53,6 +53,8 @@ class CompiledModel {
   // The mock's modelled compilation time (0 on a real NNAPI, which does not model one).
   int64_t modelled_compile_time_ns() const { return modelled_compile_time_ns_; }
   int64_t burst_computes() const { return burst_computes_.load(); }
+  // The NNAPI compilation, for callers that run their own executions (testing.cc).
+  ANeuralNetworksCompilation* compilation() const { return compilation_; }
 
  private:
   void Build(const std::string& constants, const std::vector<int64_t>& binding,

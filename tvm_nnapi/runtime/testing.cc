@@ -1,0 +1,261 @@
+// Test entry points of the runtime library, callable in process or over TVM RPC, so that the
+// NNAPI-level tests run on a target's own NNAPI (a phone's libneuralnetworks.so, or the mock in
+// an RPC server) and compare with the mock operation by operation (docs/targets.md).
+//
+//   tvm_nnapi.testing.run_graph(graph_json, constants, inputs..., outputs...) -> str (JSON)
+//       Builds the graph (docs/graph-json.md) for the input shapes, compiles it on the
+//       process's NNAPI through the dlopen loader, runs one execution into the output tensors
+//       (destination-passing, host memory) and returns what happened: the output shapes NNAPI
+//       reported, the library, whether it is the mock, and measured times.
+//   tvm_nnapi.testing.nnapi_stats(module) -> str (JSON)
+//       Sums the statistics of every "nnapi" module imported (transitively) by `module`, e.g. a
+//       loaded relax executable: tells a remote test whether its subgraphs ran on NNAPI.
+//   tvm_nnapi.testing.nnapi_info() -> str (JSON)
+//       The NNAPI library of this process, its feature level and whether it is the mock.
+#include <dlpack/dlpack.h>
+#include <tvm/ffi/container/array.h>
+#include <tvm/ffi/container/map.h>
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/extra/module.h>
+#include <tvm/ffi/function.h>
+#include <tvm/ffi/reflection/registry.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "graph.h"
+#include "nnapi_loader.h"
+#include "nnapi_module.h"
+#include "runtime_config.h"
+
+namespace tvm_nnapi {
+namespace {
+
+namespace ffi = tvm::ffi;
+
+std::string JsonString(const std::string& text) {
+  std::ostringstream out;
+  out << '"';
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out << '\\' << c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buffer[8];
+      std::snprintf(buffer, sizeof(buffer), "\\u%04x", c);
+      out << buffer;
+    } else {
+      out << c;
+    }
+  }
+  out << '"';
+  return out.str();
+}
+
+std::string InfoJson(const Nnapi& nnapi) {
+  std::ostringstream out;
+  out << "\"library\": " << JsonString(nnapi.library_path)
+      << ", \"mock\": " << (nnapi.is_mock ? "true" : "false")
+      << ", \"feature_level\": " << nnapi.runtime_feature_level;
+  return out.str();
+}
+
+int64_t ElapsedNs(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                              start)
+      .count();
+}
+
+size_t TensorBytes(const DLTensor& tensor) {
+  size_t bytes = (tensor.dtype.bits * tensor.dtype.lanes + 7) / 8;
+  for (int d = 0; d < tensor.ndim; ++d) bytes *= static_cast<size_t>(tensor.shape[d]);
+  return bytes;
+}
+
+// Checks one argument of run_graph against its graph operand; `role` names it in messages.
+DLTensor* CheckTensor(ffi::AnyView arg, const GraphOperand& operand, const std::string& role) {
+  auto tensor = arg.try_cast<DLTensor*>();
+  if (!tensor.has_value()) {
+    TVM_FFI_THROW(TypeError) << "tvm_nnapi.testing.run_graph: " << role << " is not a tensor";
+  }
+  DLTensor* t = *tensor;
+  if (t->device.device_type != kDLCPU) {
+    TVM_FFI_THROW(ValueError) << "tvm_nnapi.testing.run_graph: " << role
+                              << " must be in host (CPU) memory";
+  }
+  if (t->strides != nullptr) {
+    int64_t expected = 1;
+    for (int i = t->ndim - 1; i >= 0; --i) {
+      if (t->shape[i] != 1 && t->strides[i] != expected) {
+        TVM_FFI_THROW(ValueError) << "tvm_nnapi.testing.run_graph: " << role
+                                  << " must be a compact (row-major) tensor";
+      }
+      expected *= t->shape[i];
+    }
+  }
+  const size_t element = OperandElementSize(operand.type);
+  if (element == 0 || t->dtype.lanes != 1 || static_cast<size_t>(t->dtype.bits) != element * 8) {
+    TVM_FFI_THROW(TypeError) << "tvm_nnapi.testing.run_graph: " << role << " has "
+                             << static_cast<int>(t->dtype.bits) << "-bit elements, " << operand.name
+                             << " needs " << element * 8;
+  }
+  return t;
+}
+
+// run_graph: see the file comment.
+ffi::String RunGraph(ffi::PackedArgs args) {
+  if (args.size() < 2) {
+    TVM_FFI_THROW(ValueError) << "tvm_nnapi.testing.run_graph(graph_json, constants, inputs..., "
+                                 "outputs...) needs at least the graph and the constants";
+  }
+  const std::string graph_json = args[0].cast<ffi::String>();
+  const ffi::Bytes constants_bytes = args[1].cast<ffi::Bytes>();
+  // The model references constants by pointer: keep them alive until the compilation is freed.
+  const std::string constants(constants_bytes.data(), constants_bytes.size());
+  const Graph graph = Graph::Parse(graph_json, constants.size());
+  const size_t num_inputs = graph.inputs.size();
+  const size_t num_outputs = graph.outputs.size();
+  if (static_cast<size_t>(args.size()) != 2 + num_inputs + num_outputs) {
+    TVM_FFI_THROW(ValueError) << "tvm_nnapi.testing.run_graph: graph '" << graph.symbol
+                              << "' takes " << num_inputs << " inputs and " << num_outputs
+                              << " outputs, got " << args.size() - 2 << " tensors";
+  }
+  std::vector<DLTensor*> tensors;
+  std::vector<std::vector<int64_t>> input_shapes;
+  for (size_t i = 0; i < num_inputs + num_outputs; ++i) {
+    const bool is_input = i < num_inputs;
+    const size_t index = is_input ? i : i - num_inputs;
+    const uint32_t operand = is_input ? graph.inputs[index] : graph.outputs[index];
+    DLTensor* t = CheckTensor(args[2 + i], graph.operands[operand],
+                              (is_input ? "input " : "output ") + std::to_string(index));
+    if (is_input) input_shapes.emplace_back(t->shape, t->shape + t->ndim);
+    tensors.push_back(t);
+  }
+  const std::vector<int64_t> binding = graph.BindSymbols(input_shapes);
+
+  const Nnapi& nnapi = GetNnapi();
+  RuntimeConfig config = GetRuntimeConfig();
+  config.use_burst = false;  // one execution: a burst would only add set-up
+  const auto compile_start = std::chrono::steady_clock::now();
+  CompiledModel compiled(nnapi, graph, constants, binding, config, nullptr);
+  const int64_t compile_ns = ElapsedNs(compile_start);
+
+  auto check = [&](int code, const char* function, const std::string& what) {
+    if (code == ANEURALNETWORKS_NO_ERROR) return;
+    std::ostringstream message;
+    message << "tvm_nnapi.testing.run_graph: graph '" << graph.symbol << "': " << function;
+    if (!what.empty()) message << " for " << what;
+    message << " returned " << ResultCodeString(code);
+    if (nnapi.MockNnapi_getLastError != nullptr) {
+      const char* detail = nnapi.MockNnapi_getLastError();
+      if (detail != nullptr && detail[0] != '\0') message << " [mock_nnapi: " << detail << "]";
+    }
+    TVM_FFI_THROW(RuntimeError) << message.str();
+  };
+
+  ANeuralNetworksExecution* raw_execution = nullptr;
+  check(nnapi.ANeuralNetworksExecution_create(compiled.compilation(), &raw_execution),
+        "ANeuralNetworksExecution_create", "");
+  std::unique_ptr<ANeuralNetworksExecution, decltype(nnapi.ANeuralNetworksExecution_free)>
+      execution(raw_execution, nnapi.ANeuralNetworksExecution_free);
+  for (size_t i = 0; i < num_inputs + num_outputs; ++i) {
+    DLTensor* t = tensors[i];
+    uint8_t* data = static_cast<uint8_t*>(t->data) + t->byte_offset;
+    if (i < num_inputs) {
+      check(nnapi.ANeuralNetworksExecution_setInput(execution.get(), static_cast<int32_t>(i),
+                                                    nullptr, data, TensorBytes(*t)),
+            "ANeuralNetworksExecution_setInput", "input " + std::to_string(i));
+    } else {
+      const int32_t index = static_cast<int32_t>(i - num_inputs);
+      check(nnapi.ANeuralNetworksExecution_setOutput(execution.get(), index, nullptr, data,
+                                                     TensorBytes(*t)),
+            "ANeuralNetworksExecution_setOutput", "output " + std::to_string(index));
+    }
+  }
+  const auto execute_start = std::chrono::steady_clock::now();
+  if (nnapi.ANeuralNetworksExecution_compute != nullptr) {
+    check(nnapi.ANeuralNetworksExecution_compute(execution.get()),
+          "ANeuralNetworksExecution_compute", "");
+  } else {
+    ANeuralNetworksEvent* event = nullptr;
+    check(nnapi.ANeuralNetworksExecution_startCompute(execution.get(), &event),
+          "ANeuralNetworksExecution_startCompute", "");
+    const int code = nnapi.ANeuralNetworksEvent_wait(event);
+    nnapi.ANeuralNetworksEvent_free(event);
+    check(code, "ANeuralNetworksEvent_wait", "");
+  }
+  const int64_t execute_ns = ElapsedNs(execute_start);
+
+  // Output shapes as NNAPI reports them (feature level 3+), else the graph's concrete shapes.
+  std::ostringstream shapes;
+  shapes << "[";
+  for (size_t o = 0; o < num_outputs; ++o) {
+    std::vector<int64_t> shape = graph.ConcreteShape(graph.outputs[o], binding);
+    uint32_t rank = 0;
+    if (nnapi.ANeuralNetworksExecution_getOutputOperandRank != nullptr &&
+        nnapi.ANeuralNetworksExecution_getOutputOperandRank(
+            execution.get(), static_cast<int32_t>(o), &rank) == ANEURALNETWORKS_NO_ERROR) {
+      std::vector<uint32_t> dims(rank);
+      if (rank == 0 ||
+          nnapi.ANeuralNetworksExecution_getOutputOperandDimensions(
+              execution.get(), static_cast<int32_t>(o), dims.data()) == ANEURALNETWORKS_NO_ERROR) {
+        shape.assign(dims.begin(), dims.end());
+      }
+    }
+    shapes << (o ? ", " : "") << "[";
+    for (size_t d = 0; d < shape.size(); ++d) shapes << (d ? ", " : "") << shape[d];
+    shapes << "]";
+  }
+  shapes << "]";
+  std::ostringstream result;
+  result << "{" << InfoJson(nnapi) << ", \"operations\": " << graph.operations.size()
+         << ", \"output_shapes\": " << shapes.str() << ", \"compile_ns\": " << compile_ns
+         << ", \"execute_ns\": " << execute_ns << "}";
+  return result.str();
+}
+
+// nnapi_stats: sums get_stats over the nnapi modules reachable through imports.
+ffi::String NnapiStats(const ffi::Module& root) {
+  std::map<std::string, int64_t> totals;
+  int64_t modules = 0;
+  std::set<const ffi::ModuleObj*> seen;
+  std::vector<ffi::Module> stack{root};
+  while (!stack.empty()) {
+    ffi::Module module = stack.back();
+    stack.pop_back();
+    if (!seen.insert(module.operator->()).second) continue;
+    if (std::string(module->kind()) == "nnapi") {
+      ++modules;
+      ffi::Function get_stats = module->GetFunction("get_stats").value();
+      for (const auto& [key, value] : get_stats().cast<ffi::Map<ffi::String, int64_t>>()) {
+        totals[std::string(key)] += value;
+      }
+    }
+    for (const ffi::Any& item : module->imports()) stack.push_back(item.cast<ffi::Module>());
+  }
+  std::ostringstream out;
+  out << "{\"nnapi_modules\": " << modules;
+  for (const auto& [key, value] : totals) out << ", " << JsonString(key) << ": " << value;
+  out << "}";
+  return out.str();
+}
+
+}  // namespace
+
+TVM_FFI_STATIC_INIT_BLOCK() {
+  namespace refl = tvm::ffi::reflection;
+  refl::GlobalDef()
+      .def_packed("tvm_nnapi.testing.run_graph",
+                  [](ffi::PackedArgs args, ffi::Any* rv) { *rv = RunGraph(args); })
+      .def("tvm_nnapi.testing.nnapi_stats", NnapiStats)
+      .def("tvm_nnapi.testing.nnapi_info",
+           []() -> ffi::String { return "{" + InfoJson(GetNnapi()) + "}"; });
+}
+
+}  // namespace tvm_nnapi

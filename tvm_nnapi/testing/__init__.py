@@ -1,0 +1,5 @@
+"""Support for running the test suite on remote targets (phones, emulators, RPC servers).
+
+- :mod:`tvm_nnapi.testing.android`: which phone a test worker uses (TVM RPC tracker or adb),
+  NDK cross-compilation settings, and bringing up a TVM RPC server on a phone over adb.
+"""
