@@ -24,6 +24,7 @@ def find_packaged_file(package: str, relative: str) -> Path:
     installs, where the package's Python sources stay in the source tree but the compiled
     libraries are installed into site-packages).
     """
+    import importlib.metadata
     import importlib.util
 
     spec = importlib.util.find_spec(package)
