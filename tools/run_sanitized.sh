@@ -60,7 +60,6 @@ else
     leak_start=$SECONDS
     echo "run_sanitized: runtime leak check (LeakSanitizer on)"
     ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" \
-      LSAN_OPTIONS="suppressions=$root/tools/lsan.supp:print_suppressions=0" \
       "$build_dir/tvm_nnapi/runtime/runtime_leak_check"
     echo "run_sanitized: leak check took $((SECONDS - leak_start)) s"
   fi

@@ -9,8 +9,7 @@ run or fail with a message naming the subgraph) or be refused with a clear error
 is wrong; nothing may crash or hang.
 
 Budget: ``FUZZ_EXAMPLES`` examples per strategy (default 25 in CI, derandomised);
-``HYPOTHESIS_PROFILE=campaign`` for long runs. tests/fuzz/atheris_graph.py is the
-coverage-guided variant (docs/reliability.md).
+``HYPOTHESIS_PROFILE=campaign`` for long runs (docs/reliability.md).
 """
 
 from __future__ import annotations

@@ -124,7 +124,7 @@ def quant_add_case(draw):
         st.sampled_from([(Q8, np.uint8, 0, 255), (Q8S, np.int8, -128, 127)])
     )
     params = [
-        (draw(st.floats(0.01, 2.0, width=32)), draw(st.integers(low, high))) for _ in range(3)
+        (draw(st.floats(2.0**-6, 2.0, width=32)), draw(st.integers(low, high))) for _ in range(3)
     ]
     a = draw(hnp.arrays(dtype, shapes.input_shapes[0], elements=st.integers(low, high)))
     b = draw(hnp.arrays(dtype, shapes.input_shapes[1], elements=st.integers(low, high)))
@@ -186,7 +186,14 @@ def conv_case(draw):
     kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
     stride_h, stride_w = draw(st.integers(1, 3)), draw(st.integers(1, 3))
     dilation_h, dilation_w = draw(st.integers(1, 2)), draw(st.integers(1, 2))
-    pads = tuple(draw(st.integers(0, 2)) for _ in range(4))
+    # Android requires each padding to be smaller than the (dilated) filter extent.
+    extent_w, extent_h = (kw - 1) * dilation_w + 1, (kh - 1) * dilation_h + 1
+    pads = (
+        draw(st.integers(0, min(2, extent_w - 1))),
+        draw(st.integers(0, min(2, extent_w - 1))),
+        draw(st.integers(0, min(2, extent_h - 1))),
+        draw(st.integers(0, min(2, extent_h - 1))),
+    )
     h = draw(st.integers(max(1, (kh - 1) * dilation_h + 1 - pads[2] - pads[3]), 7))
     w = draw(st.integers(max(1, (kw - 1) * dilation_w + 1 - pads[0] - pads[1]), 7))
     x = floats_array(draw, (n, h, w, c))
@@ -376,7 +383,7 @@ def test_softmax_matches_numpy(case):
 def quantize_case(draw):
     shape = draw(hnp.array_shapes(min_dims=1, max_dims=4, max_side=5))
     code, low, high = draw(st.sampled_from([(Q8, 0, 255), (Q8S, -128, 127)]))
-    scale = draw(st.floats(1e-3, 4.0, width=32))
+    scale = draw(st.floats(2.0**-10, 4.0, width=32))
     zero_point = draw(st.integers(low, high))
     x = floats_array(draw, shape, low=-300, high=300)
     return x, code, low, high, scale, zero_point
