@@ -125,6 +125,22 @@ HOSTILE_EXPRESSIONS = st.sampled_from(
         "n * 2",
     ]
 )
+OPERATION_NAMES = [
+    "CONV_2D",
+    "GROUPED_CONV_2D",
+    "DEPTHWISE_CONV_2D",
+    "TRANSPOSE_CONV_2D",
+    "FULLY_CONNECTED",
+    "BATCH_MATMUL",
+    "SOFTMAX",
+    "RESHAPE",
+    "CONCATENATION",
+    "MEAN",
+    "TILE",
+    "FILL",
+    "IF",
+    "WHILE",
+]
 JSON_VALUES = st.recursive(
     st.none()
     | st.booleans()
@@ -165,7 +181,9 @@ def mutated_graph(draw):
             current = parent[path[-1]]
         except (KeyError, IndexError, TypeError):
             continue
-        kind = draw(st.sampled_from(["delete", "replace", "integer", "expression", "duplicate"]))
+        kind = draw(
+            st.sampled_from(["delete", "replace", "integer", "expression", "duplicate", "op"])
+        )
         if kind == "delete":
             del parent[path[-1]]
         elif kind == "replace":
@@ -174,6 +192,11 @@ def mutated_graph(draw):
             parent[path[-1]] = draw(HOSTILE_INTEGERS)
         elif kind == "expression":
             parent[path[-1]] = draw(HOSTILE_EXPRESSIONS)
+        elif kind == "op":  # another operation over the same operands (wrong input counts)
+            operation = graph["operations"][draw(st.integers(0, len(graph["operations"]) - 1))]
+            operation["op"] = draw(st.sampled_from(OPERATION_NAMES))
+            if draw(st.booleans()):
+                operation["inputs"] = operation["inputs"][: draw(st.integers(0, 2))]
         elif isinstance(current, list) and current:
             current.append(copy.deepcopy(current[draw(st.integers(0, len(current) - 1))]))
     return graph
@@ -219,6 +242,18 @@ def test_overflowing_shape_expressions_are_refused_at_run_time():
         graph = copy.deepcopy(GRAPH)
         graph["operands"][4]["value"][0] = expression
         assert try_module(json.dumps(graph)) == "run refused", expression
+
+
+@pytest.mark.parametrize(
+    "operation", ["CONV_2D", "FULLY_CONNECTED", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV_2D"]
+)
+def test_operation_with_too_few_inputs_is_refused_not_a_crash(operation):
+    """Found by the fuzzer: the runtime's cost estimate (made before NNAPI validates the model)
+    read a CONV_2D's filter shape from inputs[1] of a one-input operation: a segfault."""
+    graph = copy.deepcopy(GRAPH)
+    graph["operations"][0]["op"] = operation
+    graph["operations"][0]["inputs"] = [0]
+    assert try_module(json.dumps(graph)) == "run refused"
 
 
 def test_dimension_above_uint32_is_refused_not_truncated():
