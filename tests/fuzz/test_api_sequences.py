@@ -1,7 +1,7 @@
 """API-sequence fuzzing of the NNAPI C API (tests/fuzz/api_fuzzer.py) in child processes, so a
 crash is caught and reported with the seed that reproduces it.
 
-Budget: ``FUZZ_API_SEQUENCES`` programs (default 240) of ``FUZZ_API_CALLS`` actions (default
+Budget: ``FUZZ_API_SEQUENCES`` programs (default 400) of ``FUZZ_API_CALLS`` actions (default
 60) over ``FUZZ_API_SEED`` (default 0). Under ``tox -e sanitize`` the children inherit the
 AddressSanitizer + UndefinedBehaviorSanitizer build, so memory errors abort them too.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 FUZZER = Path(__file__).with_name("api_fuzzer.py")
-SEQUENCES = int(os.environ.get("FUZZ_API_SEQUENCES", "240"))
+SEQUENCES = int(os.environ.get("FUZZ_API_SEQUENCES", "400"))
 CALLS = int(os.environ.get("FUZZ_API_CALLS", "60"))
 SEED = int(os.environ.get("FUZZ_API_SEED", "0"))
 SHARDS = 4

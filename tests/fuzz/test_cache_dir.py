@@ -25,7 +25,7 @@ from tvm_nnapi import runtime_api
 from tvm_nnapi._runtime import runtime_function
 from tvm_nnapi.graph_json import GraphBuilder
 
-EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "25"))
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "50"))
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
 CACHE_NAME = re.compile(r"^[0-9a-f]{64}\.mock_nnapi_cache$")
 create = runtime_function("tvm_nnapi.runtime.create")

@@ -8,7 +8,7 @@ byte-flipped, length fields and version words replaced. Every input must either 
 run or fail with a message naming the subgraph) or be refused with a clear error that says what
 is wrong; nothing may crash or hang.
 
-Budget: ``FUZZ_EXAMPLES`` examples per strategy (default 25 in CI, derandomised);
+Budget: ``FUZZ_EXAMPLES`` x 4 examples per strategy (default 200 in CI, derandomised);
 ``HYPOTHESIS_PROFILE=campaign`` for long runs (docs/reliability.md).
 """
 
@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from tvm_nnapi._runtime import runtime_function
 from tvm_nnapi.graph_json import GraphBuilder
 
-EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "25"))
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "50"))
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
 FUZZ = settings(
     max_examples=2000 if PROFILE == "campaign" else EXAMPLES * 4,

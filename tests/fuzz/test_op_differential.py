@@ -9,7 +9,7 @@ Float tolerances are error bounds, not guesses: for sums of products the bound i
 ``64 * eps * sum(|terms|)`` of each output element (any summation order is within it);
 quantised outputs may differ by one step (rounding of the exact real result).
 
-Budget: ``FUZZ_EXAMPLES`` examples per operation family (default 25, derandomised so CI is
+Budget: ``FUZZ_EXAMPLES`` examples per operation family (default 50, derandomised so CI is
 reproducible); ``HYPOTHESIS_PROFILE=campaign`` runs 2000 random examples per family (see
 docs/reliability.md).
 """
@@ -27,7 +27,7 @@ from mock_ops.op_tester import OpTester, assert_close
 
 from mock_nnapi import FuseCode, OperandCode, OperationCode
 
-EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "25"))
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "50"))
 settings.register_profile(
     "ci",
     max_examples=EXAMPLES,
