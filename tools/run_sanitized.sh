@@ -8,7 +8,8 @@
 #   --runtime  also build the runtime module with them, and first run the C++ leak check
 #              (tests/c/runtime_leak_check.cc) with LeakSanitizer: the runtime compiled,
 #              run, faulted and fed hostile graphs without Python, every allocation accounted.
-#   --thread   ThreadSanitizer build of the mock and the runtime instead (implies --runtime).
+#   --thread   ThreadSanitizer build of the mock and the runtime instead (implies --runtime);
+#              runtime_leak_check runs first (its eight threads on one module), then pytest.
 #
 # Leak checking needs a process whose every allocation the sanitizer can attribute: the C
 # programs (tests/c, tests/mock_api/test_c_program.py) and runtime_leak_check run with
@@ -53,8 +54,11 @@ if [[ $runtime == 1 ]]; then
 fi
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 if [[ "$sanitizers" == "thread" ]]; then
-  export LD_PRELOAD="$(gcc -print-file-name=libtsan.so)"
   export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:report_signal_unsafe=0:suppressions=$root/tools/tsan.supp"
+  # The same native program first: eight threads on one module, with no Python in between.
+  echo "run_sanitized: runtime_leak_check under ThreadSanitizer"
+  "$build_dir/tvm_nnapi/runtime/runtime_leak_check"
+  export LD_PRELOAD="$(gcc -print-file-name=libtsan.so)"
 else
   if [[ $runtime == 1 ]]; then
     leak_start=$SECONDS
