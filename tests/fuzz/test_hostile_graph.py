@@ -120,6 +120,8 @@ HOSTILE_EXPRESSIONS = st.sampled_from(
         "n +",
         "((((((((((((((((((((n))))))))))))))))))))",
         "(" * 100 + "n" + ")" * 100,
+        "n" + " + 0" * 100_000,  # found crashing (stack overflow); now refused
+        "max(n, " * 40 + "n" + ")" * 40,
         "m",
         "",
         "n * 2",
@@ -254,6 +256,15 @@ def test_operation_with_too_few_inputs_is_refused_not_a_crash(operation):
     graph["operations"][0]["op"] = operation
     graph["operations"][0]["inputs"] = [0]
     assert try_module(json.dumps(graph)) == "run refused"
+
+
+def test_very_long_shape_expression_is_refused_not_a_stack_overflow():
+    """A chain of 100000 additions used to parse into a 100000-deep tree whose evaluation
+    overflowed the stack (SIGSEGV); expressions are now limited to 256 operators."""
+    graph = copy.deepcopy(GRAPH)
+    graph["operands"][4]["value"][0] = "n" + " + 0" * 100_000
+    with pytest.raises(Exception, match="more than 256 operators"):
+        create("subgraph0", json.dumps(graph), CONSTANTS)
 
 
 def test_dimension_above_uint32_is_refused_not_truncated():

@@ -301,7 +301,12 @@ class ExprParser {
     }
     return false;
   }
-  static NodePtr Binary(Node::Op op, NodePtr lhs, NodePtr rhs) {
+  NodePtr Binary(Node::Op op, NodePtr lhs, NodePtr rhs) {
+    // Evaluation, printing and destruction recurse over the tree: bound its size (a chain of a
+    // hundred thousand "+ 0" overflowed the stack).
+    if (++operators_ > kMaxOperators) {
+      Fail("more than " + std::to_string(kMaxOperators) + " operators");
+    }
     auto node = std::make_shared<Node>();
     node->op = op;
     node->lhs = std::move(lhs);
@@ -383,11 +388,14 @@ class ExprParser {
     return result;
   }
 
+  static constexpr int kMaxOperators = 256;
+
   const std::string& text_;
   const std::vector<std::string>& symbols_;
   const std::string& context_;
   size_t pos_ = 0;
   int depth_ = 0;
+  int operators_ = 0;
 };
 
 }  // namespace
