@@ -195,9 +195,14 @@ def mutated_graph(draw):
         elif kind == "expression":
             parent[path[-1]] = draw(HOSTILE_EXPRESSIONS)
         elif kind == "op":  # another operation over the same operands (wrong input counts)
-            operation = graph["operations"][draw(st.integers(0, len(graph["operations"]) - 1))]
+            operations = graph.get("operations")
+            if not isinstance(operations, list) or not operations:
+                continue  # an earlier mutation removed them
+            operation = operations[draw(st.integers(0, len(operations) - 1))]
+            if not isinstance(operation, dict):
+                continue
             operation["op"] = draw(st.sampled_from(OPERATION_NAMES))
-            if draw(st.booleans()):
+            if draw(st.booleans()) and isinstance(operation.get("inputs"), list):
                 operation["inputs"] = operation["inputs"][: draw(st.integers(0, 2))]
         elif isinstance(current, list) and current:
             current.append(copy.deepcopy(current[draw(st.integers(0, len(current) - 1))]))
