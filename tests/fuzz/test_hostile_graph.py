@@ -183,6 +183,8 @@ def mutated_graph(draw):
             current = parent[path[-1]]
         except (KeyError, IndexError, TypeError):
             continue
+        if not isinstance(parent, (dict, list)):
+            continue  # an earlier mutation replaced a container by a scalar or a string
         kind = draw(
             st.sampled_from(["delete", "replace", "integer", "expression", "duplicate", "op"])
         )
