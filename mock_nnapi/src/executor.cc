@@ -149,6 +149,11 @@ class ModelRun : public OperationContext::OutputAllocator {
       }
       return ANEURALNETWORKS_NO_ERROR;
     }
+    // An NNAPI operand holds at most 4 GiB; a larger temporary (a TILE or FILL of absurd size)
+    // is refused before anything is allocated.
+    NN_CHECK_LE(*size, size_t{0xFFFFFFFF}, ANEURALNETWORKS_OUT_OF_MEMORY)
+        << "temporary operand " << operand << " " << DimensionsToString(info->dimensions)
+        << " would need more than 4 GiB";
     if (cost_only_ && *size > 0) {
       info->data = static_cast<uint8_t*>(reserved_.Reserve(*size));
       info->length = *size;

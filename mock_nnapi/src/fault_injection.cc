@@ -4,7 +4,9 @@
 #include <mutex>
 #include <set>
 
+#include "check.h"
 #include "device.h"
+#include "operand_types.h"
 
 namespace mock_nnapi {
 
@@ -115,6 +117,10 @@ std::optional<int> TakeInjectedFault(const char* function) {
   const int code = it->second.code;
   if (it->second.remaining > 0 && --it->second.remaining == 0) Faults().erase(it);
   g_injected_count++;
+  // The explanation a caller reads (MockNnapi_getLastError) must be this failure's, not the
+  // thread's previous one.
+  RecordError(std::string("injected fault: ") + function + " returns " + ResultCodeName(code) +
+              " (MockNnapi_injectFault)");
   return code;
 }
 

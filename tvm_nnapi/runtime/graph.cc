@@ -162,6 +162,22 @@ bool IsScalarCode(int32_t type) {
 }
 }  // namespace
 
+std::string Printable(const std::string& text) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string result;
+  result.reserve(text.size());
+  for (unsigned char c : text) {
+    if (c >= 0x20 && c < 0x7f) {
+      result += static_cast<char>(c);
+    } else {
+      result += "\\x";
+      result += kHex[c >> 4];
+      result += kHex[c & 15];
+    }
+  }
+  return result;
+}
+
 int32_t OperandTypeCode(const std::string& name) { return IndexOf(kOperandTypeNames, name); }
 int32_t OperationCode(const std::string& name) { return IndexOf(kOperationNames, name); }
 size_t OperandElementSize(int32_t type) {
@@ -190,6 +206,11 @@ int64_t FloorDiv(int64_t a, int64_t b) {
   return q;
 }
 
+[[noreturn]] void Overflow(int64_t a, const char* op, int64_t b) {
+  TVM_FFI_THROW(ValueError) << "integer overflow in a shape expression: " << a << " " << op << " "
+                            << b;
+}
+
 int64_t EvaluateNode(const Node& node, const std::vector<int64_t>& values) {
   switch (node.op) {
     case Node::Op::kConstant:
@@ -201,16 +222,22 @@ int64_t EvaluateNode(const Node& node, const std::vector<int64_t>& values) {
   }
   const int64_t a = EvaluateNode(*node.lhs, values);
   const int64_t b = EvaluateNode(*node.rhs, values);
+  // Hostile graphs can ask for any arithmetic: every operation is checked, never wraps.
+  int64_t result = 0;
   switch (node.op) {
     case Node::Op::kAdd:
-      return a + b;
+      if (__builtin_add_overflow(a, b, &result)) Overflow(a, "+", b);
+      return result;
     case Node::Op::kSub:
-      return a - b;
+      if (__builtin_sub_overflow(a, b, &result)) Overflow(a, "-", b);
+      return result;
     case Node::Op::kMul:
-      return a * b;
+      if (__builtin_mul_overflow(a, b, &result)) Overflow(a, "*", b);
+      return result;
     case Node::Op::kFloorDiv:
     case Node::Op::kFloorMod:
       if (b == 0) TVM_FFI_THROW(ValueError) << "division by zero in a shape expression";
+      if (a == std::numeric_limits<int64_t>::min() && b == -1) Overflow(a, "//", b);
       return node.op == Node::Op::kFloorDiv ? FloorDiv(a, b) : a - FloorDiv(a, b) * b;
     case Node::Op::kMin:
       return std::min(a, b);
@@ -259,7 +286,9 @@ class ExprParser {
 
  private:
   [[noreturn]] void Fail(const std::string& why) {
-    TVM_FFI_THROW(ValueError) << context_ << ": bad shape expression '" << text_ << "': " << why;
+    TVM_FFI_THROW(ValueError) << "malformed NNAPI graph JSON: " << Printable(context_)
+                              << ": bad shape expression '" << Printable(text_)
+                              << "': " << Printable(why);
   }
   void SkipSpace() {
     while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
@@ -272,7 +301,12 @@ class ExprParser {
     }
     return false;
   }
-  static NodePtr Binary(Node::Op op, NodePtr lhs, NodePtr rhs) {
+  NodePtr Binary(Node::Op op, NodePtr lhs, NodePtr rhs) {
+    // Evaluation, printing and destruction recurse over the tree: bound its size (a chain of a
+    // hundred thousand "+ 0" overflowed the stack).
+    if (++operators_ > kMaxOperators) {
+      Fail("more than " + std::to_string(kMaxOperators) + " operators");
+    }
     auto node = std::make_shared<Node>();
     node->op = op;
     node->lhs = std::move(lhs);
@@ -354,11 +388,14 @@ class ExprParser {
     return result;
   }
 
+  static constexpr int kMaxOperators = 256;
+
   const std::string& text_;
   const std::vector<std::string>& symbols_;
   const std::string& context_;
   size_t pos_ = 0;
   int depth_ = 0;
+  int operators_ = 0;
 };
 
 }  // namespace
@@ -397,7 +434,8 @@ using JsonObject = ffi::Map<ffi::Any, ffi::Any>;
 using JsonArray = ffi::Array<ffi::Any>;
 
 [[noreturn]] void Malformed(const std::string& where, const std::string& why) {
-  TVM_FFI_THROW(ValueError) << "malformed NNAPI graph JSON: " << where << ": " << why;
+  TVM_FFI_THROW(ValueError) << "malformed NNAPI graph JSON: " << Printable(where) << ": "
+                            << Printable(why);
 }
 
 std::optional<ffi::Any> Field(const JsonObject& object, const char* key) {
@@ -480,7 +518,38 @@ constexpr int64_t kMaxElements = int64_t{1} << 40;
 // ---- Graph
 // ---------------------------------------------------------------------------------------
 
+namespace {
+// Deepest array/object nesting accepted (a graph needs 4). tvm-ffi's JSON parser recurses per
+// level, so a hostile document of a million '[' would exhaust the stack: refuse it up front.
+constexpr int kMaxJsonDepth = 32;
+
+void CheckJsonDepth(const std::string& json) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    const char c = json[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) {
+        Malformed("document", "nested deeper than " + std::to_string(kMaxJsonDepth) +
+                                  " levels at byte " + std::to_string(i));
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+}
+}  // namespace
+
 Graph Graph::Parse(const std::string& json, uint64_t constants_size) {
+  CheckJsonDepth(json);
   ffi::String error;
   ffi::Any root_value = ffi::json::Parse(ffi::String(json), &error);
   if (!error.empty()) Malformed("document", std::string(error));
@@ -490,19 +559,27 @@ Graph Graph::Parse(const std::string& json, uint64_t constants_size) {
   if (format != kGraphFormat) {
     Malformed("\"format\"", "is '" + format + "', expected '" + kGraphFormat + "'");
   }
-  graph.version =
-      static_cast<int>(AsInteger(RequiredField(root, "version", "document"), "version"));
-  if (graph.version != kGraphVersion) {
-    Malformed("\"version\"", "graph version " + std::to_string(graph.version) +
+  const int64_t version = AsInteger(RequiredField(root, "version", "document"), "version");
+  if (version != kGraphVersion) {
+    Malformed("\"version\"", "graph version " + std::to_string(version) +
                                  " is not supported by this runtime (it reads version " +
                                  std::to_string(kGraphVersion) + ")");
   }
+  graph.version = kGraphVersion;
   graph.symbol = AsString(RequiredField(root, "symbol", "document"), "\"symbol\"");
+  if (graph.symbol.empty() || Printable(graph.symbol) != graph.symbol) {
+    Malformed("\"symbol\"", "'" + graph.symbol + "' is not a printable ASCII function name");
+  }
   if (auto symbols = Field(root, "symbols")) {
     JsonArray array = AsArray(*symbols, "\"symbols\"");
     for (size_t i = 0; i < array.size(); ++i) {
       std::string name = AsString(array[i], "symbols[" + std::to_string(i) + "]");
-      if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_')) {
+      const bool identifier =
+          !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
+          std::all_of(name.begin(), name.end(), [](char c) {
+            return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+          });
+      if (!identifier) {
         Malformed("symbols[" + std::to_string(i) + "]", "'" + name + "' is not an identifier");
       }
       if (std::find(graph.symbols.begin(), graph.symbols.end(), name) != graph.symbols.end()) {
@@ -542,12 +619,22 @@ Graph Graph::Parse(const std::string& json, uint64_t constants_size) {
     }
     if (auto scale = Field(object, "scale")) operand.scale = AsNumber(*scale, where + " scale");
     if (auto zero_point = Field(object, "zero_point")) {
-      operand.zero_point = static_cast<int32_t>(AsInteger(*zero_point, where + " zero_point"));
+      const int64_t value = AsInteger(*zero_point, where + " zero_point");
+      if (value < std::numeric_limits<int32_t>::min() ||
+          value > std::numeric_limits<int32_t>::max()) {
+        Malformed(where, "zero_point " + std::to_string(value) + " does not fit in int32");
+      }
+      operand.zero_point = static_cast<int32_t>(value);
     }
     if (auto channel = Field(object, "channel_quant")) {
       JsonObject quant = AsObject(*channel, where + " channel_quant");
-      operand.channel_dim = static_cast<uint32_t>(
-          AsInteger(RequiredField(quant, "channel_dim", where), where + " channel_dim"));
+      const int64_t channel_dim =
+          AsInteger(RequiredField(quant, "channel_dim", where), where + " channel_dim");
+      if (channel_dim < 0 || static_cast<size_t>(channel_dim) >= operand.shape.size()) {
+        Malformed(where, "channel_dim " + std::to_string(channel_dim) + " is not an axis of its " +
+                             std::to_string(operand.shape.size()) + "-D shape");
+      }
+      operand.channel_dim = static_cast<uint32_t>(channel_dim);
       JsonArray scales = AsArray(RequiredField(quant, "scales", where), where + " scales");
       for (size_t s = 0; s < scales.size(); ++s) {
         operand.channel_scales.push_back(static_cast<float>(AsNumber(scales[s], where)));
@@ -575,8 +662,12 @@ Graph Graph::Parse(const std::string& json, uint64_t constants_size) {
       int64_t elements = 1;
       for (const DimExpr& dim : operand.shape) {
         if (!dim.is_constant()) Malformed(where, "a constant needs a static shape");
-        elements *= dim.Evaluate({});
-        if (elements > kMaxElements) Malformed(where, "constant is too large");
+        // Each dimension is <= kMaxElements (checked above), so this product cannot overflow.
+        const int64_t extent = dim.Evaluate({});
+        if (extent != 0 && elements > kMaxElements / extent) {
+          Malformed(where, "constant is too large");
+        }
+        elements *= extent;
       }
       const uint64_t expected = static_cast<uint64_t>(elements) * OperandElementSize(operand.type);
       if (expected != operand.nbytes) {
@@ -739,6 +830,16 @@ Graph Graph::Parse(const std::string& json, uint64_t constants_size) {
   return graph;
 }
 
+int64_t Graph::EvaluateFor(const DimExpr& expr, const std::vector<int64_t>& binding,
+                           const std::string& where) const {
+  try {
+    return expr.Evaluate(binding);
+  } catch (const ffi::Error& error) {
+    TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << symbol << "': " << where << ": "
+                              << error.message() << " in " << expr.ToString(symbols);
+  }
+}
+
 std::string Graph::Describe(const GraphOperation& operation) const {
   const size_t index = static_cast<size_t>(&operation - operations.data());
   std::string text = "operation " + std::to_string(index) + " (" + operation.op;
@@ -790,7 +891,7 @@ std::vector<int64_t> Graph::ConcreteShape(uint32_t operand,
                                           const std::vector<int64_t>& binding) const {
   std::vector<int64_t> shape;
   for (const DimExpr& dim : operands[operand].shape) {
-    const int64_t value = dim.Evaluate(binding);
+    const int64_t value = EvaluateFor(dim, binding, operands[operand].name);
     if (value < 0 || value > kMaxElements) {
       TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << symbol << "': " << operands[operand].name
                                 << " gets dimension " << value << " from " << dim.ToString(symbols);

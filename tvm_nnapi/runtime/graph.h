@@ -96,7 +96,15 @@ struct Graph {
   // Concrete shape of an operand under a binding.
   std::vector<int64_t> ConcreteShape(uint32_t operand, const std::vector<int64_t>& binding) const;
   std::string Describe(const GraphOperation& operation) const;
+  // `expr` under a binding; an overflow or a division by zero throws a ValueError naming the
+  // subgraph and `where` (e.g. "operand 4").
+  int64_t EvaluateFor(const DimExpr& expr, const std::vector<int64_t>& binding,
+                      const std::string& where) const;
 };
+
+// `text` with every byte outside printable ASCII written as \xNN: untrusted names (from a graph or
+// module bytes) can be quoted in error messages, which must stay valid UTF-8.
+std::string Printable(const std::string& text);
 
 // NNAPI code for an operand type name ("TENSOR_FLOAT32") or operation name ("ADD"); -1 if unknown.
 int32_t OperandTypeCode(const std::string& name);

@@ -8,12 +8,14 @@
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/function.h>
 #include <tvm/ffi/reflection/registry.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <sstream>
 
 #include "half.h"
@@ -75,25 +77,42 @@ void AppendBytes(std::vector<uint8_t>* out, T value) {
 
 }  // namespace
 
-// Creates the NNAPI cache directory (owner-only) if it does not exist; refuses a path that is
-// not a directory or is a symbolic link.
+// Creates the NNAPI cache directory (owner-only, 0700) if it does not exist, and checks an
+// existing one: it must be a real directory (a symbolic link is refused, not followed), owned by
+// this user and writable by nobody else, since whoever can write there can plant files or links
+// under the names the NNAPI driver will open. (The driver names its files after the hashed
+// token only and opens them without following links; see the mock's compilation.h.)
 void PrepareCacheDirectory(const std::string& path) {
   struct stat info;
-  if (lstat(path.c_str(), &info) == 0) {
-    if (S_ISLNK(info.st_mode) || !S_ISDIR(info.st_mode)) {
-      TVM_FFI_THROW(ValueError) << "NNAPI cache directory '" << path
-                                << "' is not a directory (symbolic links are refused)";
+  if (lstat(path.c_str(), &info) != 0) {
+    // Create missing parents as well (mkdir -p), each owner-only.
+    for (size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
+      const std::string prefix = path.substr(0, slash);
+      if (mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
+        TVM_FFI_THROW(RuntimeError)
+            << "cannot create NNAPI cache directory '" << prefix << "': " << std::strerror(errno);
+      }
+      if (slash == std::string::npos) break;
     }
-    return;
-  }
-  // Create missing parents as well (mkdir -p), each owner-only.
-  for (size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
-    const std::string prefix = path.substr(0, slash);
-    if (mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
-      TVM_FFI_THROW(RuntimeError) << "cannot create NNAPI cache directory '" << prefix
+    if (lstat(path.c_str(), &info) != 0) {
+      TVM_FFI_THROW(RuntimeError) << "cannot inspect NNAPI cache directory '" << path
                                   << "': " << std::strerror(errno);
     }
-    if (slash == std::string::npos) break;
+  }
+  if (S_ISLNK(info.st_mode) || !S_ISDIR(info.st_mode)) {
+    TVM_FFI_THROW(ValueError) << "NNAPI cache directory '" << path
+                              << "' is not a directory (symbolic links are refused)";
+  }
+  if (info.st_uid != geteuid()) {
+    TVM_FFI_THROW(ValueError) << "NNAPI cache directory '" << path << "' is owned by user "
+                              << info.st_uid << ", not by this process's user " << geteuid();
+  }
+  if ((info.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(info.st_mode & 07777));
+    TVM_FFI_THROW(ValueError) << "NNAPI cache directory '" << path << "' has mode " << mode
+                              << ": others can write there; use an owner-only directory "
+                              << "(chmod 700)";
   }
 }
 
@@ -137,7 +156,17 @@ void CompiledModel::Build(const std::string& constants, const std::vector<int64_
   for (size_t id = 0; id < graph.operands.size(); ++id) {
     const GraphOperand& operand = graph.operands[id];
     std::vector<uint32_t> dims;
+    // NNAPI dimensions are uint32 and an operand holds at most 4 GiB (Android's limit): refuse
+    // larger shapes here with the operand's name rather than truncating them.
+    uint64_t bytes = OperandElementSize(operand.type);
     for (int64_t d : graph.ConcreteShape(static_cast<uint32_t>(id), binding)) {
+      if (d > int64_t{std::numeric_limits<uint32_t>::max()} ||
+          (d != 0 && bytes > std::numeric_limits<uint32_t>::max() / static_cast<uint64_t>(d))) {
+        TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << graph.symbol << "': " << operand.name
+                                  << " would need more than 4 GiB (dimension " << d
+                                  << "), the most an NNAPI operand can hold";
+      }
+      bytes *= static_cast<uint64_t>(d);
       dims.push_back(static_cast<uint32_t>(d));
     }
     ANeuralNetworksOperandType type{operand.type, static_cast<uint32_t>(dims.size()),
@@ -145,9 +174,7 @@ void CompiledModel::Build(const std::string& constants, const std::vector<int64_
                                     operand.zero_point};
     if (operand.kind != GraphOperand::Kind::kConstant &&
         operand.kind != GraphOperand::Kind::kValue) {
-      size_t bytes = OperandElementSize(operand.type);
-      for (uint32_t d : dims) bytes *= d;
-      estimated_bytes_ += bytes;
+      estimated_bytes_ += static_cast<size_t>(bytes);
     }
     Check(nnapi.ANeuralNetworksModel_addOperand(model_, &type), "ANeuralNetworksModel_addOperand",
           operand.name);
@@ -187,14 +214,27 @@ void CompiledModel::Build(const std::string& constants, const std::vector<int64_
           case ANEURALNETWORKS_BOOL:
           case ANEURALNETWORKS_TENSOR_BOOL8:
             for (const DimExpr& v : operand.int_values) {
-              AppendBytes(&bytes, static_cast<uint8_t>(v.Evaluate(binding) != 0));
+              AppendBytes(&bytes,
+                          static_cast<uint8_t>(graph.EvaluateFor(v, binding, operand.name) != 0));
             }
             break;
           case ANEURALNETWORKS_INT32:
           case ANEURALNETWORKS_UINT32:
           case ANEURALNETWORKS_TENSOR_INT32:
             for (const DimExpr& v : operand.int_values) {
-              AppendBytes(&bytes, static_cast<int32_t>(v.Evaluate(binding)));
+              // A value that does not fit the operand's 32 bits is an error, not a wrap-around.
+              const int64_t value = graph.EvaluateFor(v, binding, operand.name);
+              const bool is_unsigned = operand.type == ANEURALNETWORKS_UINT32;
+              const int64_t low = is_unsigned ? 0 : std::numeric_limits<int32_t>::min();
+              const int64_t high = is_unsigned ? std::numeric_limits<uint32_t>::max()
+                                               : std::numeric_limits<int32_t>::max();
+              if (value < low || value > high) {
+                TVM_FFI_THROW(ValueError)
+                    << "NNAPI subgraph '" << graph.symbol << "': " << operand.name << " value "
+                    << value << " (" << v.ToString(graph.symbols) << ") does not fit in "
+                    << (is_unsigned ? "uint32" : "int32");
+              }
+              AppendBytes(&bytes, static_cast<uint32_t>(value));
             }
             break;
           default:
@@ -316,8 +356,9 @@ NnapiModuleObj::NnapiModuleObj(std::string symbol, std::string graph_json, std::
       constants_(std::move(constants)),
       graph_(Graph::Parse(graph_json_, constants_.size())) {
   if (graph_.symbol != symbol_) {
-    TVM_FFI_THROW(ValueError) << "NNAPI module symbol '" << symbol_
-                              << "' differs from its graph's symbol '" << graph_.symbol << "'";
+    TVM_FFI_THROW(ValueError) << "NNAPI module symbol '" << Printable(symbol_)
+                              << "' differs from its graph's symbol '" << Printable(graph_.symbol)
+                              << "'";
   }
 }
 

@@ -90,8 +90,21 @@ std::string Policy::ToString() const {
 }
 
 SubgraphCost EstimateCost(const Graph& graph, const std::vector<int64_t>& binding) {
+  // The graph has not met NNAPI's validation yet (the model is built after this decision), so
+  // an operation may have too few inputs or a filter of the wrong rank: read shapes defensively
+  // (a missing one counts as a scalar) and multiply in double, which cannot overflow.
   SubgraphCost cost;
   auto shape = [&](uint32_t id) { return graph.ConcreteShape(id, binding); };
+  auto input_shape = [&](const GraphOperation& operation, size_t i) {
+    return i < operation.inputs.size() ? shape(operation.inputs[i]) : std::vector<int64_t>{};
+  };
+  auto dims = [](const std::vector<int64_t>& dimensions, size_t first, size_t last) {
+    double product = 1;
+    for (size_t d = first; d <= last && d < dimensions.size(); ++d) {
+      product *= static_cast<double>(dimensions[d]);
+    }
+    return product;
+  };
   for (uint32_t id : graph.inputs) {
     cost.io_bytes += Elements(shape(id)) * OperandElementSize(graph.operands[id].type);
   }
@@ -102,20 +115,16 @@ SubgraphCost EstimateCost(const Graph& graph, const std::vector<int64_t>& bindin
     const double out = Elements(shape(operation.outputs[0]));
     const std::string& op = operation.op;
     if (op == "FULLY_CONNECTED") {
-      cost.flops += 2 * out * static_cast<double>(shape(operation.inputs[1]).at(1));
+      cost.flops += 2 * out * dims(input_shape(operation, 1), 1, 1);
     } else if (op == "BATCH_MATMUL") {
-      const std::vector<int64_t> a = shape(operation.inputs[0]);
-      cost.flops += 2 * out * static_cast<double>(a.back());
+      const std::vector<int64_t> a = input_shape(operation, 0);
+      cost.flops += 2 * out * (a.empty() ? 1.0 : static_cast<double>(a.back()));
     } else if (op == "CONV_2D" || op == "GROUPED_CONV_2D") {
-      const std::vector<int64_t> filter = shape(operation.inputs[1]);  // [O, kH, kW, I/g]
-      cost.flops += 2 * out * static_cast<double>(filter[1] * filter[2] * filter[3]);
+      cost.flops += 2 * out * dims(input_shape(operation, 1), 1, 3);  // [O, kH, kW, I/g]
     } else if (op == "DEPTHWISE_CONV_2D") {
-      const std::vector<int64_t> filter = shape(operation.inputs[1]);  // [1, kH, kW, O]
-      cost.flops += 2 * out * static_cast<double>(filter[1] * filter[2]);
+      cost.flops += 2 * out * dims(input_shape(operation, 1), 1, 2);  // [1, kH, kW, O]
     } else if (op == "TRANSPOSE_CONV_2D") {
-      const std::vector<int64_t> filter = shape(operation.inputs[1]);
-      cost.flops += 2 * Elements(shape(operation.inputs[0])) *
-                    static_cast<double>(filter[0] * filter[1] * filter[2]);
+      cost.flops += 2 * Elements(input_shape(operation, 0)) * dims(input_shape(operation, 1), 0, 2);
     } else {
       cost.flops += out;
     }

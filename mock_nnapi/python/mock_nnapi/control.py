@@ -74,6 +74,16 @@ def counters() -> dict[str, int]:
     return {name: counter(name) for name in COUNTER_NAMES}
 
 
+def live_objects() -> dict[str, int]:
+    """NNAPI objects the mock has handed out and not yet freed, by kind (``models``,
+    ``compilations``, ``executions``, ``events``, ``memories``, ``memory_descs``, ``bursts``) and
+    in ``total``: zero everywhere once a client has freed everything it created."""
+    kinds = [name for name in COUNTER_NAMES if name.startswith("live_") and name != "live_objects"]
+    result = {name.removeprefix("live_"): counter(name) for name in kinds}
+    result["total"] = counter("live_objects")
+    return result
+
+
 def compilation_cache_counters() -> dict[str, int]:
     """Compilation-cache hits and misses (ANeuralNetworksCompilation_setCaching) since the last
     reset. A compilation whose cache directory does not exist counts as neither."""

@@ -34,7 +34,10 @@ int InferConcatenation(const OperationContext& context, int error, Dimensions* o
     NN_CHECK_EQ(dims.size(), rank, error) << context.name() << " input " << t << " rank";
     for (uint32_t d = 0; d < rank; ++d) {
       if (d == static_cast<uint32_t>(axis)) {
-        (*output)[d] += dims[d];
+        const uint64_t extent = uint64_t{(*output)[d]} + dims[d];
+        NN_CHECK_LE(extent, uint64_t{kMaxDimension}, error)
+            << context.name() << " output dimension " << d << " does not fit in uint32";
+        (*output)[d] = static_cast<uint32_t>(extent);
       } else {
         NN_CHECK_EQ(dims[d], first[d], error)
             << context.name() << " input " << t << " " << DimensionsToString(dims)

@@ -26,7 +26,16 @@ int InferShape(const OperationContext& context, int error, Dimensions* output) {
   NN_CHECK_EQ(input.size(), 4u, error) << context.name() << " input must be 4-D";
   const int32_t block = context.InputScalar<int32_t>(1);
   NN_CHECK_GE(block, 1, error) << context.name() << " block_size";
-  const uint32_t b = static_cast<uint32_t>(block);
+  // 64-bit arithmetic: block * block and the scaled dimensions may not fit in uint32.
+  const uint64_t b = static_cast<uint64_t>(block);
+  auto scaled = [&](uint32_t axis, uint64_t factor, uint32_t* result) -> int {
+    const uint64_t extent = uint64_t{input[axis]} * factor;
+    NN_CHECK_LE(extent, uint64_t{kMaxDimension}, error)
+        << context.name() << " output dimension " << axis << " (" << input[axis] << " x " << factor
+        << ") does not fit in uint32";
+    *result = static_cast<uint32_t>(extent);
+    return ANEURALNETWORKS_NO_ERROR;
+  };
   const bool nchw = IsNchw(context);
   const uint32_t c_axis = nchw ? 1 : 3;
   const uint32_t h_axis = nchw ? 2 : 1;
@@ -35,16 +44,16 @@ int InferShape(const OperationContext& context, int error, Dimensions* output) {
   if (context.type() == ANEURALNETWORKS_DEPTH_TO_SPACE) {
     NN_CHECK_EQ(input[c_axis] % (b * b), 0u, error)
         << context.name() << " channels " << input[c_axis] << " are not divisible by " << b * b;
-    (*output)[c_axis] = input[c_axis] / (b * b);
-    (*output)[h_axis] = input[h_axis] * b;
-    (*output)[w_axis] = input[w_axis] * b;
+    (*output)[c_axis] = static_cast<uint32_t>(input[c_axis] / (b * b));
+    NN_RETURN_IF_ERROR(scaled(h_axis, b, &(*output)[h_axis]));
+    NN_RETURN_IF_ERROR(scaled(w_axis, b, &(*output)[w_axis]));
   } else {
     NN_CHECK(input[h_axis] % b == 0 && input[w_axis] % b == 0, error)
         << context.name() << " height and width of " << DimensionsToString(input)
         << " are not divisible by " << b;
-    (*output)[c_axis] = input[c_axis] * b * b;
-    (*output)[h_axis] = input[h_axis] / b;
-    (*output)[w_axis] = input[w_axis] / b;
+    NN_RETURN_IF_ERROR(scaled(c_axis, b * b, &(*output)[c_axis]));
+    (*output)[h_axis] = static_cast<uint32_t>(input[h_axis] / b);
+    (*output)[w_axis] = static_cast<uint32_t>(input[w_axis] / b);
   }
   return ANEURALNETWORKS_NO_ERROR;
 }

@@ -69,7 +69,11 @@ int InferShape(const OperationContext& context, int32_t mode, int error, Padding
     }
     paddings->before[d] = before;
     paddings->after[d] = after;
-    (*output)[d] = input[d] + static_cast<uint32_t>(before) + static_cast<uint32_t>(after);
+    const uint64_t extent =
+        uint64_t{input[d]} + static_cast<uint64_t>(before) + static_cast<uint64_t>(after);
+    NN_CHECK_LE(extent, uint64_t{kMaxDimension}, error)
+        << context.name() << " output dimension " << d << " does not fit in uint32";
+    (*output)[d] = static_cast<uint32_t>(extent);
   }
   return ANEURALNETWORKS_NO_ERROR;
 }

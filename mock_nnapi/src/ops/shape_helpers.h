@@ -26,6 +26,11 @@
 #include "common.h"
 
 namespace mock_nnapi {
+
+// Largest NNAPI dimension: output shapes computed from inputs and arguments are checked against it
+// in 64-bit arithmetic instead of wrapping around.
+constexpr uint32_t kMaxDimension = 0xFFFFFFFFu;
+
 namespace shape {
 
 // The shared type/feature-level check (operation.h).

@@ -20,7 +20,11 @@ int InferShape(const OperationContext& context, int error, Dimensions* output) {
   output->resize(input.size());
   for (size_t i = 0; i < input.size(); ++i) {
     NN_CHECK_GT(multiples[i], 0, error) << context.name() << " multiple " << i;
-    (*output)[i] = input[i] * static_cast<uint32_t>(multiples[i]);
+    const uint64_t extent = uint64_t{input[i]} * static_cast<uint64_t>(multiples[i]);
+    NN_CHECK_LE(extent, uint64_t{kMaxDimension}, error)
+        << context.name() << " output dimension " << i << " (" << input[i] << " x " << multiples[i]
+        << ") does not fit in uint32";
+    (*output)[i] = static_cast<uint32_t>(extent);
   }
   return ANEURALNETWORKS_NO_ERROR;
 }
