@@ -46,6 +46,10 @@ def _short(name: str, width: int = 40) -> str:
     return name if len(name) <= width else name[: width - 1] + "…"
 
 
+def _modelled_time(us: float) -> str:
+    return f"{us / 1e3:.3f} ms" if us >= 1000 else f"{us:.3g} us"
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """Partition a built-in model, run it on NNAPI (the mock) and on host llvm, print a report."""
     from rich.table import Table
@@ -83,6 +87,34 @@ def cmd_demo(args: argparse.Namespace) -> int:
     )
     for refusal in report.refusals:
         console.print(f"  [yellow]kept on host[/yellow]: {refusal}")
+
+    if args.profile != "none":
+        # Before anything is compiled: the mock switches profiles only with no live compilation.
+        from tvm_nnapi.estimate import estimate
+
+        with console.status(f"estimating on the {args.profile} profile (modelled)..."):
+            symbolic = any(isinstance(d, str) for d in info["input_shape"])
+            shapes = {"batch": args.batch} if symbolic else None
+            modelled = estimate(mod, args.profile, shapes=shapes)
+        phone = Table(title=f"Modelled on the {args.profile} profile (cost model, not measured)")
+        phone.add_column("program")
+        phone.add_column("devices", overflow="fold")
+        phone.add_column("modelled latency", justify="right")
+        devices = sorted({d for row in modelled.subgraphs for d in row.devices})
+        phone.add_row(
+            "NNAPI-offloaded",
+            ", ".join(devices) + (" + host" if modelled.host_rows else ""),
+            _modelled_time(modelled.modelled_nnapi_program_us),
+        )
+        phone.add_row(
+            "all on the host (TVM llvm)", "CPU", _modelled_time(modelled.modelled_host_program_us)
+        )
+        console.print(phone)
+        console.print(
+            f"modelled speedup of the NNAPI-offloaded program: {modelled.modelled_speedup:.3g}x "
+            f"(plus a one-off modelled NNAPI compilation of "
+            f"{_modelled_time(modelled.modelled_compilation_us)})"
+        )
 
     shape = tuple(info["input_shape"])
     if shape and isinstance(shape[0], str):
@@ -714,6 +746,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="built-in model (default: a small MobileNetV2-style CNN)",
     )
     demo.add_argument("--batch", type=int, default=1, help="batch size of the input (default 1)")
+    demo.add_argument(
+        "--profile",
+        default="snapdragon-8-gen-2",
+        help="phone profile for the modelled latency estimate (default snapdragon-8-gen-2; "
+        "`none` skips it); the run itself uses the mock's current profile",
+    )
     demo.set_defaults(handler=cmd_demo)
 
     devices = commands.add_parser(

@@ -148,6 +148,10 @@ def test_demo_reports_subgraphs_refusals_and_a_match(capsys):
     assert "main_nnapi_0" in out and "main_nnapi_1" in out
     assert "relax.cumsum" in out
     assert "results match" in out
+    # The modelled estimate on the default phone profile comes before the run.
+    assert "Modelled on the snapdragon-8-gen-2 profile" in out
+    assert "qti-gpu + host" in out and "modelled speedup" in out
+    assert out.index("Modelled on the") < out.index("Run on the mock")
 
 
 def test_python_dash_m_entry_point():
