@@ -54,10 +54,19 @@ def options_in_effect() -> dict[str, str]:
 
 
 def nnapi_modules(program: Any) -> list[tvm.runtime.Module]:
-    """The "nnapi" runtime modules of a VMExecutable, a runtime module or a VirtualMachine."""
-    root = getattr(program, "mod", program)
+    """The "nnapi" runtime modules of a VMExecutable, a runtime module or a VirtualMachine.
+
+    For an executable these are the modules its VirtualMachines run: when the executable holds
+    modules that must be compiled first (e.g. a "c" source module), ``relax.VirtualMachine``
+    runs ``executable.jit()``, a reloaded copy with its own NNAPI modules, so the statistics
+    and pre-compilations must go to that copy (``jit()`` is cached: one copy per executable).
+    """
     if isinstance(program, tvm.relax.VirtualMachine):
         root = program.module
+    elif isinstance(program, tvm.runtime.Executable):
+        root = program.jit()
+    else:
+        root = getattr(program, "mod", program)
     found: list[tvm.runtime.Module] = []
     stack = [root]
     while stack:

@@ -174,6 +174,10 @@ def test_module_with_host_fallback_falls_back_on_a_fault(options, function):
     np.testing.assert_allclose(out, x @ w + x, rtol=1e-5, atol=1e-5)
     (stats,) = runtime_api.stats(vm).values()
     assert stats["fallbacks"] == 1 and stats["host_calls"] == 1
+    # The executable reports the modules its VirtualMachine runs (this one is jitted: it holds
+    # a "c" module, so the VM runs a reloaded copy).
+    assert "c" in [m.kind for m in executable.mod.imports]
+    assert runtime_api.stats(executable) == runtime_api.stats(vm)
 
 
 @pytest.mark.parametrize(
