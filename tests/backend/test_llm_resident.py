@@ -288,3 +288,15 @@ def test_generate_with_resident_weights_matches_the_host_build(capsys):
     assert resident["tokens"] == json.loads(capsys.readouterr().out)["tokens"]
     with pytest.raises(SystemExit, match="--resident-weights needs the NNAPI build"):
         cli.main([*common, "--host", "--resident-weights"])
+
+
+def test_bench_measures_and_models_the_resident_build(capsys):
+    argv = ["llm", "bench", "--resident-weights", "--prompt-length", "4", "--decode-tokens", "1"]
+    assert cli.main([*argv, "--repeat", "1", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert set(result["measured"]) == {"nnapi", "nnapi-resident", "host"}
+    assert result["measured_prefill_ratio_nnapi_over_nnapi_resident"] > 0
+    for phase in ("prefill", "decode"):
+        modelled, resident = result["modelled"][phase], result["modelled_resident"][phase]
+        assert resident["modelled_weight_setup_us"] == 0 < modelled["modelled_weight_setup_us"]
+        assert resident["modelled_nnapi_program_us"] < modelled["modelled_nnapi_program_us"]
