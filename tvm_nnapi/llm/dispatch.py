@@ -33,6 +33,7 @@ from tvm import IRModule, relax
 from tvm.relax.expr_functor import PyExprMutator, mutator
 
 from ..build import OffloadSummary, offload_summary
+from ..codegen import drop_codegen_constants
 from ..partition import CODEGEN_NAME, nnapi_subgraphs, partition_with_report
 from ..patterns import PartitionOptions, Refusal
 from .config import LlamaConfig
@@ -82,34 +83,8 @@ class NNAPIDispatch:
             subgraphs = set(nnapi_subgraphs(mod))
             options = {"host_fallback": self.host_fallback, "host_target": self.host_target}
             mod = relax.transform.RunCodegen({CODEGEN_NAME: options})(mod)
-            mod = _drop_codegen_constants(mod, subgraphs)
+            mod = drop_codegen_constants(mod, subgraphs)
         return mod
-
-
-def _drop_codegen_constants(mod: IRModule, subgraphs: set[str]) -> IRModule:
-    """Forget the constants of the NNAPI subgraphs that ``RunCodegen`` lists in the module
-    attribute ``const_name_to_constant``.
-
-    ``relax.build`` hands that attribute to the VM linker, which keeps every listed tensor in a
-    constant-loader module of the executable (and writes it out with ``export_library``). The
-    NNAPI runtime modules never read it: their constants are in their own blob, so keeping the
-    list would hold a second copy of every bound weight. Constants named after other
-    subgraphs (another codegen's) stay.
-    """
-    attrs = dict(mod.attrs) if mod.attrs else {}
-    constants = attrs.get("const_name_to_constant")
-    if not constants:
-        return mod
-
-    def ours(name: str) -> bool:
-        return any(name.startswith(f"{symbol}_") for symbol in subgraphs)
-
-    kept = {str(name): value for name, value in constants.items() if not ours(str(name))}
-    if len(kept) == len(constants):
-        return mod
-    if kept:
-        return mod.with_attr("const_name_to_constant", kept)
-    return mod.without_attr("const_name_to_constant")
 
 
 def constant_bytes(func: relax.Function) -> int:
