@@ -230,6 +230,35 @@ def test_the_estimate_of_the_resident_build_is_the_modelled_resident_option(fp32
     assert real["modelled_nnapi_program_us"] < as_inputs["modelled_nnapi_program_us"]
 
 
+def test_weights_as_separate_tensor_parameters_are_bound_too():
+    """``param_mode="plain"`` exports one tensor parameter per weight, after ``num_input``."""
+    builder = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType([2, 8], "float32"))
+    w = relax.Var("w", relax.TensorType([4, 8], "float32"))
+    b = relax.Var("b", relax.TensorType([4], "float32"))
+    with builder.function("project", [x, w, b], attrs={"num_input": 1}):
+        with builder.dataflow():
+            y = builder.emit(relax.op.matmul(x, relax.op.permute_dims(w)))
+            out = builder.emit_output(relax.op.add(y, b))
+        builder.emit_func_output(out)
+    mod = builder.get()
+    rng = np.random.default_rng(3)
+    weight, bias = rng.standard_normal((4, 8), "float32"), rng.standard_normal(4, "float32")
+    bound = llm.bind_weights(mod, [weight, bias], ["project"], ["w", "b"])
+    assert [p.name for p in bound["project"].params] == ["x"]
+
+    dispatch = llm.NNAPIDispatch(["project"])
+    executable = relax.build(dispatch(bound), target="llvm")
+    assert dispatch.host_constant_bytes == {"project": 0}
+    data = rng.standard_normal((2, 8), "float32")
+    before = mock_nnapi.operation_count("FULLY_CONNECTED")
+    result = relax.VirtualMachine(executable, tvm.cpu())["project"](tvm.runtime.tensor(data))
+    assert mock_nnapi.operation_count("FULLY_CONNECTED") == before + 1
+    np.testing.assert_allclose(result.numpy(), data @ weight.T + bias, rtol=1e-5, atol=1e-5)
+    with pytest.raises(llm.WeightError, match=r"weight 1 'b' for project's parameter b has shape"):
+        llm.bind_weights(mod, [weight, weight], ["project"], ["w", "b"])
+
+
 # ---- bad weights -------------------------------------------------------------------------------
 
 
