@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import tvm
 from tvm import IRModule, relax
 
+from .codegen import drop_codegen_constants
 from .flops import call_flops
 from .partition import CODEGEN_NAME, nnapi_subgraphs, partition
 from .patterns import PartitionOptions
@@ -30,8 +31,11 @@ def build(
     """
     if not nnapi_subgraphs(mod):
         mod = partition(mod, options, entry_functions)
+    subgraphs = nnapi_subgraphs(mod)
     codegen_options = {"host_fallback": host_fallback, "host_target": str(target)}
     mod = relax.transform.RunCodegen({"nnapi": codegen_options})(mod)
+    # The NNAPI modules carry their constants: no second copy in a constant-loader module.
+    mod = drop_codegen_constants(mod, subgraphs)
     return relax.build(mod, target=target)
 
 

@@ -8,6 +8,7 @@ kind "nnapi".
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import tvm
@@ -203,6 +204,34 @@ def compile_function(func: relax.Function, options: dict[str, Any] | None = None
         host = relax.build(host_module(func), target=target, relax_pipeline=pipeline)
         module.import_module(host.mod)
     return module
+
+
+def drop_codegen_constants(mod: tvm.IRModule, subgraphs: Iterable[str]) -> tvm.IRModule:
+    """Forget the constants of the NNAPI subgraphs that ``RunCodegen`` lists in the module
+    attribute ``const_name_to_constant``.
+
+    ``relax.build`` hands that attribute to the VM linker, which keeps every listed tensor in a
+    constant-loader module of the executable (and writes it out with ``export_library``). The
+    NNAPI runtime modules never read it: their constants are in their own blob, so keeping the
+    list would hold a second copy of every weight. ``subgraphs`` are the global symbols of the
+    NNAPI subgraph functions the codegen ran on; constants of other subgraphs (another
+    codegen's) stay.
+    """
+    subgraphs = set(subgraphs)
+    attrs = dict(mod.attrs) if mod.attrs else {}
+    constants = attrs.get("const_name_to_constant")
+    if not constants:
+        return mod
+
+    def ours(name: str) -> bool:
+        return any(name.startswith(f"{symbol}_") for symbol in subgraphs)
+
+    kept = {str(name): value for name, value in constants.items() if not ours(str(name))}
+    if len(kept) == len(constants):
+        return mod
+    if kept:
+        return mod.with_attr("const_name_to_constant", kept)
+    return mod.without_attr("const_name_to_constant")
 
 
 @tvm_ffi.register_global_func("relax.ext.nnapi", override=True)

@@ -2,8 +2,10 @@
 
 from tvm_nnapi import llm
 mod, named_params, _ = llm.export_model(llm.TINY)            # embed/prefill/decode/KV cache
-executable = llm.build_llm(mod, entry_functions=["prefill"])  # prefill on NNAPI
 weights = llm.random_weights(llm.param_specs(named_params))   # or llm.load_safetensors(...)
+executable = llm.build_llm(mod, entry_functions=["prefill"])  # prefill on NNAPI
+# or with the weights bound as NNAPI constants of the prefill subgraphs:
+# executable = llm.build_llm(mod, ["prefill"], resident_weights=weights)
 engine = llm.LlamaEngine(executable, llm.TINY, weights)
 print(engine.generate([1, 2, 3], max_new_tokens=8).tokens)
 print(llm.offload_report(mod, llm.TINY, seq_len=128).format())  # what prefill offloads
@@ -23,7 +25,14 @@ from .config import (
     LlamaConfig,
     get_config,
 )
-from .dispatch import NNAPIDispatch, OffloadReport, attention_flops, build_llm, offload_report
+from .dispatch import (
+    NNAPIDispatch,
+    OffloadReport,
+    attention_flops,
+    bind_weights,
+    build_llm,
+    offload_report,
+)
 from .generate import (
     GenerationResult,
     LlamaEngine,
@@ -64,6 +73,7 @@ __all__ = [
     "SamplingConfig",
     "WeightError",
     "attention_flops",
+    "bind_weights",
     "build_llm",
     "export_model",
     "generate_text",

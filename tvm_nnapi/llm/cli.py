@@ -3,7 +3,8 @@
 ``generate`` builds a Llama-family model (prefill offloaded to NNAPI, or the pure host build),
 loads safetensors weights or makes random ones, and streams generated text or token ids.
 ``bench`` measures, on this host with the mock NNAPI, the prefill and decode time of the
-NNAPI-offloaded build next to the host build of a small configuration, and prints the
+NNAPI-offloaded build next to the host build of a small configuration (and, with
+``--resident-weights``, of the build with its weights bound as NNAPI constants), and prints the
 MODELLED estimate of the same configuration on a phone profile.
 """
 
@@ -67,6 +68,12 @@ def add_subcommands(subparsers: Any) -> None:
     placement.add_argument(
         "--host", dest="nnapi", action="store_false", help="the pure host (llvm) build"
     )
+    generate.add_argument(
+        "--resident-weights",
+        action="store_true",
+        help="bind the weights as NNAPI constants of the prefill subgraphs (given to NNAPI once, "
+        "at compilation) instead of passing them at every call",
+    )
     generate.add_argument("--json", action="store_true", help="print the result as JSON")
     generate.set_defaults(handler=cmd_generate)
 
@@ -91,6 +98,12 @@ def add_subcommands(subparsers: Any) -> None:
         "--estimate-model",
         help="configuration to estimate (default: the benchmarked one); a full-size one such as "
         "llama-2-7b is estimated from its shapes, without weights",
+    )
+    bench.add_argument(
+        "--resident-weights",
+        action="store_true",
+        help="also measure the NNAPI build with its weights bound as NNAPI constants "
+        "(nnapi-resident) and model that option too",
     )
     bench.add_argument("--json", action="store_true", help="print the result as JSON")
     bench.set_defaults(handler=cmd_bench)
@@ -131,7 +144,16 @@ def _check_memory(config, dtype: str) -> None:
         )
 
 
-def _engine(config, dtype: str, nnapi: bool, weights_path: str | None, seed: int):
+def _engine(
+    config,
+    dtype: str,
+    nnapi: bool,
+    weights_path: str | None,
+    seed: int,
+    resident: bool = False,
+):
+    import tvm
+
     from . import build_llm, export_model, load_safetensors, param_specs, random_weights
     from .generate import LlamaEngine
 
@@ -142,8 +164,17 @@ def _engine(config, dtype: str, nnapi: bool, weights_path: str | None, seed: int
         weights = load_safetensors(paths[0] if len(paths) == 1 else paths, config, specs, dtype)
     else:
         weights = random_weights(specs, dtype, seed)
-    executable = build_llm(mod, entry_functions=["prefill"] if nnapi else [])
-    return LlamaEngine(executable, config, weights, dtype)
+    # One TVM copy of the weights, shared by the engine (embed, decode) and, when resident, by
+    # the constants bound into prefill until its NNAPI subgraphs are compiled.
+    tensors = [tvm.runtime.tensor(w) for w in weights]
+    del weights
+    executable = build_llm(
+        mod,
+        entry_functions=["prefill"] if nnapi else [],
+        resident_weights=tensors if resident else None,
+        weight_names=[name for name, _ in specs],
+    )
+    return LlamaEngine(executable, config, tensors, dtype)
 
 
 def _progress(message: str) -> None:
@@ -168,14 +199,20 @@ def cmd_generate(args: argparse.Namespace) -> int:
     stops: list[int | str] = []
     for stop in args.stop:
         stops.append(int(stop) if stop.lstrip("-").isdigit() or tokenizer is None else stop)
+    if args.resident_weights and not args.nnapi:
+        raise SystemExit("error: --resident-weights needs the NNAPI build (not --host)")
     _check_memory(config, args.dtype)
     where = "prefill on NNAPI" if args.nnapi else "host only"
+    if args.resident_weights:
+        where += ", weights resident"
     _progress(f"building {config.name} ({args.dtype}, {where})...")
     start = time.perf_counter()
     from .weights import WeightError
 
     try:
-        engine = _engine(config, args.dtype, args.nnapi, args.weights, args.seed)
+        engine = _engine(
+            config, args.dtype, args.nnapi, args.weights, args.seed, args.resident_weights
+        )
     except WeightError as error:
         raise SystemExit(f"error: {error}") from None
     _progress(f"built in {time.perf_counter() - start:.1f} s")
@@ -217,6 +254,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
                     "model": config.name,
                     "dtype": args.dtype,
                     "placement": "nnapi" if args.nnapi else "host",
+                    "weights": "resident" if args.resident_weights else "input",
                     "prompt_tokens": result.prompt_tokens,
                     "tokens": result.tokens,
                     "text": text,
@@ -247,7 +285,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     """Benchmark a small configuration: prefill and decode time of the NNAPI-offloaded build
     and of the host build, MEASURED side by side on this host (the NNAPI side runs on the mock,
     so this measures the mock's reference kernels and the runtime's overheads, not a phone),
-    then the MODELLED estimate on a phone profile (docs/experiments.md)."""
+    then the MODELLED estimate on a phone profile (docs/experiments.md). With
+    --resident-weights, the build with its weights bound as NNAPI constants is measured and
+    modelled as well."""
     from .experiments import LlmEstimator
 
     config = _config(args)
@@ -266,15 +306,24 @@ def cmd_bench(args: argparse.Namespace) -> int:
     estimator = LlmEstimator(estimate_config, args.dtype)
     prefill_estimate = estimator.estimate("prefill", args.prompt_length, args.profile)
     decode_estimate = estimator.estimate("decode", args.prompt_length, args.profile)
+    resident_estimates = {}
+    if args.resident_weights:
+        for phase in ("prefill", "decode"):
+            resident_estimates[phase] = estimator.estimate(
+                phase, args.prompt_length, args.profile, weights="resident"
+            )
     del estimator
 
     _check_memory(config, args.dtype)
     rng = np.random.default_rng(0)
     prompt = [int(t) for t in rng.integers(0, config.vocab_size, args.prompt_length)]
     measured: dict[str, dict[str, float]] = {}
-    for label, nnapi in (("nnapi", True), ("host", False)):
+    builds = [("nnapi", True, False), ("host", False, False)]
+    if args.resident_weights:
+        builds.insert(1, ("nnapi-resident", True, True))
+    for label, nnapi, resident in builds:
         _progress(f"building {config.name} ({label})...")
-        engine = _engine(config, args.dtype, nnapi, None, 0)
+        engine = _engine(config, args.dtype, nnapi, None, 0, resident)
 
         def prefill(engine=engine) -> None:
             engine.reset()
@@ -308,6 +357,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
             "decode": decode_estimate.to_dict()["totals"],
         },
     }
+    if args.resident_weights:
+        result["measured_prefill_ratio_nnapi_over_nnapi_resident"] = (
+            measured["nnapi"]["prefill_seconds"] / measured["nnapi-resident"]["prefill_seconds"]
+        )
+        result["modelled_resident"] = {
+            phase: est.to_dict()["totals"] for phase, est in resident_estimates.items()
+        }
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
@@ -315,18 +371,27 @@ def cmd_bench(args: argparse.Namespace) -> int:
     print(f"{config.name} ({args.dtype}), prompt {n} tokens, {args.decode_tokens} decode steps")
     print("MEASURED on this host (NNAPI side = mock_nnapi's reference kernels, not a phone;")
     print("  the NNAPI build runs decode on the host):")
-    for label in ("nnapi", "host"):
+    for label in measured:
         m = measured[label]
         print(
-            f"  {label:<6} prefill {m['prefill_seconds'] * 1e3:9.2f} ms   "
+            f"  {label:<14} prefill {m['prefill_seconds'] * 1e3:9.2f} ms   "
             f"decode {m['decode_seconds_per_token'] * 1e3:9.2f} ms/token"
         )
     print(f"  host / nnapi prefill: {result['measured_prefill_ratio_host_over_nnapi']:.2f}x")
+    if args.resident_weights:
+        ratio = result["measured_prefill_ratio_nnapi_over_nnapi_resident"]
+        print(f"  nnapi / nnapi-resident prefill: {ratio:.2f}x")
     print(f"MODELLED on {args.profile} ({estimate_config.name}; cost model, not measured):")
     print("  (decode offloaded too, to show what NNAPI would gain; the build keeps it on the host)")
     for label, est in (("prefill", prefill_estimate), ("decode", decode_estimate)):
         print(
             f"  {label:<7} NNAPI-offloaded {est.modelled_nnapi_program_us / 1e3:10.2f} ms   "
+            f"all-host {est.modelled_host_program_us / 1e3:10.2f} ms   "
+            f"speedup {est.modelled_speedup:.2f}x"
+        )
+    for label, est in resident_estimates.items():
+        print(
+            f"  {label:<7} weights resident {est.modelled_nnapi_program_us / 1e3:9.2f} ms   "
             f"all-host {est.modelled_host_program_us / 1e3:10.2f} ms   "
             f"speedup {est.modelled_speedup:.2f}x"
         )

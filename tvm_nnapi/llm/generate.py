@@ -21,6 +21,8 @@ from tvm import relax
 from .config import LlamaConfig
 
 _BUILTINS = ("kv_state_add_sequence", "kv_state_begin_forward", "kv_state_end_forward")
+# Inputs of the model functions before their weight parameter.
+_MODEL_INPUTS = {"embed": 1, "prefill": 2, "decode": 2}
 SEQUENCE_ID = 0
 
 
@@ -69,7 +71,12 @@ class GenerationResult:
 
 class LlamaEngine:
     """A compiled decoder (``embed``, ``prefill``, ``decode``, ``create_paged_kv_cache``) with
-    its weights, on the host CPU (NNAPI subgraphs run through their runtime modules)."""
+    its weights, on the host CPU (NNAPI subgraphs run through their runtime modules).
+
+    ``weights`` are passed to every function that takes them; a function built with its
+    weights resident (``build_llm(..., resident_weights=...)``) is called without them, which
+    ``takes_weights`` records per function.
+    """
 
     def __init__(
         self,
@@ -94,6 +101,12 @@ class LlamaEngine:
             for w in weights
         ]
         self._builtins = {name: tvm.get_global_func(f"vm.builtin.{name}") for name in _BUILTINS}
+        # Whether each model function takes the weights: not when they are bound as constants
+        # (build_llm(..., resident_weights=...)), which leaves only its inputs.
+        arity = self.vm.module["get_function_arity"]
+        self.takes_weights = {
+            name: int(arity(name)) > inputs for name, inputs in _MODEL_INPUTS.items()
+        }
         self.kv_cache: Any = None
         self.length = 0
 
@@ -119,10 +132,15 @@ class LlamaEngine:
             tvm.runtime.ShapeTuple([length]),
             None,
         )
-        logits, self.kv_cache = self.vm[function](embedding, self.kv_cache, self.params)
+        logits, self.kv_cache = self._call(function, embedding, self.kv_cache)
         self._builtins["kv_state_end_forward"](self.kv_cache)
         self.length += length
         return logits.numpy().reshape(-1)
+
+    def _call(self, function: str, *inputs: Any) -> Any:
+        if self.takes_weights[function]:
+            return self.vm[function](*inputs, self.params)
+        return self.vm[function](*inputs)
 
     # ---- model steps ----------------------------------------------------------------------------
 
@@ -136,7 +154,7 @@ class LlamaEngine:
                 f"(size {self.config.vocab_size})"
             )
         ids = tvm.runtime.tensor(array.astype("int32"), self.device)
-        embedding = self.vm["embed"](ids, self.params)
+        embedding = self._call("embed", ids)
         return embedding._create_view((1, len(tokens), self.config.hidden_size))
 
     def prefill(self, tokens: Sequence[int]) -> np.ndarray:
