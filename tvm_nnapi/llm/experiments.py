@@ -235,17 +235,15 @@ def band_summary(results: dict[str, Any], host_model: str, weights: str) -> str:
     return "\n".join(lines)
 
 
-def breakdown_table(results: dict[str, Any], model: str, profile: str) -> str:
-    """Markdown: where the NNAPI-offloaded program's modelled time goes, per prompt length and
-    for decode (primary host model; weights as built)."""
+def _breakdown_records(
+    results: dict[str, Any], model: str, profile: str
+) -> list[tuple[str, int, dict[str, Any]]]:
+    """(phase, length, record) per prompt length and for decode, under the primary host model
+    and weight placement: the rows of the breakdown table and plot."""
     host, weights = results["host_models"][0], results["weights"][0]
-    lines = [
-        "| phase | tokens | input set-up (weights) | compute | transfers | driver | host ops "
-        "| NNAPI total | all-host | speedup | compilation (one-off) |",
-        "|---" * 11 + "|",
-    ]
     jobs = [("prefill", n) for n in results["prompt_lengths"]]
     jobs.append(("decode", results["decode_context"]))
+    rows = []
     for phase, n in jobs:
         found = _select(
             results,
@@ -256,9 +254,20 @@ def breakdown_table(results: dict[str, Any], model: str, profile: str) -> str:
             host_model=host,
             weights=weights,
         )
-        if not found:
-            continue
-        r = found[0]
+        if found:
+            rows.append((phase, n, found[0]))
+    return rows
+
+
+def breakdown_table(results: dict[str, Any], model: str, profile: str) -> str:
+    """Markdown: where the NNAPI-offloaded program's modelled time goes, per prompt length and
+    for decode (primary host model; weights as built)."""
+    lines = [
+        "| phase | tokens | input set-up (weights) | compute | transfers | driver | host ops "
+        "| NNAPI total | all-host | speedup | compilation (one-off) |",
+        "|---" * 11 + "|",
+    ]
+    for phase, n, r in _breakdown_records(results, model, profile):
         tokens = n if phase == "prefill" else f"1 (after {n})"
 
         def ms(key: str, row: dict[str, Any] = r) -> str:
@@ -380,9 +389,6 @@ def plot_breakdown(results: dict[str, Any], path: str, model: str, profile: str)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    host, weights = results["host_models"][0], results["weights"][0]
-    jobs = [("prefill", n) for n in results["prompt_lengths"]]
-    jobs.append(("decode", results["decode_context"]))
     keys = [
         ("modelled_weight_setup_us", "weight set-up"),
         ("modelled_compute_us", "compute"),
@@ -391,19 +397,7 @@ def plot_breakdown(results: dict[str, Any], path: str, model: str, profile: str)
         ("modelled_host_operators_us", "host operators"),
     ]
     labels, rows = [], []
-    for phase, n in jobs:
-        found = _select(
-            results,
-            model=model,
-            phase=phase,
-            length=n,
-            profile=profile,
-            host_model=host,
-            weights=weights,
-        )
-        if not found:
-            continue
-        r = found[0]
+    for phase, n, r in _breakdown_records(results, model, profile):
         tokens = n if phase == "prefill" else 1
         values = {k: r[k] / tokens / 1e3 for k, _ in keys}
         values["modelled_transfer_us"] += (
