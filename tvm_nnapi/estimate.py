@@ -105,15 +105,12 @@ class HostModel:
     @classmethod
     def from_profile(cls, profile: str, preset: str = "profile-cpu") -> HostModel:
         """The host model of ``profile`` (a built-in name or a path) with a preset."""
-        from .runtime_api import load_profile
+        from .runtime_api import host_cpu_device, load_profile
 
         if preset not in HOST_MODELS:
             raise ValueError(f"unknown host model {preset!r}; known: {HOST_MODELS}")
         data = load_profile(profile)
-        cpus = [d for d in data["devices"] if d["type"] == "CPU"]
-        if not cpus:
-            raise ValueError(f"profile {profile!r} has no CPU device to model the host with")
-        cpu = next((d for d in cpus if d.get("runtime_cpu")), cpus[0])
+        cpu = host_cpu_device(data)
         peak = dict(cpu["throughput"])
         peak.setdefault("relaxed_float32", peak["float32"])
         if preset == "profile-cpu":

@@ -129,6 +129,15 @@ def load_profile(profile: str) -> dict[str, Any]:
         return json.load(file)
 
 
+def host_cpu_device(data: dict[str, Any]) -> dict[str, Any]:
+    """The CPU device of a loaded profile that models TVM's host code: the one marked
+    ``runtime_cpu`` (Android's own CPU fallback), else the first CPU device."""
+    cpus = [d for d in data["devices"] if d["type"] == "CPU"]
+    if not cpus:
+        raise ValueError(f"profile {data.get('name')!r} has no CPU device to model the host")
+    return next((d for d in cpus if d.get("runtime_cpu")), cpus[0])
+
+
 def cost_policy_from_profile(
     profile: str, dtype: str = "float32", device: str | None = None, host_efficiency: float = 1.0
 ) -> str:
@@ -142,16 +151,14 @@ def cost_policy_from_profile(
     """
     data = load_profile(profile)
     devices = data["devices"]
-    cpus = [d for d in devices if d["type"] == "CPU"]
-    if not cpus:
-        raise ValueError(f"profile {profile!r} has no CPU device to model the host")
+    host = host_cpu_device(data)
     candidates = [d for d in devices if d["type"] != "CPU" and dtype in d.get("throughput", {})]
     if device is not None:
         candidates = [d for d in devices if d["name"] == device]
         if not candidates:
             raise ValueError(f"profile {profile!r} has no device named {device!r}")
     if not candidates:
-        candidates = cpus
+        candidates = [d for d in devices if d["type"] == "CPU"]
     chosen = max(candidates, key=lambda d: d["throughput"].get(dtype, 0))
     efficiency = chosen.get("efficiency", {})
     nnapi_gflops = chosen["throughput"][dtype] * efficiency.get(
@@ -163,7 +170,7 @@ def cost_policy_from_profile(
         + chosen.get("overhead_us", {}).get("execution", 0)
         + transfer["latency_us"]
     )
-    host_gflops = cpus[0]["throughput"].get(dtype, cpus[0]["throughput"]["float32"])
+    host_gflops = host["throughput"].get(dtype, host["throughput"]["float32"])
     return (
         f"cost:nnapi_gflops={nnapi_gflops:g},host_gflops={host_gflops * host_efficiency:g},"
         f"call_us={call_us:g},transfer_gbps={transfer['bandwidth_gbps']:g}"
