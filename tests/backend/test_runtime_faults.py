@@ -2,7 +2,7 @@
 an error naming the call and the result code, or falls back to the host; the next call works;
 and once the module is freed no NNAPI object is left alive.
 
-The candidate calls are the runtime's loader table (tvm_nnapi/runtime/nnapi_loader.h): each one
+The candidate calls are the runtime's loader table (tvm_nnapi/runtime/src/nnapi_loader.h): each one
 that returns a result code is armed in turn while a subgraph is compiled and run along every
 path the runtime has (burst or plain compute, with and without a compilation cache directory,
 relaxed float32). A call the runtime made is recognised by the mock's injected-fault count.
