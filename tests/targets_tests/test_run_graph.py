@@ -13,7 +13,7 @@ from targets import MockTarget
 
 import mock_nnapi
 from mock_nnapi import FuseCode, OperandCode, OperationCode
-from tvm_nnapi._runtime import runtime_function
+from tvm_nnapi.runtime._library import runtime_function
 
 
 def add_tester(dynamic: bool = False) -> tuple[OpTester, np.ndarray]:

@@ -8,7 +8,7 @@ passes, like the BLAS dispatch::
     seq = tvm.transform.Sequential([NNAPIDispatch(entry_functions=["prefill"]), ...])
 
 Offloading ``decode`` as well is possible (``entry_functions=["prefill", "decode"]``); with
-``host_fallback=True`` the runtime's device-selection policy (``tvm_nnapi.runtime_api``,
+``host_fallback=True`` the runtime's device-selection policy (``tvm_nnapi.runtime``,
 e.g. ``policy="threshold:FLOPS"``) then decides per shape whether NNAPI or the host runs it.
 
 :func:`offload_report` says what a partition of ``prefill`` sends to NNAPI (operators, FLOP
@@ -32,10 +32,10 @@ import tvm
 from tvm import IRModule, relax
 from tvm.relax.expr_functor import PyExprMutator, mutator
 
-from ..build import OffloadSummary, offload_summary
-from ..codegen import drop_codegen_constants
-from ..partition import CODEGEN_NAME, nnapi_subgraphs, partition_with_report
-from ..patterns import PartitionOptions, Refusal
+from ..compiler.build import OffloadSummary, offload_summary
+from ..compiler.codegen import drop_codegen_constants
+from ..compiler.partition import CODEGEN_NAME, nnapi_subgraphs, partition_with_report
+from ..compiler.patterns import PartitionOptions, Refusal
 from .config import LlamaConfig
 from .weights import WeightError
 

@@ -459,8 +459,8 @@ def add_subcommands(subparsers: Any) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m tvm_nnapi.difftest A.json B.json`` (same as ``tvm-nnapi compare-reports``)."""
-    parser = argparse.ArgumentParser(prog="python -m tvm_nnapi.difftest")
+    """``python -m tvm_nnapi.testing.difftest A.json B.json`` (= ``tvm-nnapi compare-reports``)."""
+    parser = argparse.ArgumentParser(prog="python -m tvm_nnapi.testing.difftest")
     add_subcommands(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["compare-reports", *(argv if argv is not None else sys.argv[1:])])
     return int(args.handler(args))
