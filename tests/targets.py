@@ -210,7 +210,7 @@ def android_fcompile(compiler: str):
 
         return cc.create_shared(output, objects, options, cc=compiler)
 
-    fcompile.output_format = "so"
+    fcompile.output_format = "so"  # type: ignore[attr-defined]
     return fcompile
 
 
@@ -299,8 +299,9 @@ class DeviceTarget(RemoteTarget):
 
     def close(self) -> None:
         super().close()
-        if getattr(self, "adb_server", None) is not None:
-            self.adb_server.stop()
+        adb_server = getattr(self, "adb_server", None)
+        if adb_server is not None:
+            adb_server.stop()
 
 
 def make_target(name: str) -> Target:

@@ -21,9 +21,12 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from rich.status import Status
 
 
 def _console():
@@ -182,7 +185,7 @@ class _Progress:
 
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
-        self._status = None
+        self._status: Status | None = None
 
     def __enter__(self) -> _Progress:
         if not self.quiet:
@@ -192,7 +195,7 @@ class _Progress:
             self._status.__enter__()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *exc: Any) -> None:
         if self._status is not None:
             self._status.__exit__(*exc)
             self._status = None

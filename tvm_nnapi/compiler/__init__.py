@@ -6,7 +6,8 @@
 - :mod:`.partition`: FuseOpsByPattern + MergeCompositeFunctions over any entry function.
 - :mod:`.converters` and :mod:`.graph_json`: the conversion context and the graph JSON builder.
 - :mod:`.codegen`: ``relax.ext.nnapi`` (called by ``RunCodegen``).
-- :mod:`.build`: partition + RunCodegen + ``relax.build``; :mod:`.flops`: FLOP counts of Relax calls.
+- :mod:`.build`: partition + RunCodegen + ``relax.build``; :mod:`.flops`: FLOP counts of Relax
+  calls.
 
 Dependency rule: the compiler imports :mod:`tvm_nnapi.runtime` (to create runtime modules) and
 never :mod:`tvm_nnapi.tools`, :mod:`tvm_nnapi.llm` or the CLI; those import the compiler.

@@ -26,6 +26,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 import tvm
@@ -70,6 +71,11 @@ class NNAPIDispatch:
         # Bytes of tensor constants (e.g. bound weights) left in each entry function after the
         # partition: what the host program, not an NNAPI subgraph, holds.
         self.host_constant_bytes: dict[str, int] = {}
+
+    if TYPE_CHECKING:
+        # module_pass turns the class into a ModulePass: an instance is applied to a module by
+        # calling it (type checkers do not see what a class decorator does).
+        def __call__(self, mod: IRModule) -> IRModule: ...
 
     def transform_module(self, mod: IRModule, _ctx: tvm.transform.PassContext) -> IRModule:
         names = [name for name in self.entry_functions if _has_function(mod, name)]
@@ -140,7 +146,7 @@ def build_llm(
 # ---- weights bound as constants ------------------------------------------------------------------
 
 #: A weight given to :func:`bind_weights`: a NumPy array or a TVM tensor (used without a copy).
-WeightArray = np.ndarray | tvm.runtime.Tensor
+WeightArray: TypeAlias = np.ndarray | tvm.runtime.Tensor
 
 
 @dataclass(frozen=True)

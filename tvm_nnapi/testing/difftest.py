@@ -336,6 +336,7 @@ def compare_reports(
         a = base_tests.get(nodeid)
         b = other_tests.get(nodeid)
         if a is None:
+            assert b is not None  # nodeid is in one of the two reports
             changes.append(Change(nodeid, "new", f"only in B ({b.outcome})", False))
             continue
         if b is None:

@@ -33,7 +33,7 @@ import mmap
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence, Set
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import tvm
@@ -172,7 +172,7 @@ def _tensor_bytes(ty: object) -> float:
     dims = [getattr(v, "value", None) for v in ty.shape.values]
     if any(d is None for d in dims):
         return 0.0
-    return float(math.prod(dims)) * tvm.runtime.DataType(str(ty.dtype)).bits / 8
+    return float(math.prod(cast(list[int], dims))) * tvm.runtime.DataType(str(ty.dtype)).bits / 8
 
 
 def _data_class(ty: object) -> str:

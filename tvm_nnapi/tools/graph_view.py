@@ -239,12 +239,12 @@ class _Walker:
                     if isinstance(item.value, relax.Function):
                         continue
                     callee = item.value.op if isinstance(item.value, relax.Call) else None
-                    local = self._local_function(func, callee)
-                    if local is not None:
-                        calls = _operator_calls(local.body)
+                    local_function = self._local_function(func, callee)
+                    if local_function is not None:
+                        calls = _operator_calls(local_function.body)
                         operators += [str(c.op.name) for c in calls]
                         flops += sum(call_flops(c) for c in calls)
-                        operations += self.nnapi_ops.get(str(local.attrs["Composite"]), ())
+                        operations += self.nnapi_ops.get(str(local_function.attrs["Composite"]), ())
             node = GraphNode(
                 0,
                 "nnapi",
