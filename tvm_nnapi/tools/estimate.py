@@ -105,7 +105,7 @@ class HostModel:
     @classmethod
     def from_profile(cls, profile: str, preset: str = "profile-cpu") -> HostModel:
         """The host model of ``profile`` (a built-in name or a path) with a preset."""
-        from ..runtime import host_cpu_device, load_profile
+        from mock_nnapi.device_profiles import host_cpu_device, load_profile
 
         if preset not in HOST_MODELS:
             raise ValueError(f"unknown host model {preset!r}; known: {HOST_MODELS}")
