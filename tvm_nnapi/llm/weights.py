@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import WeightError
 from .config import LlamaConfig
 
 # Suffixes of fused parameters and the Hugging Face tensors concatenated into them (axis 0).
@@ -39,10 +40,6 @@ _FUSED: dict[str, tuple[str, ...]] = {
 }
 
 ParamSpec = Sequence[tuple[str, Sequence[int]]]
-
-
-class WeightError(ValueError):
-    """A checkpoint does not fit the model: a tensor is missing or has the wrong shape."""
 
 
 def hf_sources(param_name: str) -> tuple[str, ...]:
