@@ -442,7 +442,7 @@ def _operator_calls(func: relax.Function) -> list[tuple[relax.Call, set[relax.Va
     """Operator calls of a subgraph, once per execution (inlined composites once per call), each
     with the transposes its function absorbs."""
     absorbed: dict[relax.Function, set[relax.Var]] = {}
-    found = []
+    found: list[tuple[relax.Call, set[relax.Var]]] = []
     for call, owner in located_operator_calls(func):
         if owner not in absorbed:
             absorbed[owner] = _absorbed_transposes(bindings(owner))
