@@ -50,7 +50,7 @@ def search_directories() -> list[Path]:
 
 def available_profiles() -> list[str]:
     """The names :func:`profile_path` finds."""
-    names = set()
+    names: set[str] = set()
     for directory in search_directories():
         if directory.is_dir():
             names.update(path.stem for path in directory.glob("*.json"))
