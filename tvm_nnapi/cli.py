@@ -331,24 +331,21 @@ def cmd_models(args: argparse.Namespace) -> int:
 def _partition_options(args: argparse.Namespace, profile: str | None):
     """Feature level from --feature-level, else from the profile's runtime; the operations the
     profile's devices support together (None when one of them runs everything)."""
+    from mock_nnapi import control, device_profiles
     from tvm_nnapi.compiler.patterns import PartitionOptions
-    from tvm_nnapi.runtime import load_profile
 
     level = args.feature_level
     supported = None
     if profile is not None:
-        data = load_profile(profile)
+        # The mock's own reading of the profile it has selected (by its name), else the file.
+        try:
+            active = profile == control.profile_name()
+        except control.MockOnlyError:
+            active = False
+        data = control.profile() if active else device_profiles.load_profile(profile)
         if level is None:
-            level = _feature_level(str(data.get("runtime", {}).get("feature_level", 8)))
-        operations: set[str] = set()
-        for device in data.get("devices", []):
-            listed = device.get("support", {}).get("operations", "all")
-            if listed == "all":
-                operations = set()
-                break
-            operations.update(listed)
-            operations.difference_update(device["support"].get("exclude_operations", []))
-        supported = frozenset(operations) if operations else None
+            level = _feature_level(str(device_profiles.runtime_feature_level(data)))
+        supported = device_profiles.supported_operations(data)
     return PartitionOptions(
         feature_level=level if level is not None else FEATURE_LEVELS[8],
         supported_nnapi_ops=supported,

@@ -308,6 +308,21 @@ def test_explain_with_a_profile_names_the_devices_of_each_subgraph():
     assert all(names and set(names) <= profile_devices for names in devices.values())
 
 
+def test_explain_reads_a_profile_file_whose_name_is_not_the_file_name(tmp_path):
+    # The partition options come from the profile the mock selected, not from a built-in
+    # profile looked up by the name inside the file.
+    from mock_nnapi import device_profiles
+
+    profile = device_profiles.load_profile("tensor-g2")
+    profile["name"] = "my-phone"
+    profile["runtime"]["feature_level"] = 6
+    path = tmp_path / "phone.json"
+    path.write_text(json.dumps(profile))
+    data = json.loads(_cli("explain", "residual", "--profile", str(path), "--json").stdout)
+    assert data["profile"] == "my-phone"
+    assert data["explain"]["feature_level"] == 1000006
+
+
 def test_estimate_llm_and_onnx(tmp_path):
     _estimate_engine()
     data = json.loads(

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import UnsupportedShapeError
+
 GRAPH_FORMAT = "tvm-nnapi-graph"
 GRAPH_VERSION = 1
 
@@ -32,10 +34,6 @@ TENSOR_TYPES: dict[str, str] = {
 CONSTANT_ALIGNMENT = 64
 
 Dim = int | str
-
-
-class UnsupportedShapeError(ValueError):
-    """A shape expression cannot be expressed in the graph JSON."""
 
 
 def dimension(expr: Any, symbols: list[str], var_map: dict[Any, Dim] | None = None) -> Dim:

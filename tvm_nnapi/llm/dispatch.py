@@ -35,6 +35,7 @@ from tvm.relax.expr_functor import PyExprMutator, mutator
 
 from ..compiler.build import OffloadSummary, offload_summary
 from ..compiler.codegen import drop_codegen_constants
+from ..compiler.ir_utils import bindings
 from ..compiler.partition import CODEGEN_NAME, nnapi_subgraphs, partition_with_report
 from ..compiler.patterns import PartitionOptions, Refusal
 from .config import LlamaConfig
@@ -176,7 +177,7 @@ def _weight_slots(func: relax.Function, entry: str) -> tuple[int, list[_WeightSl
         )
     num_input = int(attrs["num_input"])
     item_names: dict[tuple[relax.Var, int], str] = {}
-    for binding in _bindings(func):
+    for binding in bindings(func):
         value = binding.value
         if isinstance(value, relax.TupleGetItem) and isinstance(value.tuple_value, relax.Var):
             item_names.setdefault((value.tuple_value, int(value.index)), binding.var.name)
@@ -197,13 +198,6 @@ def _weight_slots(func: relax.Function, entry: str) -> tuple[int, list[_WeightSl
         else:
             raise ValueError(f"{entry}: weight parameter {param.name} has type {param.ty}")
     return num_input, slots
-
-
-def _bindings(func: relax.Function) -> list[relax.Binding]:
-    body = func.body
-    if not isinstance(body, relax.SeqExpr):
-        return []
-    return [b for block in body.blocks for b in block.bindings]
 
 
 def _static_shape(ty: relax.TensorType, what: str) -> list[int]:

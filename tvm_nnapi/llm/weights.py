@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import WeightError
 from .config import LlamaConfig
 
 # Suffixes of fused parameters and the Hugging Face tensors concatenated into them (axis 0).
@@ -40,10 +41,6 @@ _FUSED: dict[str, tuple[str, ...]] = {
 }
 
 ParamSpec = Sequence[tuple[str, Sequence[int]]]
-
-
-class WeightError(ValueError):
-    """A checkpoint does not fit the model: a tensor is missing or has the wrong shape."""
 
 
 def hf_sources(param_name: str) -> tuple[str, ...]:

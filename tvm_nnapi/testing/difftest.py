@@ -26,6 +26,18 @@ from typing import Any
 
 import numpy as np
 
+try:
+    from ..errors import ReportError
+except ImportError:  # loaded by file path (tests/difftest_plugin.py, which must not import TVM)
+    import importlib.util
+
+    _spec = importlib.util.spec_from_file_location(
+        "tvm_nnapi_errors", Path(__file__).resolve().parents[1] / "errors.py"
+    )
+    _errors = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_errors)
+    ReportError = _errors.ReportError
+
 REPORT_FORMAT = "tvm-nnapi-difftest"
 REPORT_VERSION = 1
 
@@ -33,10 +45,6 @@ REPORT_VERSION = 1
 OUTCOMES = ("passed", "xfailed", "skipped", "xpassed", "failed", "error")
 _GOOD = {"passed", "xfailed"}
 _BAD = {"failed", "error"}
-
-
-class ReportError(ValueError):
-    """A report file that cannot be read (names the file and what is wrong)."""
 
 
 @dataclass

@@ -40,6 +40,7 @@ import tvm
 from tvm import IRModule, relax
 
 from ..compiler.flops import call_flops
+from ..compiler.ir_utils import bindings, located_operator_calls
 from ..compiler.partition import CODEGEN_NAME, partition_with_report
 from ..compiler.patterns import PartitionOptions
 
@@ -105,7 +106,7 @@ class HostModel:
     @classmethod
     def from_profile(cls, profile: str, preset: str = "profile-cpu") -> HostModel:
         """The host model of ``profile`` (a built-in name or a path) with a preset."""
-        from ..runtime import host_cpu_device, load_profile
+        from mock_nnapi.device_profiles import host_cpu_device, load_profile
 
         if preset not in HOST_MODELS:
             raise ValueError(f"unknown host model {preset!r}; known: {HOST_MODELS}")
@@ -437,32 +438,15 @@ class _Subgraph:
     call_args: list[relax.Expr] = field(default_factory=list)
 
 
-def _bindings(func: relax.Function) -> list[relax.Binding]:
-    body = func.body
-    if not isinstance(body, relax.SeqExpr):
-        return []
-    return [b for block in body.blocks for b in block.bindings]
-
-
 def _operator_calls(func: relax.Function) -> list[tuple[relax.Call, set[relax.Var]]]:
     """Operator calls of a subgraph, once per execution (inlined composites once per call), each
     with the transposes its function absorbs."""
+    absorbed: dict[relax.Function, set[relax.Var]] = {}
     found: list[tuple[relax.Call, set[relax.Var]]] = []
-    local: dict[relax.Var, relax.Function] = {}
-    bindings = _bindings(func)
-    absorbed = _absorbed_transposes(bindings)
-    for binding in bindings:
-        value = binding.value
-        if isinstance(value, relax.Function):
-            local[binding.var] = value
-        elif isinstance(value, relax.Call) and value.op in local:
-            found.extend(_operator_calls(local[value.op]))
-        elif isinstance(value, relax.Call) and isinstance(value.op, tvm.ir.Op):
-            found.append((value, absorbed))
-    if not bindings and isinstance(func.body, relax.SeqExpr):
-        body = func.body.body
-        if isinstance(body, relax.Call) and isinstance(body.op, tvm.ir.Op):
-            found.append((body, absorbed))
+    for call, owner in located_operator_calls(func):
+        if owner not in absorbed:
+            absorbed[owner] = _absorbed_transposes(bindings(owner))
+        found.append((call, absorbed[owner]))
     return found
 
 
@@ -543,10 +527,10 @@ class PreparedEstimate:
                 self._graphs[name] = (builder.symbol, builder.to_json(), bytes(builder.constants))
 
     def _analyse(self, func: relax.Function) -> None:
-        bindings = _bindings(func)
-        weights = _weight_vars(func, bindings)
-        absorbed = _absorbed_transposes(bindings)
-        for binding in bindings:
+        func_bindings = bindings(func)
+        weights = _weight_vars(func, func_bindings)
+        absorbed = _absorbed_transposes(func_bindings)
+        for binding in func_bindings:
             value = binding.value
             if not isinstance(value, relax.Call):
                 continue

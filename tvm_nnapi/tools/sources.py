@@ -30,16 +30,14 @@ from typing import Any
 import tvm
 from tvm import relax
 
+from ..errors import ModelLoadError
+
 CNN_MODELS = ("mobilenet_v2", "mobilenet_v2_small", "residual")
 TORCHVISION_PREFIX = "torchvision:"
 LLM_PREFIX = "llm:"
 LLM_ENTRIES = ("prefill", "decode")
 # Default symbol values of the built-in models (used when --shapes does not give them).
 LLM_DEFAULT_SEQ_LEN = 32
-
-
-class ModelLoadError(ValueError):
-    """A MODEL argument cannot be loaded; the message names the file, node or symbol at fault."""
 
 
 @dataclass
