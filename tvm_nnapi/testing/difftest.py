@@ -34,9 +34,10 @@ except ImportError:  # loaded by file path (tests/difftest_plugin.py, which must
     _spec = importlib.util.spec_from_file_location(
         "tvm_nnapi_errors", Path(__file__).resolve().parents[1] / "errors.py"
     )
+    assert _spec is not None and _spec.loader is not None
     _errors = importlib.util.module_from_spec(_spec)
     _spec.loader.exec_module(_errors)
-    ReportError = _errors.ReportError
+    ReportError = _errors.ReportError  # type: ignore[misc]
 
 REPORT_FORMAT = "tvm-nnapi-difftest"
 REPORT_VERSION = 1
