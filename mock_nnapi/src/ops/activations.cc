@@ -132,7 +132,7 @@ template <typename T>
 void RunActivationFloat(OperationContext& context) {
   const T* x = context.Input(0).Data<T>();
   T* y = context.Output(0).MutableData<T>();
-  const size_t count = elementwise::ElementCountOf(context.Input(0).dimensions);
+  const size_t count = indexing::Product(context.Input(0).dimensions);
   const int32_t operation = context.type();
   for (size_t i = 0; i < count; ++i) y[i] = T(ApplyActivationFunction(operation, float(x[i])));
 }
@@ -147,7 +147,7 @@ void RunReluQuantized(OperationContext& context) {
                               &high);
   const Q* x = input.Data<Q>();
   Q* y = context.Output(0).MutableData<Q>();
-  const size_t count = elementwise::ElementCountOf(input.dimensions);
+  const size_t count = indexing::Product(input.dimensions);
   for (size_t i = 0; i < count; ++i) {
     y[i] = static_cast<Q>(std::min(std::max(static_cast<int32_t>(x[i]), low), high));
   }
@@ -160,7 +160,7 @@ void RunActivationQuantized(OperationContext& context) {
   const OperandInfo& output = context.Output(0);
   const Q* x = input.Data<Q>();
   Q* y = output.MutableData<Q>();
-  const size_t count = elementwise::ElementCountOf(input.dimensions);
+  const size_t count = indexing::Product(input.dimensions);
   const int32_t operation = context.type();
   for (size_t i = 0; i < count; ++i) {
     const float real =
@@ -214,7 +214,7 @@ void RunElu(OperationContext& context) {
   const float alpha = float(context.InputScalar<T>(1));
   const T* x = context.Input(0).Data<T>();
   T* y = context.Output(0).MutableData<T>();
-  const size_t count = elementwise::ElementCountOf(context.Input(0).dimensions);
+  const size_t count = indexing::Product(context.Input(0).dimensions);
   for (size_t i = 0; i < count; ++i) {
     const float value = float(x[i]);
     y[i] = T(std::max(0.f, value) + std::min(0.f, alpha * (std::exp(value) - 1.f)));

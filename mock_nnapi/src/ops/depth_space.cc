@@ -99,7 +99,7 @@ int Prepare(OperationContext& context) {
 int Execute(OperationContext& context) {
   const OperandInfo& input = context.Input(0);
   const Dimensions& in = input.dimensions;
-  const std::vector<int64_t> s = shape::DenseStrides(in);
+  const std::vector<int64_t> s = indexing::DenseStrides(in);
   const int64_t b = context.InputScalar<int32_t>(1);
   const bool nchw = IsNchw(context);
   const uint32_t n = in[0];

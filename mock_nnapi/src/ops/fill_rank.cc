@@ -66,7 +66,7 @@ int PrepareFill(OperationContext& context) {
 
 int ExecuteFill(OperationContext& context) {
   const OperandInfo& output = context.Output(0);
-  const size_t count = shape::Product(output.dimensions);
+  const size_t count = indexing::Product(output.dimensions);
   switch (output.type) {
     case ANEURALNETWORKS_TENSOR_FLOAT16:
       std::fill_n(output.MutableData<Half>(), count, context.InputScalar<Half>(1));

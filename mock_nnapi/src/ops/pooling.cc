@@ -312,7 +312,7 @@ int Execute(OperationContext& context) {
   NN_RETURN_IF_ERROR(ReadParameters(context, &params));
   const OperandInfo& input = context.Input(0);
   const OperandInfo& output = context.Output(0);
-  if (axis_helpers::ElementTotal(output.dimensions) == 0) return ANEURALNETWORKS_NO_ERROR;
+  if (indexing::Product(output.dimensions) == 0) return ANEURALNETWORKS_NO_ERROR;
   const Geometry g = GeometryOf(input, output, params.nchw);
   const int32_t op = context.type();
   switch (input.type) {

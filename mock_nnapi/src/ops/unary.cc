@@ -99,7 +99,7 @@ template <typename T>
 void RunFloat(OperationContext& context) {
   const T* x = context.Input(0).Data<T>();
   T* y = context.Output(0).MutableData<T>();
-  const size_t count = elementwise::ElementCountOf(context.Input(0).dimensions);
+  const size_t count = indexing::Product(context.Input(0).dimensions);
   const int32_t operation = context.type();
   for (size_t i = 0; i < count; ++i) y[i] = T(ApplyFloat(operation, float(x[i])));
 }
@@ -108,7 +108,7 @@ void RunFloat(OperationContext& context) {
 void RunInt32(OperationContext& context) {
   const int32_t* x = context.Input(0).Data<int32_t>();
   int32_t* y = context.Output(0).MutableData<int32_t>();
-  const size_t count = elementwise::ElementCountOf(context.Input(0).dimensions);
+  const size_t count = indexing::Product(context.Input(0).dimensions);
   const bool negate_all = context.type() == ANEURALNETWORKS_NEG;
   for (size_t i = 0; i < count; ++i) {
     const uint32_t magnitude = static_cast<uint32_t>(x[i]);
@@ -123,7 +123,7 @@ void RunQuantized(OperationContext& context) {
   const OperandInfo& output = context.Output(0);
   const Q* x = input.Data<Q>();
   Q* y = output.MutableData<Q>();
-  const size_t count = elementwise::ElementCountOf(input.dimensions);
+  const size_t count = indexing::Product(input.dimensions);
   const int32_t operation = context.type();
   for (size_t i = 0; i < count; ++i) {
     const float real = ApplyFloat(operation, Dequantize(x[i], input.scale, input.zero_point));
@@ -134,7 +134,7 @@ void RunQuantized(OperationContext& context) {
 void RunLogicalNot(OperationContext& context) {
   const uint8_t* x = context.Input(0).Data<uint8_t>();
   uint8_t* y = context.Output(0).MutableData<uint8_t>();
-  const size_t count = elementwise::ElementCountOf(context.Input(0).dimensions);
+  const size_t count = indexing::Product(context.Input(0).dimensions);
   for (size_t i = 0; i < count; ++i) y[i] = x[i] == 0 ? 1 : 0;
 }
 
