@@ -99,14 +99,26 @@ int PrepareActivation(OperationContext& context) {
   return elementwise::PrepareSameShape(context);
 }
 
+// The FuseCode whose clamp is the RELU, RELU1 or RELU6 operation (the one helper of common.h).
+int32_t ReluFuseCode(int32_t operation) {
+  switch (operation) {
+    case ANEURALNETWORKS_RELU:
+      return ANEURALNETWORKS_FUSED_RELU;
+    case ANEURALNETWORKS_RELU1:
+      return ANEURALNETWORKS_FUSED_RELU1;
+    case ANEURALNETWORKS_RELU6:
+      return ANEURALNETWORKS_FUSED_RELU6;
+    default:
+      return ANEURALNETWORKS_FUSED_NONE;
+  }
+}
+
 float ApplyActivationFunction(int32_t operation, float x) {
   switch (operation) {
     case ANEURALNETWORKS_RELU:
-      return std::max(x, 0.f);
     case ANEURALNETWORKS_RELU1:
-      return std::min(std::max(x, -1.f), 1.f);
     case ANEURALNETWORKS_RELU6:
-      return std::min(std::max(x, 0.f), 6.f);
+      return ApplyActivation(x, ReluFuseCode(operation));
     case ANEURALNETWORKS_LOGISTIC:
       return 1.f / (1.f + std::exp(-x));
     case ANEURALNETWORKS_TANH:
@@ -120,7 +132,7 @@ template <typename T>
 void RunActivationFloat(OperationContext& context) {
   const T* x = context.Input(0).Data<T>();
   T* y = context.Output(0).MutableData<T>();
-  const size_t count = elementwise::ElementCountOf(context.Input(0).dimensions);
+  const size_t count = indexing::Product(context.Input(0).dimensions);
   const int32_t operation = context.type();
   for (size_t i = 0; i < count; ++i) y[i] = T(ApplyActivationFunction(operation, float(x[i])));
 }
@@ -130,19 +142,12 @@ void RunActivationFloat(OperationContext& context) {
 template <typename Q>
 void RunReluQuantized(OperationContext& context) {
   const OperandInfo& input = context.Input(0);
-  const float low_real = context.type() == ANEURALNETWORKS_RELU1 ? -1.f : 0.f;
-  const bool has_high = context.type() != ANEURALNETWORKS_RELU;
-  const float high_real = context.type() == ANEURALNETWORKS_RELU1 ? 1.f : 6.f;
-  const int32_t q_min = std::numeric_limits<Q>::min();
-  const int32_t q_max = std::numeric_limits<Q>::max();
-  auto to_quantized = [&](float value) {
-    return input.zero_point + static_cast<int32_t>(std::round(value / input.scale));
-  };
-  const int32_t low = std::max(q_min, to_quantized(low_real));
-  const int32_t high = has_high ? std::min(q_max, to_quantized(high_real)) : q_max;
+  int32_t low, high;
+  QuantizedActivationRange<Q>(ReluFuseCode(context.type()), input.scale, input.zero_point, &low,
+                              &high);
   const Q* x = input.Data<Q>();
   Q* y = context.Output(0).MutableData<Q>();
-  const size_t count = elementwise::ElementCountOf(input.dimensions);
+  const size_t count = indexing::Product(input.dimensions);
   for (size_t i = 0; i < count; ++i) {
     y[i] = static_cast<Q>(std::min(std::max(static_cast<int32_t>(x[i]), low), high));
   }
@@ -155,7 +160,7 @@ void RunActivationQuantized(OperationContext& context) {
   const OperandInfo& output = context.Output(0);
   const Q* x = input.Data<Q>();
   Q* y = output.MutableData<Q>();
-  const size_t count = elementwise::ElementCountOf(input.dimensions);
+  const size_t count = indexing::Product(input.dimensions);
   const int32_t operation = context.type();
   for (size_t i = 0; i < count; ++i) {
     const float real =
@@ -209,7 +214,7 @@ void RunElu(OperationContext& context) {
   const float alpha = float(context.InputScalar<T>(1));
   const T* x = context.Input(0).Data<T>();
   T* y = context.Output(0).MutableData<T>();
-  const size_t count = elementwise::ElementCountOf(context.Input(0).dimensions);
+  const size_t count = indexing::Product(context.Input(0).dimensions);
   for (size_t i = 0; i < count; ++i) {
     const float value = float(x[i]);
     y[i] = T(std::max(0.f, value) + std::min(0.f, alpha * (std::exp(value) - 1.f)));
@@ -290,19 +295,13 @@ int ExecutePrelu(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_RELU, "RELU", ValidateActivation, PrepareActivation,
-                      ExecuteActivation);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_RELU1, "RELU1", ValidateActivation, PrepareActivation,
-                      ExecuteActivation);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_RELU6, "RELU6", ValidateActivation, PrepareActivation,
-                      ExecuteActivation);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_LOGISTIC, "LOGISTIC", ValidateActivation, PrepareActivation,
-                      ExecuteActivation);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_TANH, "TANH", ValidateActivation, PrepareActivation,
-                      ExecuteActivation);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_HARD_SWISH, "HARD_SWISH", ValidateActivation,
-                      PrepareActivation, ExecuteActivation);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_ELU, "ELU", ValidateElu, PrepareElu, ExecuteElu);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_PRELU, "PRELU", ValidatePrelu, PreparePrelu, ExecutePrelu);
+NN_REGISTER_OPERATION(RELU, ValidateActivation, PrepareActivation, ExecuteActivation);
+NN_REGISTER_OPERATION(RELU1, ValidateActivation, PrepareActivation, ExecuteActivation);
+NN_REGISTER_OPERATION(RELU6, ValidateActivation, PrepareActivation, ExecuteActivation);
+NN_REGISTER_OPERATION(LOGISTIC, ValidateActivation, PrepareActivation, ExecuteActivation);
+NN_REGISTER_OPERATION(TANH, ValidateActivation, PrepareActivation, ExecuteActivation);
+NN_REGISTER_OPERATION(HARD_SWISH, ValidateActivation, PrepareActivation, ExecuteActivation);
+NN_REGISTER_OPERATION(ELU, ValidateElu, PrepareElu, ExecuteElu);
+NN_REGISTER_OPERATION(PRELU, ValidatePrelu, PreparePrelu, ExecutePrelu);
 
 }  // namespace mock_nnapi

@@ -28,19 +28,10 @@ int Validate(OperationContext& context) {
   return axis_helpers::CheckAxisInput(context, 1, input, ANEURALNETWORKS_BAD_DATA);
 }
 
-int ReadAxis(const OperationContext& context, uint32_t* axis) {
-  const OperandInfo& input = context.Input(0);
-  const int32_t value = context.InputScalar<int32_t>(1);
-  NN_CHECK(axis_helpers::ResolveAxis(value, input.rank(), axis), ANEURALNETWORKS_OP_FAILED)
-      << context.name() << " axis " << value << " is outside [-" << input.rank() << ", "
-      << input.rank() << ")";
-  return ANEURALNETWORKS_NO_ERROR;
-}
-
 int Prepare(OperationContext& context) {
   const OperandInfo& input = context.Input(0);
   uint32_t axis = 0;
-  NN_RETURN_IF_ERROR(ReadAxis(context, &axis));
+  NN_RETURN_IF_ERROR(indexing::ReadAxisInput(context, 1, ANEURALNETWORKS_OP_FAILED, &axis));
   Dimensions out;
   for (uint32_t d = 0; d < input.rank(); ++d) {
     if (d != axis) out.push_back(input.dim(d));
@@ -55,7 +46,7 @@ void Run(const OperationContext& context, uint32_t axis) {
   const T* x = input.Data<T>();
   int32_t* y = context.Output(0).MutableData<int32_t>();
   const bool is_max = context.type() == ANEURALNETWORKS_ARGMAX;
-  const axis_helpers::AxisSplit split = axis_helpers::SplitAtAxis(input.dimensions, axis);
+  const indexing::AxisSplit split = indexing::SplitAtAxis(input.dimensions, axis);
   for (size_t outer = 0; outer < split.outer; ++outer) {
     for (size_t inner = 0; inner < split.inner; ++inner) {
       const size_t base = outer * split.axis * split.inner + inner;
@@ -72,7 +63,7 @@ void Run(const OperationContext& context, uint32_t axis) {
 
 int Execute(OperationContext& context) {
   uint32_t axis = 0;
-  NN_RETURN_IF_ERROR(ReadAxis(context, &axis));
+  NN_RETURN_IF_ERROR(indexing::ReadAxisInput(context, 1, ANEURALNETWORKS_OP_FAILED, &axis));
   switch (context.InputType(0)) {
     case ANEURALNETWORKS_TENSOR_FLOAT32:
       Run<float>(context, axis);
@@ -97,7 +88,7 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_ARGMAX, "ARGMAX", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_ARGMIN, "ARGMIN", Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(ARGMAX, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(ARGMIN, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

@@ -1,8 +1,6 @@
-// Helpers for the pooling, softmax, reduction, arg-min/max and normalisation operations:
-// axis resolution ([-rank, rank), negative counts from the end), viewing a tensor as
-// [outer, axis, inner], reading FLOAT32/FLOAT16/BOOL scalars, checks of required and quantised
-// operands, conversion of elements to and from real values, and the quantised range of a
-// fused activation.
+// Helpers for the pooling, softmax, reduction, arg-min/max and normalisation operations, on top
+// of index_helpers.h: reading FLOAT32/FLOAT16/BOOL scalars, checks of
+// required and quantised operands, conversion of elements to and from real values.
 //
 // Everything lives in namespace axis_helpers so that helpers of other operation files cannot
 // collide with these inline definitions.
@@ -15,42 +13,10 @@
 #include <vector>
 
 #include "common.h"
+#include "index_helpers.h"
 
 namespace mock_nnapi {
 namespace axis_helpers {
-
-// Resolves `axis` against `rank`; false when it lies outside [-rank, rank).
-inline bool ResolveAxis(int32_t axis, uint32_t rank, uint32_t* resolved) {
-  const int64_t extent = rank;
-  int64_t value = axis;
-  if (value < -extent || value >= extent) return false;
-  if (value < 0) value += extent;
-  *resolved = static_cast<uint32_t>(value);
-  return true;
-}
-
-// A tensor seen as [outer, axis, inner] around dimension `axis`.
-struct AxisSplit {
-  size_t outer = 1;
-  size_t axis = 1;
-  size_t inner = 1;
-};
-
-inline AxisSplit SplitAtAxis(const Dimensions& dimensions, uint32_t axis) {
-  AxisSplit split;
-  for (uint32_t d = 0; d < dimensions.size(); ++d) {
-    if (d < axis) split.outer *= dimensions[d];
-    if (d == axis) split.axis = dimensions[d];
-    if (d > axis) split.inner *= dimensions[d];
-  }
-  return split;
-}
-
-inline size_t ElementTotal(const Dimensions& dimensions) {
-  size_t total = 1;
-  for (uint32_t d : dimensions) total *= d;
-  return total;
-}
 
 // The scalar type that accompanies a floating-point tensor type (FLOAT16 for TENSOR_FLOAT16,
 // FLOAT32 otherwise, quantised tensors included).
@@ -97,7 +63,7 @@ inline int CheckAxisInput(const OperationContext& context, uint32_t i, const Ope
   if (!context.HasInputValue(i) || !operand.rank_known) return ANEURALNETWORKS_NO_ERROR;
   const int32_t axis = context.InputScalar<int32_t>(i);
   uint32_t resolved = 0;
-  NN_CHECK(ResolveAxis(axis, operand.rank(), &resolved), code)
+  NN_CHECK(indexing::ResolveAxis(axis, operand.rank(), &resolved), code)
       << context.name() << " axis " << axis << " is outside [-" << operand.rank() << ", "
       << operand.rank() << ")";
   return ANEURALNETWORKS_NO_ERROR;
@@ -159,31 +125,6 @@ inline uint8_t StoreReal<uint8_t>(double real, const OperandInfo& info) {
 template <>
 inline int8_t StoreReal<int8_t>(double real, const OperandInfo& info) {
   return QuantizeReal<int8_t>(real, info);
-}
-
-// Range [*low, *high] of quantised values that a FuseCode leaves unchanged (like TFLite's
-// CalculateActivationRange for 8-bit types).
-template <typename Q>
-inline void QuantizedActivationRange(int32_t activation, const OperandInfo& info, int32_t* low,
-                                     int32_t* high) {
-  *low = std::numeric_limits<Q>::min();
-  *high = std::numeric_limits<Q>::max();
-  auto quantize = [&](double real) { return static_cast<int32_t>(QuantizeReal<Q>(real, info)); };
-  switch (activation) {
-    case ANEURALNETWORKS_FUSED_RELU:
-      *low = quantize(0.0);
-      break;
-    case ANEURALNETWORKS_FUSED_RELU1:
-      *low = quantize(-1.0);
-      *high = quantize(1.0);
-      break;
-    case ANEURALNETWORKS_FUSED_RELU6:
-      *low = quantize(0.0);
-      *high = quantize(6.0);
-      break;
-    default:
-      break;
-  }
 }
 
 }  // namespace axis_helpers

@@ -126,7 +126,7 @@ void DispatchCastBase(int32_t type, Body&& body) {
 int ExecuteCast(OperationContext& context) {
   const OperandInfo& input = context.Input(0);
   const OperandInfo& output = context.Output(0);
-  const size_t count = elementwise::ElementCountOf(input.dimensions);
+  const size_t count = indexing::Product(input.dimensions);
   if (IsCastBaseType(input.type) && IsCastBaseType(output.type)) {
     DispatchCastBase(input.type, [&](auto from_tag) {
       using From = decltype(from_tag);
@@ -170,7 +170,7 @@ int PrepareQuantize(OperationContext& context) {
 int ExecuteQuantize(OperationContext& context) {
   const OperandInfo& input = context.Input(0);
   const OperandInfo& output = context.Output(0);
-  const size_t count = elementwise::ElementCountOf(input.dimensions);
+  const size_t count = indexing::Product(input.dimensions);
   const bool ran = elementwise::DispatchFloat(input.type, [&](auto float_tag) {
     using T = decltype(float_tag);
     elementwise::DispatchQuant8(output.type, [&](auto quant_tag) {
@@ -247,7 +247,7 @@ void DequantizePerChannel(const OperandInfo& input, T* out, size_t count) {
 int ExecuteDequantize(OperationContext& context) {
   const OperandInfo& input = context.Input(0);
   const OperandInfo& output = context.Output(0);
-  const size_t count = elementwise::ElementCountOf(input.dimensions);
+  const size_t count = indexing::Product(input.dimensions);
   const bool ran = elementwise::DispatchFloat(output.type, [&](auto float_tag) {
     using T = decltype(float_tag);
     T* y = output.MutableData<T>();
@@ -270,10 +270,8 @@ int ExecuteDequantize(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_CAST, "CAST", ValidateCast, PrepareCast, ExecuteCast);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_QUANTIZE, "QUANTIZE", ValidateQuantize, PrepareQuantize,
-                      ExecuteQuantize);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_DEQUANTIZE, "DEQUANTIZE", ValidateDequantize,
-                      PrepareDequantize, ExecuteDequantize);
+NN_REGISTER_OPERATION(CAST, ValidateCast, PrepareCast, ExecuteCast);
+NN_REGISTER_OPERATION(QUANTIZE, ValidateQuantize, PrepareQuantize, ExecuteQuantize);
+NN_REGISTER_OPERATION(DEQUANTIZE, ValidateDequantize, PrepareDequantize, ExecuteDequantize);
 
 }  // namespace mock_nnapi

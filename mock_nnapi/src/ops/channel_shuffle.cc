@@ -13,9 +13,7 @@ namespace {
 
 int ResolveArguments(const OperationContext& context, int error, uint32_t* axis, uint32_t* groups) {
   const Dimensions& input = context.Input(0).dimensions;
-  const int32_t value = context.InputScalar<int32_t>(2);
-  NN_CHECK(shape::ResolveAxis(value, static_cast<uint32_t>(input.size()), axis), error)
-      << context.name() << " axis " << value << " is out of range for rank " << input.size();
+  NN_RETURN_IF_ERROR(indexing::ReadAxisInput(context, 2, error, axis));
   const int32_t num_groups = context.InputScalar<int32_t>(1);
   NN_CHECK(num_groups > 0 && input[*axis] % static_cast<uint32_t>(num_groups) == 0, error)
       << context.name() << " num_groups " << num_groups << " must be positive and divide "
@@ -59,7 +57,7 @@ int Execute(OperationContext& context) {
   uint32_t axis = 0;
   uint32_t groups = 0;
   NN_RETURN_IF_ERROR(ResolveArguments(context, ANEURALNETWORKS_OP_FAILED, &axis, &groups));
-  const std::vector<int64_t> dense = shape::DenseStrides(input.dimensions);
+  const std::vector<int64_t> dense = indexing::DenseStrides(input.dimensions);
   const uint32_t group_size = input.dim(axis) / groups;
   Dimensions view;
   std::vector<int64_t> strides;
@@ -80,7 +78,6 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_CHANNEL_SHUFFLE, "CHANNEL_SHUFFLE", Validate, Prepare,
-                      Execute);
+NN_REGISTER_OPERATION(CHANNEL_SHUFFLE, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

@@ -111,8 +111,8 @@ template <typename Q>
 void ConcatenateQuantized(OperationContext& context, uint32_t axis) {
   const uint32_t tensors = context.InputCount() - 1;
   const OperandInfo& output = context.Output(0);
-  const size_t outer = shape::Product(output.dimensions, 0, axis);
-  const size_t inner = shape::Product(output.dimensions, axis + 1, output.rank());
+  const size_t outer = indexing::Product(output.dimensions, 0, axis);
+  const size_t inner = indexing::Product(output.dimensions, axis + 1, output.rank());
   Q* destination = output.MutableData<Q>();
   for (size_t o = 0; o < outer; ++o) {
     for (uint32_t t = 0; t < tensors; ++t) {
@@ -128,7 +128,7 @@ void ConcatenateQuantized(OperationContext& context, uint32_t axis) {
 
 int ExecuteConcatenation(OperationContext& context) {
   const OperandInfo& output = context.Output(0);
-  if (shape::Product(output.dimensions) == 0) return ANEURALNETWORKS_NO_ERROR;
+  if (indexing::Product(output.dimensions) == 0) return ANEURALNETWORKS_NO_ERROR;
   const uint32_t tensors = context.InputCount() - 1;
   const uint32_t axis = static_cast<uint32_t>(context.InputScalar<int32_t>(tensors));
   switch (output.type) {
@@ -142,8 +142,8 @@ int ExecuteConcatenation(OperationContext& context) {
       break;
   }
   const size_t element = shape::ElementBytes(output);
-  const size_t outer = shape::Product(output.dimensions, 0, axis);
-  const size_t inner = shape::Product(output.dimensions, axis + 1, output.rank()) * element;
+  const size_t outer = indexing::Product(output.dimensions, 0, axis);
+  const size_t inner = indexing::Product(output.dimensions, axis + 1, output.rank()) * element;
   uint8_t* destination = output.data;
   for (size_t o = 0; o < outer; ++o) {
     for (uint32_t t = 0; t < tensors; ++t) {
@@ -224,8 +224,8 @@ int ExecutePack(OperationContext& context) {
   const OperandInfo& output = context.Output(0);
   const uint32_t axis = static_cast<uint32_t>(context.InputScalar<int32_t>(0));
   const Dimensions& dims = context.Input(1).dimensions;
-  const size_t outer = shape::Product(dims, 0, axis);
-  const size_t chunk = shape::Product(dims, axis, dims.size()) * shape::ElementBytes(output);
+  const size_t outer = indexing::Product(dims, 0, axis);
+  const size_t chunk = indexing::Product(dims, axis, dims.size()) * shape::ElementBytes(output);
   uint8_t* destination = output.data;
   for (size_t o = 0; o < outer; ++o) {
     for (uint32_t t = 1; t < context.InputCount(); ++t) {
@@ -238,8 +238,8 @@ int ExecutePack(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_CONCATENATION, "CONCATENATION", ValidateConcatenation,
-                      PrepareConcatenation, ExecuteConcatenation);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_PACK, "PACK", ValidatePack, PreparePack, ExecutePack);
+NN_REGISTER_OPERATION(CONCATENATION, ValidateConcatenation, PrepareConcatenation,
+                      ExecuteConcatenation);
+NN_REGISTER_OPERATION(PACK, ValidatePack, PreparePack, ExecutePack);
 
 }  // namespace mock_nnapi

@@ -99,7 +99,7 @@ int Prepare(OperationContext& context) {
 int Execute(OperationContext& context) {
   const OperandInfo& input = context.Input(0);
   const Dimensions& in = input.dimensions;
-  const std::vector<int64_t> s = shape::DenseStrides(in);
+  const std::vector<int64_t> s = indexing::DenseStrides(in);
   const int64_t b = context.InputScalar<int32_t>(1);
   const bool nchw = IsNchw(context);
   const uint32_t n = in[0];
@@ -138,7 +138,7 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_DEPTH_TO_SPACE, "DEPTH_TO_SPACE", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_SPACE_TO_DEPTH, "SPACE_TO_DEPTH", Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(DEPTH_TO_SPACE, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(SPACE_TO_DEPTH, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common.h"
+#include "index_helpers.h"
 
 namespace mock_nnapi {
 namespace elementwise {
@@ -98,12 +99,6 @@ inline int PrepareBroadcast(OperationContext& context, uint32_t a, uint32_t b) {
       << context.name() << " cannot broadcast " << DimensionsToString(x.dimensions) << " with "
       << DimensionsToString(y.dimensions);
   return context.SetOutputShape(0, out);
-}
-
-inline size_t ElementCountOf(const Dimensions& dimensions) {
-  size_t count = 1;
-  for (uint32_t dimension : dimensions) count *= dimension;
-  return count;
 }
 
 // Quantises a real result the way Android's reference kernels do: zero_point + round(value /

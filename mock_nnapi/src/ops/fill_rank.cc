@@ -66,7 +66,7 @@ int PrepareFill(OperationContext& context) {
 
 int ExecuteFill(OperationContext& context) {
   const OperandInfo& output = context.Output(0);
-  const size_t count = shape::Product(output.dimensions);
+  const size_t count = indexing::Product(output.dimensions);
   switch (output.type) {
     case ANEURALNETWORKS_TENSOR_FLOAT16:
       std::fill_n(output.MutableData<Half>(), count, context.InputScalar<Half>(1));
@@ -114,7 +114,7 @@ int ExecuteRank(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_FILL, "FILL", ValidateFill, PrepareFill, ExecuteFill);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_RANK, "RANK", ValidateRank, PrepareRank, ExecuteRank);
+NN_REGISTER_OPERATION(FILL, ValidateFill, PrepareFill, ExecuteFill);
+NN_REGISTER_OPERATION(RANK, ValidateRank, PrepareRank, ExecuteRank);
 
 }  // namespace mock_nnapi

@@ -21,7 +21,7 @@ using shape::ShapeKnown;
 // Checks that every index is in [0, limit).
 int CheckIndices(const OperationContext& context, const OperandInfo& indices, uint32_t limit,
                  int error) {
-  const size_t count = shape::Product(indices.dimensions);
+  const size_t count = indexing::Product(indices.dimensions);
   const int32_t* values = indices.Data<int32_t>();
   for (size_t i = 0; i < count; ++i) {
     NN_CHECK(values[i] >= 0 && static_cast<uint32_t>(values[i]) < limit, error)
@@ -47,9 +47,7 @@ void GatherSlices(const uint8_t* source, size_t outer, size_t axis_size, size_t 
 
 int InferGather(const OperationContext& context, int error, uint32_t* axis, Dimensions* output) {
   const Dimensions& input = context.Input(0).dimensions;
-  const int32_t value = context.InputScalar<int32_t>(1);
-  NN_CHECK(shape::ResolveAxis(value, static_cast<uint32_t>(input.size()), axis), error)
-      << context.name() << " axis " << value << " is out of range for rank " << input.size();
+  NN_RETURN_IF_ERROR(indexing::ReadAxisInput(context, 1, error, axis));
   const Dimensions& indices = context.Input(2).dimensions;
   output->assign(input.begin(), input.begin() + *axis);
   output->insert(output->end(), indices.begin(), indices.end());
@@ -95,12 +93,12 @@ int ExecuteGather(OperationContext& context) {
   const OperandInfo& input = context.Input(0);
   const OperandInfo& indices = context.Input(2);
   uint32_t axis = 0;
-  shape::ResolveAxis(context.InputScalar<int32_t>(1), input.rank(), &axis);
+  indexing::ResolveAxis(context.InputScalar<int32_t>(1), input.rank(), &axis);
   NN_RETURN_IF_ERROR(CheckIndices(context, indices, input.dim(axis), ANEURALNETWORKS_OP_FAILED));
   GatherSlices(
-      input.data, shape::Product(input.dimensions, 0, axis), input.dim(axis),
-      shape::Product(input.dimensions, axis + 1, input.rank()) * shape::ElementBytes(input),
-      indices.Data<int32_t>(), shape::Product(indices.dimensions), context.Output(0).data);
+      input.data, indexing::Product(input.dimensions, 0, axis), input.dim(axis),
+      indexing::Product(input.dimensions, axis + 1, input.rank()) * shape::ElementBytes(input),
+      indices.Data<int32_t>(), indexing::Product(indices.dimensions), context.Output(0).data);
   return ANEURALNETWORKS_NO_ERROR;
 }
 
@@ -158,16 +156,15 @@ int ExecuteEmbeddingLookup(OperationContext& context) {
   const OperandInfo& values = context.Input(1);
   NN_RETURN_IF_ERROR(CheckIndices(context, lookups, values.dim(0), ANEURALNETWORKS_OP_FAILED));
   GatherSlices(values.data, 1, values.dim(0),
-               shape::Product(values.dimensions, 1, values.rank()) * shape::ElementBytes(values),
+               indexing::Product(values.dimensions, 1, values.rank()) * shape::ElementBytes(values),
                lookups.Data<int32_t>(), lookups.dim(0), context.Output(0).data);
   return ANEURALNETWORKS_NO_ERROR;
 }
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_GATHER, "GATHER", ValidateGather, PrepareGather,
-                      ExecuteGather);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_EMBEDDING_LOOKUP, "EMBEDDING_LOOKUP", ValidateEmbeddingLookup,
-                      PrepareEmbeddingLookup, ExecuteEmbeddingLookup);
+NN_REGISTER_OPERATION(GATHER, ValidateGather, PrepareGather, ExecuteGather);
+NN_REGISTER_OPERATION(EMBEDDING_LOOKUP, ValidateEmbeddingLookup, PrepareEmbeddingLookup,
+                      ExecuteEmbeddingLookup);
 
 }  // namespace mock_nnapi

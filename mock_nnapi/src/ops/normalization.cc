@@ -35,23 +35,14 @@ constexpr float kL2NormalizationScale = 1.f / 128;
 
 // ---- Shared -------------------------------------------------------------------------------
 
-// Axis input `index` (optional, default -1) resolved against the input's rank.
-int ReadAxis(const OperationContext& context, uint32_t index, uint32_t* axis) {
-  const OperandInfo& input = context.Input(0);
-  const int32_t value = axis_helpers::OptionalInt32(context, index, -1);
-  NN_CHECK(axis_helpers::ResolveAxis(value, input.rank(), axis), ANEURALNETWORKS_OP_FAILED)
-      << context.name() << " axis " << value << " is outside [-" << input.rank() << ", "
-      << input.rank() << ")";
-  return ANEURALNETWORKS_NO_ERROR;
-}
-
 // Prepare for the operations whose output has the input's shape and an optional axis input.
 int PrepareSameShapeWithAxis(OperationContext& context, uint32_t axis_index) {
   const OperandInfo& input = context.Input(0);
   NN_CHECK(input.rank() >= 1 && input.rank() <= 4, ANEURALNETWORKS_OP_FAILED)
       << context.name() << " input rank " << input.rank();
   uint32_t axis = 0;
-  NN_RETURN_IF_ERROR(ReadAxis(context, axis_index, &axis));
+  NN_RETURN_IF_ERROR(
+      indexing::ReadAxisInput(context, axis_index, ANEURALNETWORKS_OP_FAILED, &axis));
   return context.SetOutputShape(0, input.dimensions);
 }
 
@@ -101,7 +92,7 @@ void RunL2Normalization(const OperationContext& context, uint32_t axis) {
   const OperandInfo& output = context.Output(0);
   const T* x = input.Data<T>();
   T* y = output.MutableData<T>();
-  const axis_helpers::AxisSplit split = axis_helpers::SplitAtAxis(input.dimensions, axis);
+  const indexing::AxisSplit split = indexing::SplitAtAxis(input.dimensions, axis);
   for (size_t outer = 0; outer < split.outer; ++outer) {
     for (size_t inner = 0; inner < split.inner; ++inner) {
       const size_t base = outer * split.axis * split.inner + inner;
@@ -121,7 +112,7 @@ void RunL2Normalization(const OperationContext& context, uint32_t axis) {
 
 int ExecuteL2Normalization(OperationContext& context) {
   uint32_t axis = 0;
-  NN_RETURN_IF_ERROR(ReadAxis(context, 1, &axis));
+  NN_RETURN_IF_ERROR(indexing::ReadAxisInput(context, 1, ANEURALNETWORKS_OP_FAILED, &axis));
   switch (context.InputType(0)) {
     case ANEURALNETWORKS_TENSOR_FLOAT32:
       RunL2Normalization<float>(context, axis);
@@ -271,7 +262,7 @@ void RunLocalResponseNormalization(const OperationContext& context, uint32_t axi
   const double beta = FloatScalar(context, 4);
   const T* x = input.Data<T>();
   T* y = output.MutableData<T>();
-  const axis_helpers::AxisSplit split = axis_helpers::SplitAtAxis(input.dimensions, axis);
+  const indexing::AxisSplit split = indexing::SplitAtAxis(input.dimensions, axis);
   const int64_t size = static_cast<int64_t>(split.axis);
   for (size_t outer = 0; outer < split.outer; ++outer) {
     for (size_t inner = 0; inner < split.inner; ++inner) {
@@ -293,7 +284,7 @@ void RunLocalResponseNormalization(const OperationContext& context, uint32_t axi
 
 int ExecuteLocalResponseNormalization(OperationContext& context) {
   uint32_t axis = 0;
-  NN_RETURN_IF_ERROR(ReadAxis(context, 5, &axis));
+  NN_RETURN_IF_ERROR(indexing::ReadAxisInput(context, 5, ANEURALNETWORKS_OP_FAILED, &axis));
   switch (context.InputType(0)) {
     case ANEURALNETWORKS_TENSOR_FLOAT32:
       RunLocalResponseNormalization<float>(context, axis);
@@ -309,13 +300,11 @@ int ExecuteLocalResponseNormalization(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_L2_NORMALIZATION, "L2_NORMALIZATION", ValidateL2Normalization,
-                      PrepareL2Normalization, ExecuteL2Normalization);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_INSTANCE_NORMALIZATION, "INSTANCE_NORMALIZATION",
-                      ValidateInstanceNormalization, PrepareInstanceNormalization,
-                      ExecuteInstanceNormalization);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_LOCAL_RESPONSE_NORMALIZATION, "LOCAL_RESPONSE_NORMALIZATION",
-                      ValidateLocalResponseNormalization, PrepareLocalResponseNormalization,
-                      ExecuteLocalResponseNormalization);
+NN_REGISTER_OPERATION(L2_NORMALIZATION, ValidateL2Normalization, PrepareL2Normalization,
+                      ExecuteL2Normalization);
+NN_REGISTER_OPERATION(INSTANCE_NORMALIZATION, ValidateInstanceNormalization,
+                      PrepareInstanceNormalization, ExecuteInstanceNormalization);
+NN_REGISTER_OPERATION(LOCAL_RESPONSE_NORMALIZATION, ValidateLocalResponseNormalization,
+                      PrepareLocalResponseNormalization, ExecuteLocalResponseNormalization);
 
 }  // namespace mock_nnapi

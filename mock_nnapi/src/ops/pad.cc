@@ -227,7 +227,7 @@ int Execute(OperationContext& context) {
   const size_t element = shape::ElementBytes(input);
   const std::vector<uint8_t> pad_value = mode < 0 ? PadValueBytes(context) : std::vector<uint8_t>();
   const uint32_t rank = input.rank();
-  const std::vector<int64_t> input_strides = shape::DenseStrides(input.dimensions);
+  const std::vector<int64_t> input_strides = indexing::DenseStrides(input.dimensions);
   // Per outer dimension: the input index of each output index (kPadding in constant padding).
   std::vector<std::vector<int64_t>> maps(rank);
   for (uint32_t d = 0; d < rank; ++d) {
@@ -241,7 +241,7 @@ int Execute(OperationContext& context) {
   const size_t row_out = output.dim(last);
   const size_t before = static_cast<size_t>(paddings.before[last]);
   const size_t after = static_cast<size_t>(paddings.after[last]);
-  const size_t rows = shape::Product(output.dimensions, 0, last);
+  const size_t rows = indexing::Product(output.dimensions, 0, last);
   std::vector<uint32_t> counter(last, 0);
   uint8_t* destination = output.data;
   for (size_t r = 0; r < rows; ++r, destination += row_out * element) {
@@ -279,8 +279,8 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_PAD, "PAD", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_PAD_V2, "PAD_V2", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_MIRROR_PAD, "MIRROR_PAD", Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(PAD, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(PAD_V2, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(MIRROR_PAD, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

@@ -22,6 +22,7 @@
 
 #include "axis_helpers.h"
 #include "common.h"
+#include "nnapi_work.h"
 
 namespace mock_nnapi {
 namespace {
@@ -42,14 +43,14 @@ struct PoolParameters {
   bool nchw = false;
 };
 
-bool IsExplicitPadding(const OperationContext& context) { return context.InputCount() >= 10; }
-
-// Input index of each parameter for the two signatures.
-struct PoolInputs {
-  uint32_t stride_w, stride_h, filter_w, filter_h, activation, layout;
-};
-PoolInputs InputIndices(const OperationContext& context) {
-  return IsExplicitPadding(context) ? PoolInputs{5, 6, 7, 8, 9, 10} : PoolInputs{2, 3, 4, 5, 6, 7};
+// Input index of each parameter for the two signatures: one home, common/nnapi_work.h, which
+// the cost model's window size reads too.
+using nnapi_common::PoolingInputs;
+PoolingInputs InputIndices(const OperationContext& context) {
+  return nnapi_common::PoolingInputsFor(context.InputCount());
+}
+bool IsExplicitPadding(const OperationContext& context) {
+  return InputIndices(context).explicit_padding;
 }
 
 int64_t TypeFeatureLevel(int32_t operation, int32_t type) {
@@ -69,7 +70,7 @@ int64_t TypeFeatureLevel(int32_t operation, int32_t type) {
 
 // Checks the values of the scalars that are known; `code` is BAD_DATA at validation time.
 int CheckParameterValues(const OperationContext& context, int code) {
-  const PoolInputs at = InputIndices(context);
+  const PoolingInputs at = InputIndices(context);
   auto positive = [&](uint32_t i, const char* what) -> int {
     if (!context.HasInputValue(i)) return ANEURALNETWORKS_NO_ERROR;
     NN_CHECK_GT(context.InputScalar<int32_t>(i), 0, code) << context.name() << " " << what;
@@ -116,7 +117,7 @@ int Validate(OperationContext& context) {
   NN_CHECK(level > 0, ANEURALNETWORKS_BAD_DATA)
       << context.name() << " does not support " << OperandTypeName(input.type);
   context.RequireFeatureLevel(level);
-  const PoolInputs at = InputIndices(context);
+  const PoolingInputs at = InputIndices(context);
   for (uint32_t i = 1; i <= at.activation; ++i) {
     NN_RETURN_IF_ERROR(CheckInputType(context, i, {ANEURALNETWORKS_INT32}));
   }
@@ -148,7 +149,7 @@ void ImplicitPadding(int32_t size, int32_t stride, int32_t filter, int32_t schem
 // Reads every parameter (all values are known after validation) for the input's shape.
 int ReadParameters(const OperationContext& context, PoolParameters* params) {
   NN_RETURN_IF_ERROR(CheckParameterValues(context, ANEURALNETWORKS_OP_FAILED));
-  const PoolInputs at = InputIndices(context);
+  const PoolingInputs at = InputIndices(context);
   params->stride_w = context.InputScalar<int32_t>(at.stride_w);
   params->stride_h = context.InputScalar<int32_t>(at.stride_h);
   params->filter_w = context.InputScalar<int32_t>(at.filter_w);
@@ -287,7 +288,7 @@ void PoolQuantized(int32_t operation, const Geometry& g, const PoolParameters& p
                    const OperandInfo& output, const Q* in, Q* out) {
   int32_t low = 0;
   int32_t high = 0;
-  axis_helpers::QuantizedActivationRange<Q>(p.activation, output, &low, &high);
+  QuantizedActivationRange<Q>(p.activation, output.scale, output.zero_point, &low, &high);
   ForEachWindow(g, p, [&](size_t o, auto&& window) {
     int64_t result = 0;
     if (operation == ANEURALNETWORKS_MAX_POOL_2D) {
@@ -311,7 +312,7 @@ int Execute(OperationContext& context) {
   NN_RETURN_IF_ERROR(ReadParameters(context, &params));
   const OperandInfo& input = context.Input(0);
   const OperandInfo& output = context.Output(0);
-  if (axis_helpers::ElementTotal(output.dimensions) == 0) return ANEURALNETWORKS_NO_ERROR;
+  if (indexing::Product(output.dimensions) == 0) return ANEURALNETWORKS_NO_ERROR;
   const Geometry g = GeometryOf(input, output, params.nchw);
   const int32_t op = context.type();
   switch (input.type) {
@@ -335,9 +336,8 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_AVERAGE_POOL_2D, "AVERAGE_POOL_2D", Validate, Prepare,
-                      Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_MAX_POOL_2D, "MAX_POOL_2D", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_L2_POOL_2D, "L2_POOL_2D", Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(AVERAGE_POOL_2D, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(MAX_POOL_2D, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(L2_POOL_2D, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

@@ -63,7 +63,7 @@ int CheckAxes(const OperationContext& context, int code) {
   const int32_t* values = axes.Data<int32_t>();
   for (uint32_t i = 0; i < axes.dim(0); ++i) {
     uint32_t resolved = 0;
-    NN_CHECK(axis_helpers::ResolveAxis(values[i], input.rank(), &resolved), code)
+    NN_CHECK(indexing::ResolveAxis(values[i], input.rank(), &resolved), code)
         << context.name() << " axis " << values[i] << " is outside [-" << input.rank() << ", "
         << input.rank() << ")";
   }
@@ -98,10 +98,10 @@ std::vector<bool> ReducedDimensions(const OperationContext& context) {
   const OperandInfo& input = context.Input(0);
   const OperandInfo& axes = context.Input(1);
   std::vector<bool> reduced(input.rank(), false);
-  const size_t count = axis_helpers::ElementTotal(axes.dimensions);
+  const size_t count = indexing::Product(axes.dimensions);
   for (size_t i = 0; i < count; ++i) {
     uint32_t axis = 0;
-    if (axis_helpers::ResolveAxis(axes.Data<int32_t>()[i], input.rank(), &axis)) {
+    if (indexing::ResolveAxis(axes.Data<int32_t>()[i], input.rank(), &axis)) {
       reduced[axis] = true;
     }
   }
@@ -131,7 +131,7 @@ int Prepare(OperationContext& context) {
 template <typename Body>
 void ForEachReduced(const Dimensions& dimensions, const std::vector<bool>& reduced, Body&& body) {
   const size_t rank = dimensions.size();
-  const size_t total = axis_helpers::ElementTotal(dimensions);
+  const size_t total = indexing::Product(dimensions);
   if (total == 0) return;
   std::vector<size_t> out_stride(rank, 0);
   size_t running = 1;
@@ -161,7 +161,7 @@ void ReduceNumeric(const OperationContext& context, const std::vector<bool>& red
   const OperandInfo& input = context.Input(0);
   const OperandInfo& output = context.Output(0);
   const int32_t op = context.type();
-  const size_t out_count = axis_helpers::ElementTotal(output.dimensions);
+  const size_t out_count = indexing::Product(output.dimensions);
   double initial = 0.0;
   if (op == ANEURALNETWORKS_REDUCE_PROD) initial = 1.0;
   if (op == ANEURALNETWORKS_REDUCE_MAX) initial = -std::numeric_limits<double>::infinity();
@@ -200,7 +200,7 @@ void ReduceLogical(const OperationContext& context, const std::vector<bool>& red
   const OperandInfo& input = context.Input(0);
   const OperandInfo& output = context.Output(0);
   const bool is_all = context.type() == ANEURALNETWORKS_REDUCE_ALL;
-  const size_t out_count = axis_helpers::ElementTotal(output.dimensions);
+  const size_t out_count = indexing::Product(output.dimensions);
   uint8_t* y = output.MutableData<uint8_t>();
   std::fill(y, y + out_count, is_all ? 1 : 0);
   const uint8_t* x = input.Data<uint8_t>();
@@ -236,12 +236,12 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_MEAN, "MEAN", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_REDUCE_SUM, "REDUCE_SUM", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_REDUCE_PROD, "REDUCE_PROD", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_REDUCE_MAX, "REDUCE_MAX", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_REDUCE_MIN, "REDUCE_MIN", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_REDUCE_ALL, "REDUCE_ALL", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_REDUCE_ANY, "REDUCE_ANY", Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(MEAN, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(REDUCE_SUM, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(REDUCE_PROD, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(REDUCE_MAX, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(REDUCE_MIN, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(REDUCE_ALL, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(REDUCE_ANY, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

@@ -43,7 +43,7 @@ int CheckTargetShape(const OperationContext& context, const std::vector<int32_t>
 int InferReshape(const OperationContext& context, int error, Dimensions* output) {
   const std::vector<int32_t> target = Int32Values(context.Input(1));
   NN_RETURN_IF_ERROR(CheckTargetShape(context, target, error));
-  const uint64_t elements = shape::Product(context.Input(0).dimensions);
+  const uint64_t elements = indexing::Product(context.Input(0).dimensions);
   uint64_t known = 1;
   for (int32_t value : target) known *= value == -1 ? 1 : static_cast<uint64_t>(value);
   output->assign(target.size(), 0);
@@ -57,7 +57,7 @@ int InferReshape(const OperationContext& context, int error, Dimensions* output)
       (*output)[i] = static_cast<uint32_t>(target[i]);
     }
   }
-  NN_CHECK_EQ(shape::Product(*output), elements, error)
+  NN_CHECK_EQ(indexing::Product(*output), elements, error)
       << context.name() << " target shape " << DimensionsToString(*output)
       << " does not have the input's element count";
   return ANEURALNETWORKS_NO_ERROR;
@@ -108,7 +108,7 @@ int InferSqueeze(const OperationContext& context, int error, Dimensions* output)
   } else {
     for (int32_t axis : Int32Values(context.Input(1))) {
       uint32_t resolved = 0;
-      NN_CHECK(shape::ResolveAxis(axis, rank, &resolved), error)
+      NN_CHECK(indexing::ResolveAxis(axis, rank, &resolved), error)
           << context.name() << " axis " << axis << " is out of range for rank " << rank;
       NN_CHECK_EQ(input[resolved], 1u, error) << context.name() << " cannot squeeze dimension "
                                               << axis << " of " << DimensionsToString(input);
@@ -158,7 +158,7 @@ int InferExpandDims(const OperationContext& context, int error, Dimensions* outp
   const Dimensions& input = context.Input(0).dimensions;
   const int32_t axis = context.InputScalar<int32_t>(1);
   uint32_t resolved = 0;
-  NN_CHECK(shape::ResolveAxis(axis, static_cast<uint32_t>(input.size()) + 1, &resolved), error)
+  NN_CHECK(indexing::ResolveAxis(axis, static_cast<uint32_t>(input.size()) + 1, &resolved), error)
       << context.name() << " axis " << axis << " is out of range for rank " << input.size();
   *output = input;
   output->insert(output->begin() + resolved, 1u);
@@ -198,11 +198,8 @@ int ExecuteCopy(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_RESHAPE, "RESHAPE", ValidateReshape, PrepareReshape,
-                      ExecuteCopy);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_SQUEEZE, "SQUEEZE", ValidateSqueeze, PrepareSqueeze,
-                      ExecuteCopy);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_EXPAND_DIMS, "EXPAND_DIMS", ValidateExpandDims,
-                      PrepareExpandDims, ExecuteCopy);
+NN_REGISTER_OPERATION(RESHAPE, ValidateReshape, PrepareReshape, ExecuteCopy);
+NN_REGISTER_OPERATION(SQUEEZE, ValidateSqueeze, PrepareSqueeze, ExecuteCopy);
+NN_REGISTER_OPERATION(EXPAND_DIMS, ValidateExpandDims, PrepareExpandDims, ExecuteCopy);
 
 }  // namespace mock_nnapi

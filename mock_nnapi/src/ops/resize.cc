@@ -142,7 +142,7 @@ struct Strides {
 };
 
 Strides StridesOf(const Dimensions& dims, bool nchw) {
-  const std::vector<int64_t> dense = shape::DenseStrides(dims);
+  const std::vector<int64_t> dense = indexing::DenseStrides(dims);
   const Layout layout = LayoutOf(nchw);
   return {static_cast<size_t>(dense[0]), static_cast<size_t>(dense[layout.height]),
           static_cast<size_t>(dense[layout.width]), static_cast<size_t>(dense[layout.channels])};
@@ -265,7 +265,7 @@ void Nearest(const OperandInfo& input, const OperandInfo& output, bool nchw, boo
 int Execute(OperationContext& context) {
   const OperandInfo& input = context.Input(0);
   const OperandInfo& output = context.Output(0);
-  if (shape::Product(output.dimensions) == 0) return ANEURALNETWORKS_NO_ERROR;
+  if (indexing::Product(output.dimensions) == 0) return ANEURALNETWORKS_NO_ERROR;
   const bool nchw = OptionalFlag(context, kLayout);
   const bool align_corners = OptionalFlag(context, kAlignCorners);
   const bool half_pixel = OptionalFlag(context, kHalfPixelCenters);
@@ -295,9 +295,7 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_RESIZE_BILINEAR, "RESIZE_BILINEAR", Validate, Prepare,
-                      Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_RESIZE_NEAREST_NEIGHBOR, "RESIZE_NEAREST_NEIGHBOR", Validate,
-                      Prepare, Execute);
+NN_REGISTER_OPERATION(RESIZE_BILINEAR, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(RESIZE_NEAREST_NEIGHBOR, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

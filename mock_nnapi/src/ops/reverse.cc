@@ -61,7 +61,7 @@ int Execute(OperationContext& context) {
   const OperandInfo& input = context.Input(0);
   uint32_t axis = 0;
   NN_RETURN_IF_ERROR(ResolveReverseAxis(context, ANEURALNETWORKS_OP_FAILED, &axis));
-  std::vector<int64_t> strides = shape::DenseStrides(input.dimensions);
+  std::vector<int64_t> strides = indexing::DenseStrides(input.dimensions);
   const int64_t offset = (static_cast<int64_t>(input.dim(axis)) - 1) * strides[axis];
   strides[axis] = -strides[axis];
   shape::CopyView(input.data, shape::ElementBytes(input), offset, input.dimensions, strides,
@@ -71,6 +71,6 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_REVERSE, "REVERSE", Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(REVERSE, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

@@ -60,7 +60,7 @@ void Run(OperationContext& context) {
   const T* a = context.Input(1).Data<T>();
   const T* b = context.Input(2).Data<T>();
   T* out = context.Output(0).MutableData<T>();
-  const size_t count = elementwise::ElementCountOf(context.Input(0).dimensions);
+  const size_t count = indexing::Product(context.Input(0).dimensions);
   for (size_t i = 0; i < count; ++i) out[i] = condition[i] != 0 ? a[i] : b[i];
 }
 
@@ -73,7 +73,7 @@ void RunQuantized(OperationContext& context) {
   const Q* a = a_info.Data<Q>();
   const Q* b = b_info.Data<Q>();
   Q* out = out_info.MutableData<Q>();
-  const size_t count = elementwise::ElementCountOf(context.Input(0).dimensions);
+  const size_t count = indexing::Product(context.Input(0).dimensions);
   for (size_t i = 0; i < count; ++i) {
     out[i] = condition[i] != 0 ? elementwise::Requantize(a[i], a_info, out_info)
                                : elementwise::Requantize(b[i], b_info, out_info);
@@ -103,6 +103,6 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_SELECT, "SELECT", Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(SELECT, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

@@ -1,6 +1,6 @@
 // Helpers shared by the data-movement operations (reshape.cc, transpose.cc, concatenation.cc,
 // split.cc, tile.cc, slice.cc, gather.cc, pad.cc, reverse.cc, fill_rank.cc, resize.cc,
-// depth_space.cc, channel_shuffle.cc), on top of common.h.
+// depth_space.cc, channel_shuffle.cc), on top of common.h and index_helpers.h.
 //
 // Conventions of these operations:
 //   * validate() checks counts, types (raising the feature level per type), the quantisation of the
@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common.h"
+#include "index_helpers.h"
 
 namespace mock_nnapi {
 
@@ -100,37 +101,12 @@ inline int CheckDeclaredOutputShape(const OperationContext& context, uint32_t i,
   return ANEURALNETWORKS_NO_ERROR;
 }
 
-// Maps an axis in [-rank, rank) to [0, rank); false when out of range.
-inline bool ResolveAxis(int32_t axis, uint32_t rank, uint32_t* resolved) {
-  const int64_t value = axis < 0 ? static_cast<int64_t>(axis) + rank : axis;
-  if (value < 0 || value >= static_cast<int64_t>(rank)) return false;
-  *resolved = static_cast<uint32_t>(value);
-  return true;
-}
-
 // The values of an INT32 tensor input whose value is known (constant, or any input after
 // validation).
 inline std::vector<int32_t> Int32Values(const OperandInfo& operand) {
   std::vector<int32_t> values(operand.length / sizeof(int32_t));
   if (!values.empty()) std::memcpy(values.data(), operand.data, values.size() * sizeof(int32_t));
   return values;
-}
-
-// Product of dimensions [begin, end).
-inline size_t Product(const Dimensions& dimensions, size_t begin, size_t end) {
-  size_t product = 1;
-  for (size_t i = begin; i < end && i < dimensions.size(); ++i) product *= dimensions[i];
-  return product;
-}
-inline size_t Product(const Dimensions& dimensions) {
-  return Product(dimensions, 0, dimensions.size());
-}
-
-// Row-major element strides of a dense tensor.
-inline std::vector<int64_t> DenseStrides(const Dimensions& dimensions) {
-  std::vector<int64_t> strides(dimensions.size(), 1);
-  for (size_t i = dimensions.size(); i-- > 1;) strides[i - 1] = strides[i] * dimensions[i];
-  return strides;
 }
 
 // Copies `count` elements of `element_size` bytes, `stride` elements apart in the source, to a
@@ -215,7 +191,7 @@ inline size_t ElementBytes(const OperandInfo& operand) { return ElementSize(oper
 
 // Copies a whole input to an output of the same byte size (RESHAPE, SQUEEZE, EXPAND_DIMS).
 inline void CopyAll(const OperandInfo& input, const OperandInfo& output) {
-  const size_t bytes = Product(input.dimensions) * ElementBytes(input);
+  const size_t bytes = indexing::Product(input.dimensions) * ElementBytes(input);
   if (bytes != 0 && input.data != output.data) std::memmove(output.data, input.data, bytes);
 }
 

@@ -104,7 +104,7 @@ int ExecuteSlice(OperationContext& context) {
   std::vector<uint32_t> begin;
   Dimensions shape;
   NN_RETURN_IF_ERROR(InferSlice(context, ANEURALNETWORKS_OP_FAILED, &begin, &shape));
-  const std::vector<int64_t> strides = shape::DenseStrides(input.dimensions);
+  const std::vector<int64_t> strides = indexing::DenseStrides(input.dimensions);
   int64_t offset = 0;
   for (size_t d = 0; d < begin.size(); ++d) offset += begin[d] * strides[d];
   shape::CopyView(input.data, shape::ElementBytes(input), offset, output.dimensions, strides,
@@ -202,7 +202,7 @@ int ExecuteStridedSlice(OperationContext& context) {
   const OperandInfo& input = context.Input(0);
   StridedView view;
   NN_RETURN_IF_ERROR(InferStridedSlice(context, ANEURALNETWORKS_OP_FAILED, &view));
-  const std::vector<int64_t> dense = shape::DenseStrides(input.dimensions);
+  const std::vector<int64_t> dense = indexing::DenseStrides(input.dimensions);
   std::vector<int64_t> strides(dense.size());
   int64_t offset = 0;
   for (size_t d = 0; d < dense.size(); ++d) {
@@ -216,8 +216,8 @@ int ExecuteStridedSlice(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_SLICE, "SLICE", ValidateSlice, PrepareSlice, ExecuteSlice);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_STRIDED_SLICE, "STRIDED_SLICE", ValidateStridedSlice,
-                      PrepareStridedSlice, ExecuteStridedSlice);
+NN_REGISTER_OPERATION(SLICE, ValidateSlice, PrepareSlice, ExecuteSlice);
+NN_REGISTER_OPERATION(STRIDED_SLICE, ValidateStridedSlice, PrepareStridedSlice,
+                      ExecuteStridedSlice);
 
 }  // namespace mock_nnapi

@@ -92,16 +92,6 @@ int ValidateLogSoftmax(OperationContext& context) {
   return axis_helpers::CheckAxisInput(context, 2, input, ANEURALNETWORKS_BAD_DATA);
 }
 
-// The resolved axis (input 2, default -1).
-int ReadAxis(const OperationContext& context, uint32_t* axis) {
-  const OperandInfo& input = context.Input(0);
-  const int32_t value = axis_helpers::OptionalInt32(context, 2, -1);
-  NN_CHECK(axis_helpers::ResolveAxis(value, input.rank(), axis), ANEURALNETWORKS_OP_FAILED)
-      << context.name() << " axis " << value << " is outside [-" << input.rank() << ", "
-      << input.rank() << ")";
-  return ANEURALNETWORKS_NO_ERROR;
-}
-
 int Prepare(OperationContext& context) {
   const OperandInfo& input = context.Input(0);
   NN_CHECK_GE(input.rank(), 1u, ANEURALNETWORKS_OP_FAILED) << context.name() << " input rank";
@@ -110,7 +100,7 @@ int Prepare(OperationContext& context) {
   }
   NN_RETURN_IF_ERROR(CheckBeta(context, ANEURALNETWORKS_OP_FAILED));
   uint32_t axis = 0;
-  NN_RETURN_IF_ERROR(ReadAxis(context, &axis));
+  NN_RETURN_IF_ERROR(indexing::ReadAxisInput(context, 2, ANEURALNETWORKS_OP_FAILED, &axis));
   return context.SetOutputShape(0, input.dimensions);
 }
 
@@ -120,7 +110,7 @@ void Run(const OperationContext& context, uint32_t axis, double beta, bool log_s
   const OperandInfo& output = context.Output(0);
   const T* x = input.Data<T>();
   T* y = output.MutableData<T>();
-  const axis_helpers::AxisSplit split = axis_helpers::SplitAtAxis(input.dimensions, axis);
+  const indexing::AxisSplit split = indexing::SplitAtAxis(input.dimensions, axis);
   std::vector<double> scaled(split.axis);
   for (size_t outer = 0; outer < split.outer; ++outer) {
     for (size_t inner = 0; inner < split.inner; ++inner) {
@@ -144,9 +134,9 @@ void Run(const OperationContext& context, uint32_t axis, double beta, bool log_s
 
 int Execute(OperationContext& context) {
   const OperandInfo& input = context.Input(0);
-  if (axis_helpers::ElementTotal(input.dimensions) == 0) return ANEURALNETWORKS_NO_ERROR;
+  if (indexing::Product(input.dimensions) == 0) return ANEURALNETWORKS_NO_ERROR;
   uint32_t axis = 0;
-  NN_RETURN_IF_ERROR(ReadAxis(context, &axis));
+  NN_RETURN_IF_ERROR(indexing::ReadAxisInput(context, 2, ANEURALNETWORKS_OP_FAILED, &axis));
   const double beta = FloatScalar(context, 1);
   const bool log_softmax = context.type() == ANEURALNETWORKS_LOG_SOFTMAX;
   switch (input.type) {
@@ -170,8 +160,7 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_SOFTMAX, "SOFTMAX", ValidateSoftmax, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_LOG_SOFTMAX, "LOG_SOFTMAX", ValidateLogSoftmax, Prepare,
-                      Execute);
+NN_REGISTER_OPERATION(SOFTMAX, ValidateSoftmax, Prepare, Execute);
+NN_REGISTER_OPERATION(LOG_SOFTMAX, ValidateLogSoftmax, Prepare, Execute);
 
 }  // namespace mock_nnapi

@@ -12,10 +12,8 @@ namespace {
 
 int InferShape(const OperationContext& context, int error, uint32_t* axis, Dimensions* output) {
   const Dimensions& input = context.Input(0).dimensions;
-  const int32_t axis_value = context.InputScalar<int32_t>(1);
   const int32_t splits = context.InputScalar<int32_t>(2);
-  NN_CHECK(shape::ResolveAxis(axis_value, static_cast<uint32_t>(input.size()), axis), error)
-      << context.name() << " axis " << axis_value << " is out of range for rank " << input.size();
+  NN_RETURN_IF_ERROR(indexing::ReadAxisInput(context, 1, error, axis));
   NN_CHECK(splits > 0 && input[*axis] % static_cast<uint32_t>(splits) == 0, error)
       << context.name() << " cannot split dimension " << input[*axis] << " into " << splits
       << " equal parts";
@@ -75,10 +73,10 @@ int Prepare(OperationContext& context) {
 int Execute(OperationContext& context) {
   const OperandInfo& input = context.Input(0);
   uint32_t axis = 0;
-  shape::ResolveAxis(context.InputScalar<int32_t>(1), input.rank(), &axis);
-  const size_t outer = shape::Product(input.dimensions, 0, axis);
-  const size_t chunk =
-      shape::Product(context.Output(0).dimensions, axis, input.rank()) * shape::ElementBytes(input);
+  indexing::ResolveAxis(context.InputScalar<int32_t>(1), input.rank(), &axis);
+  const size_t outer = indexing::Product(input.dimensions, 0, axis);
+  const size_t chunk = indexing::Product(context.Output(0).dimensions, axis, input.rank()) *
+                       shape::ElementBytes(input);
   const uint8_t* source = input.data;
   for (size_t o = 0; o < outer; ++o) {
     for (uint32_t s = 0; s < context.OutputCount(); ++s) {
@@ -91,6 +89,6 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_SPLIT, "SPLIT", Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(SPLIT, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

@@ -63,7 +63,7 @@ int Prepare(OperationContext& context) {
 int Execute(OperationContext& context) {
   const OperandInfo& input = context.Input(0);
   const OperandInfo& output = context.Output(0);
-  const std::vector<int64_t> input_strides = shape::DenseStrides(input.dimensions);
+  const std::vector<int64_t> input_strides = indexing::DenseStrides(input.dimensions);
   Dimensions view;
   std::vector<int64_t> strides;
   for (uint32_t i = 0; i < input.rank(); ++i) {
@@ -78,6 +78,6 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_TILE, "TILE", Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(TILE, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

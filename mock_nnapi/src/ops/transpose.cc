@@ -79,7 +79,7 @@ int Execute(OperationContext& context) {
   const OperandInfo& output = context.Output(0);
   std::vector<uint32_t> permutation;
   NN_RETURN_IF_ERROR(Permutation(context, input.rank(), ANEURALNETWORKS_OP_FAILED, &permutation));
-  const std::vector<int64_t> input_strides = shape::DenseStrides(input.dimensions);
+  const std::vector<int64_t> input_strides = indexing::DenseStrides(input.dimensions);
   std::vector<int64_t> strides(permutation.size());
   for (size_t i = 0; i < permutation.size(); ++i) strides[i] = input_strides[permutation[i]];
   shape::CopyView(input.data, shape::ElementBytes(input), 0, output.dimensions, strides,
@@ -89,6 +89,6 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_TRANSPOSE, "TRANSPOSE", Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(TRANSPOSE, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

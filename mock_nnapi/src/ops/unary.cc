@@ -99,7 +99,7 @@ template <typename T>
 void RunFloat(OperationContext& context) {
   const T* x = context.Input(0).Data<T>();
   T* y = context.Output(0).MutableData<T>();
-  const size_t count = elementwise::ElementCountOf(context.Input(0).dimensions);
+  const size_t count = indexing::Product(context.Input(0).dimensions);
   const int32_t operation = context.type();
   for (size_t i = 0; i < count; ++i) y[i] = T(ApplyFloat(operation, float(x[i])));
 }
@@ -108,7 +108,7 @@ void RunFloat(OperationContext& context) {
 void RunInt32(OperationContext& context) {
   const int32_t* x = context.Input(0).Data<int32_t>();
   int32_t* y = context.Output(0).MutableData<int32_t>();
-  const size_t count = elementwise::ElementCountOf(context.Input(0).dimensions);
+  const size_t count = indexing::Product(context.Input(0).dimensions);
   const bool negate_all = context.type() == ANEURALNETWORKS_NEG;
   for (size_t i = 0; i < count; ++i) {
     const uint32_t magnitude = static_cast<uint32_t>(x[i]);
@@ -123,7 +123,7 @@ void RunQuantized(OperationContext& context) {
   const OperandInfo& output = context.Output(0);
   const Q* x = input.Data<Q>();
   Q* y = output.MutableData<Q>();
-  const size_t count = elementwise::ElementCountOf(input.dimensions);
+  const size_t count = indexing::Product(input.dimensions);
   const int32_t operation = context.type();
   for (size_t i = 0; i < count; ++i) {
     const float real = ApplyFloat(operation, Dequantize(x[i], input.scale, input.zero_point));
@@ -134,7 +134,7 @@ void RunQuantized(OperationContext& context) {
 void RunLogicalNot(OperationContext& context) {
   const uint8_t* x = context.Input(0).Data<uint8_t>();
   uint8_t* y = context.Output(0).MutableData<uint8_t>();
-  const size_t count = elementwise::ElementCountOf(context.Input(0).dimensions);
+  const size_t count = indexing::Product(context.Input(0).dimensions);
   for (size_t i = 0; i < count; ++i) y[i] = x[i] == 0 ? 1 : 0;
 }
 
@@ -161,14 +161,14 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_ABS, "ABS", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_NEG, "NEG", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_EXP, "EXP", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_LOG, "LOG", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_SIN, "SIN", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_SQRT, "SQRT", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_RSQRT, "RSQRT", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_FLOOR, "FLOOR", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_LOGICAL_NOT, "LOGICAL_NOT", Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(ABS, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(NEG, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(EXP, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(LOG, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(SIN, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(SQRT, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(RSQRT, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(FLOOR, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(LOGICAL_NOT, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi
