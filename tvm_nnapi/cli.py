@@ -23,23 +23,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 
 def _console():
     from rich.console import Console
 
     return Console()
-
-
-def _demo_model(name: str, batch: int):
-    from tvm_nnapi.models import mobilenet_v2, residual_model
-
-    if name == "mobilenet_v2":
-        mod, info = mobilenet_v2(width=0.35, resolution=64, num_classes=10, batch=batch)
-        return mod, info, f"MobileNetV2-style CNN (width 0.35, 64x64 input, batch {batch})"
-    mod, info = residual_model()
-    return mod, info, f"residual elementwise network with a host-only cumsum (batch {batch})"
 
 
 def _short(name: str, width: int = 40) -> str:
@@ -52,6 +40,7 @@ def _modelled_time(us: float) -> str:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Partition a built-in model, run it on NNAPI (the mock) and on host llvm, print a report."""
+    from rich.markup import escape
     from rich.table import Table
 
     console = _console()
@@ -61,9 +50,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
         import mock_nnapi
         import tvm_nnapi
+        from mock_nnapi import control
+        from tvm_nnapi.tools.run import compare, computation_precision, random_inputs
+        from tvm_nnapi.tools.sources import load_model_source
 
-    mod, info, title = _demo_model(args.model, args.batch)
-    console.print(f"[bold]Model[/bold]: {title}")
+    source = load_model_source(args.model, batch=args.batch)
+    bound = ", ".join(f"{k}={v}" for k, v in source.shapes.items())
+    console.print(
+        f"[bold]Model[/bold]: {escape(args.model)}: {escape(source.description)}"
+        + (f"; shapes bound: {bound}" if bound else "")
+    )
+    mod = source.module
     with console.status("partitioning for NNAPI..."):
         report = tvm_nnapi.partition_with_report(mod)
         summary = tvm_nnapi.offload_summary(report.module)
@@ -86,16 +83,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f"{share}; NNAPI subgraphs: {len(summary.subgraphs)}"
     )
     for refusal in report.refusals:
-        console.print(f"  [yellow]kept on host[/yellow]: {refusal}")
+        console.print(f"  [yellow]kept on host[/yellow]: {escape(str(refusal))}")
 
     if args.profile != "none":
         # Before anything is compiled: the mock switches profiles only with no live compilation.
-        from tvm_nnapi.tools.estimate import estimate
+        from tvm_nnapi.tools.estimate import estimate, why_nnapi_loses
+        from tvm_nnapi.tools.report import format_speedup
 
         with console.status(f"estimating on the {args.profile} profile (modelled)..."):
-            symbolic = any(isinstance(d, str) for d in info["input_shape"])
-            shapes = {"batch": args.batch} if symbolic else None
-            modelled = estimate(mod, args.profile, shapes=shapes)
+            modelled = estimate(source.symbolic_module, args.profile, shapes=source.shapes)
         phone = Table(title=f"Modelled on the {args.profile} profile (cost model, not measured)")
         phone.add_column("program")
         phone.add_column("devices", overflow="fold")
@@ -111,42 +107,45 @@ def cmd_demo(args: argparse.Namespace) -> int:
         )
         console.print(phone)
         console.print(
-            f"modelled speedup of the NNAPI-offloaded program: {modelled.modelled_speedup:.3g}x "
-            f"(plus a one-off modelled NNAPI compilation of "
-            f"{_modelled_time(modelled.modelled_compilation_us)})"
+            "modelled speedup of the NNAPI-offloaded program: "
+            f"{format_speedup(modelled.modelled_speedup)} (plus a one-off modelled NNAPI "
+            f"compilation of {_modelled_time(modelled.modelled_compilation_us)})"
         )
+        reason = why_nnapi_loses(modelled.to_dict())
+        if reason:
+            console.print(escape(reason))
 
-    shape = tuple(info["input_shape"])
-    if shape and isinstance(shape[0], str):
-        shape = (args.batch, *shape[1:])
-    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    x = random_inputs(source)
     with console.status("building with NNAPI offload..."):
         nnapi_vm = relax.VirtualMachine(tvm_nnapi.build(report.module), tvm.cpu())
     with console.status("building the host-only llvm reference (the slow part)..."):
         host_vm = relax.VirtualMachine(relax.build(mod, target="llvm"), tvm.cpu())
     mock_nnapi.reset_counters()
+    arguments = [tvm.runtime.tensor(a) for a in x]
     with console.status("running..."):
         start = time.perf_counter()
-        result = nnapi_vm[info["entry"]](tvm.runtime.tensor(x)).numpy()
+        result = nnapi_vm[source.entry](*arguments).numpy()
         nnapi_seconds = time.perf_counter() - start
         start = time.perf_counter()
-        expected = host_vm[info["entry"]](tvm.runtime.tensor(x)).numpy()
+        expected = host_vm[source.entry](*arguments).numpy()
         host_seconds = time.perf_counter() - start
     counters = mock_nnapi.counters()
-    error = float(np.max(np.abs(result - expected)))
-    scale = float(np.max(np.abs(expected))) or 1.0
+    (check,) = compare([result], [expected], precision=computation_precision(source))
 
-    run = Table(title="Run on the mock NNAPI vs host llvm")
+    profile = control.profile_name()
+    run = Table(title=f"Run on the mock NNAPI (profile {profile}) vs host llvm")
     run.add_column("measure")
     run.add_column("value", justify="right", overflow="fold")
     run.add_row("NNAPI library", tvm_nnapi.configure_nnapi_library())
+    run.add_row("mock device profile of the run", profile)
     run.add_row("NNAPI executions (mock counter)", str(counters["executions_completed"]))
     run.add_row("NNAPI operations executed (mock counter)", str(counters["operations_executed"]))
-    run.add_row("max |NNAPI - llvm| / max |llvm|", f"{error / scale:.2e}")
+    run.add_row("max |NNAPI - llvm| / max |llvm|", f"{check.max_rel_error:.2e}")
+    run.add_row("tolerance (precision computed in)", f"{check.tolerance:.0e} ({check.precision})")
     run.add_row("first NNAPI call, incl. NNAPI compile (measured)", f"{nnapi_seconds:.3f} s")
     run.add_row("first llvm call (measured)", f"{host_seconds:.3f} s")
     console.print(run)
-    ok = error <= 1e-4 * scale and counters["executions_completed"] == len(summary.subgraphs)
+    ok = check.passed and counters["executions_completed"] == len(summary.subgraphs)
     console.print("[green]OK[/green]: results match" if ok else "[red]MISMATCH[/red]")
     console.print(
         "More: tvm-nnapi explain | estimate --profile P | run MODEL [--report out.html] "
@@ -175,6 +174,16 @@ def _feature_level(text: str) -> int:
     raise argparse.ArgumentTypeError(
         f"{text} is not an NNAPI feature level (1-8, or 27-31 / 1000006-1000008)"
     )
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return value
 
 
 class _Progress:
@@ -415,9 +424,15 @@ def _print_explanation(console, source, explanation: dict[str, Any]) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"NNAPI subgraphs of {source.spec} ({source.entry})")
+    table = Table(
+        title=f"NNAPI subgraphs of {source.spec} ({source.entry}); operators counted per call"
+    )
     devices = explanation.get("subgraph_devices")
-    columns = ["subgraph", "Relax operators", "NNAPI operations", "in/out", "symbols"]
+    # The calls column only when a subgraph function runs more than once (an LLM's layers).
+    repeated = any(sub.get("calls", 1) > 1 for sub in explanation["subgraphs"])
+    columns = ["subgraph", "calls", "Relax operators", "NNAPI operations", "in/out", "symbols"]
+    if not repeated:
+        columns.remove("calls")
     for column in columns + (["devices"] if devices else []):
         table.add_column(column, overflow="fold")
     for sub in explanation["subgraphs"]:
@@ -427,6 +442,7 @@ def _print_explanation(console, source, explanation: dict[str, Any]) -> None:
         nnapi_ops = ", ".join(f"{k} x{v}" for k, v in sorted(sub["nnapi_operations"].items()))
         cells = [
             sub["name"],
+            *([str(sub.get("calls", 1))] if repeated else []),
             relax_ops,
             nnapi_ops,
             f"{sub['inputs']}/{sub['outputs']}",
@@ -455,9 +471,9 @@ def _print_explanation(console, source, explanation: dict[str, Any]) -> None:
     share_text = f"{share:.1%}" if share is not None else "n/a (symbolic shapes)"
     console.print(
         f"operators offloaded: {explanation['offloaded_operators']} of "
-        f"{explanation['total_operators']}; estimated FLOPs offloaded: {share_text}; NNAPI "
-        f"subgraphs: {len(explanation['subgraphs'])}; host<->NNAPI boundary values: "
-        f"{explanation['boundary_transfers']}"
+        f"{explanation['total_operators']} (counting every call); estimated FLOPs offloaded: "
+        f"{share_text}; NNAPI subgraphs: {len(explanation['subgraphs'])}; host<->NNAPI "
+        f"boundary values: {explanation['boundary_transfers']}"
     )
 
 
@@ -512,7 +528,11 @@ def _run_command(args: argparse.Namespace, command: str) -> int:
         from rich.markup import escape
 
         console = _console()
-        console.print(f"[bold]Model[/bold]: {escape(source.description)} ({escape(source.spec)})")
+        bound = ", ".join(f"{k}={v}" for k, v in source.shapes.items())
+        console.print(
+            f"[bold]Model[/bold]: {escape(source.description)} ({escape(source.spec)})"
+            + (f"; symbolic dimensions bound: {bound}" if bound else "")
+        )
         _print_explanation(console, source, explanation)
         if document["estimate"] is not None:
             _print_estimate(console, document["estimate"])
@@ -588,30 +608,53 @@ def _devices_from_estimate(
 
 
 def _print_estimate(console, estimate: dict[str, Any]) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
-    from tvm_nnapi.tools.report import _format_us
+    from tvm_nnapi.tools.estimate import why_nnapi_loses
+    from tvm_nnapi.tools.report import _format_us, format_speedup
 
-    table = Table(title=f"Estimate on {estimate['profile']} (MODELLED, not measured)")
-    for column in ("subgraph", "calls", "devices", "NNAPI / call", "host / call", "speedup"):
-        table.add_column(column, overflow="fold")
+    table = Table(title=f"Estimate on {estimate['profile']} (MODELLED, not measured; per call)")
+    columns = (
+        "subgraph",
+        "calls",
+        "devices",
+        "compute",
+        "set-up",
+        "transfers",
+        "driver",
+        "NNAPI / call",
+        "host / call",
+        "speedup",
+    )
+    for column in columns:
+        table.add_column(
+            column, overflow="fold", justify="left" if column == "subgraph" else "right"
+        )
     for sub in estimate.get("subgraphs", []):
         table.add_row(
             sub["name"],
             str(sub.get("calls", 1)),
             ", ".join(sub.get("devices", [])),
+            _format_us(sub.get("modelled_compute_us")),
+            _format_us(sub.get("modelled_input_setup_us")),
+            _format_us(sub.get("modelled_transfer_us")),
+            _format_us(sub.get("modelled_driver_overhead_us")),
             _format_us(sub.get("modelled_nnapi_us")),
             _format_us(sub.get("modelled_host_us")),
-            f"{sub.get('modelled_speedup', 0):.2f}x",
+            format_speedup(sub.get("modelled_speedup")),
         )
     console.print(table)
     totals = estimate.get("totals", {})
     console.print(
         f"modelled: NNAPI-offloaded program {_format_us(totals.get('modelled_nnapi_program_us'))}"
         f", all-host program {_format_us(totals.get('modelled_host_program_us'))}, speedup "
-        f"{totals.get('modelled_speedup', 0):.2f}x (host operators in both: "
+        f"{format_speedup(totals.get('modelled_speedup'))} (host operators in both: "
         f"{_format_us(totals.get('modelled_host_only_us'))})"
     )
+    reason = why_nnapi_loses(estimate)
+    if reason:
+        console.print(escape(reason))
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
@@ -668,6 +711,13 @@ def _print_run(console, run: dict[str, Any]) -> None:
     )
     table.add_row("max |NNAPI - llvm|", f"{run['max_abs_error']:.3e}")
     table.add_row("max |NNAPI - llvm| / max |llvm|", f"{run['max_rel_error']:.3e}")
+    tolerances = sorted(
+        {(o["tolerance"], o.get("precision") or o["dtype"]) for o in run["outputs"]}
+    )
+    table.add_row(
+        "tolerance (precision computed in)",
+        ", ".join(f"{tol:.0e} ({precision})" for tol, precision in tolerances),
+    )
     for name, seconds in run["measured_seconds"].items():
         table.add_row(f"{name.replace('_', ' ')} (measured on this host)", f"{seconds:.4f} s")
     table.add_row(
@@ -741,16 +791,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument(
         "--model",
-        choices=["mobilenet_v2", "residual"],
-        default="mobilenet_v2",
-        help="built-in model (default: a small MobileNetV2-style CNN)",
+        choices=["residual", "mobilenet_v2_small", "mobilenet_v2"],
+        default="residual",
+        help="built-in model, as in `tvm-nnapi models` (default: residual, a small network "
+        "with one operator NNAPI cannot take)",
     )
-    demo.add_argument("--batch", type=int, default=1, help="batch size of the input (default 1)")
+    demo.add_argument(
+        "--batch", type=_positive, default=1, help="batch size of the input (default 1)"
+    )
     demo.add_argument(
         "--profile",
         default="snapdragon-8-gen-2",
         help="phone profile for the modelled latency estimate (default snapdragon-8-gen-2; "
-        "`none` skips it); the run itself uses the mock's current profile",
+        "`none` skips it); the run itself uses the mock's current profile, which it names",
     )
     demo.set_defaults(handler=cmd_demo)
 
@@ -822,7 +875,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--rtol",
         type=float,
         default=None,
-        help="tolerance on max|NNAPI - llvm| / max|llvm| (default 1e-4 fp32, 1e-2 fp16)",
+        help="tolerance on max|NNAPI - llvm| / max|llvm| (default by the precision the model "
+        "computes in: 1e-4 float32, 1e-2 float16)",
     )
     run.add_argument("--seed", type=int, default=0, help="seed of the random inputs and weights")
     run.set_defaults(handler=cmd_run)

@@ -24,8 +24,13 @@ from .graph_json import Dim, GraphBuilder
 from .ir_utils import prefix_prim_funcs_pass
 
 
-def lower_function(func: relax.Function) -> GraphBuilder:
-    """Lower one ``Codegen="nnapi"`` function to a :class:`GraphBuilder`."""
+def lower_function(
+    func: relax.Function, emitted: dict[relax.Var, list[str]] | None = None
+) -> GraphBuilder:
+    """Lower one ``Codegen="nnapi"`` function to a :class:`GraphBuilder`.
+
+    ``emitted``, if given, receives for each composite call the NNAPI operations its lowering
+    added, by the variable the call binds (what the report's graph labels its nodes with)."""
     symbol = str(func.attrs["global_symbol"])
     builder = GraphBuilder(symbol)
     ctx = ConvertContext(builder)
@@ -46,7 +51,10 @@ def lower_function(func: relax.Function) -> GraphBuilder:
             if isinstance(value, relax.Function):
                 composites[binding.var] = value
             elif isinstance(value, relax.Call) and value.op in composites:
+                before = len(builder.operations)
                 ctx.values[binding.var] = _lower_composite(ctx, composites[value.op], value)
+                if emitted is not None:
+                    emitted[binding.var] = [op.op for op in builder.operations[before:]]
             else:
                 ctx.values[binding.var] = _lower_plumbing(ctx, binding)
     for field in _fields(body.body):

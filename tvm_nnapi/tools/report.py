@@ -111,6 +111,14 @@ def _format_us(micros: float | None) -> str:
     return f"{micros:.1f} µs"
 
 
+def format_speedup(ratio: float | None) -> str:
+    """A speedup with two decimals, or three significant digits below 0.01 (0.00312x, never
+    0.00x); n/a when unknown."""
+    if ratio is None or not ratio:
+        return "n/a"
+    return f"{ratio:.2f}x" if ratio >= 0.01 else f"{ratio:.3g}x"
+
+
 def _format_number(value: float) -> str:
     for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if abs(value) >= scale:
@@ -453,7 +461,7 @@ def _summary_cards(document: dict[str, Any]) -> str:
         cards += [
             (_format_us(totals.get("modelled_nnapi_program_us")), "NNAPI-offloaded (modelled)"),
             (_format_us(totals.get("modelled_host_program_us")), "all on host (modelled)"),
-            (f"{totals.get('modelled_speedup', 0):.2f}x", "modelled speedup"),
+            (format_speedup(totals.get("modelled_speedup")), "modelled speedup"),
         ]
     run = document.get("run")
     if run:
@@ -511,6 +519,7 @@ def _subgraph_section(explanation: dict[str, Any], devices: dict[str, list[str]]
         rows.append(
             [
                 f"<code>{_e(sub['name'])}</code>",
+                _e(str(sub.get("calls", 1))),
                 _counts(sub["relax_operators"]),
                 _counts(sub["nnapi_operations"]),
                 _e(f"{sub['inputs']}/{sub['outputs']}"),
@@ -521,7 +530,16 @@ def _subgraph_section(explanation: dict[str, Any], devices: dict[str, list[str]]
     if not rows:
         return "<section><h2>NNAPI subgraphs</h2><p>No operator is offloaded.</p></section>"
     table = _table(
-        ["subgraph", "Relax operators", "NNAPI operations", "in/out", "symbols", "devices"], rows
+        [
+            "subgraph",
+            "calls",
+            "Relax operators (per call)",
+            "NNAPI operations (per call)",
+            "in/out",
+            "symbols",
+            "devices",
+        ],
+        rows,
     )
     return f"<section><h2>NNAPI subgraphs</h2>{table}</section>"
 
@@ -541,7 +559,7 @@ def _estimate_section(estimate: dict[str, Any]) -> str:
                 _e(_format_us(sub.get("modelled_driver_overhead_us"))),
                 _e(_format_us(sub.get("modelled_nnapi_us"))),
                 _e(_format_us(sub.get("modelled_host_us"))),
-                _e(f"{sub.get('modelled_speedup', 0):.2f}x"),
+                _e(format_speedup(sub.get("modelled_speedup"))),
             ]
         )
     table = _table(

@@ -196,7 +196,10 @@ def _builtin_cnn(spec: str, batch: int) -> ModelSource:
         text = f"MobileNetV2-style CNN (width 0.35, 64x64, batch {batch}, random weights)"
     else:
         mod = residual_model()[0]
-        text = "residual elementwise network with a host-only cumsum (symbolic batch, --shapes)"
+        text = (
+            "residual elementwise network with a host-only cumsum (symbolic batch: --batch or "
+            "--shapes batch=N, default 1)"
+        )
     return ModelSource(spec, "builtin", text, mod, mod)
 
 
