@@ -216,6 +216,69 @@ def _error(message: str) -> None:
     print(f"error: {message}", file=sys.stderr)
 
 
+class UsageError(ValueError):
+    """Bad input to a command (an option, a file, a name): one line on stderr, exit code 2."""
+
+
+def _one_line(message: str) -> str:
+    """An exception's text as one line, without C++ source locations (``device.cc:353:``) and
+    TVM's traceback decorations."""
+    import re
+
+    lines = [line.strip() for line in str(message).splitlines() if line.strip()]
+    lines = [line for line in lines if not line.startswith(("File ", "Traceback", "^"))]
+    text = " ".join(lines) or type(message).__name__
+    text = re.sub(r"(?<![\w./-])[\w./-]+\.(?:cc|cpp|h|hpp):\d+:\s*", "", text)
+    if re.search(r"check failed: ", text, flags=re.IGNORECASE):
+        # "F returned ANEURALNETWORKS_BAD_DATA (4): check failed: Load(...): the reason"
+        text = re.sub(r"^.*?check failed: .*?\):\s*", "", text, flags=re.IGNORECASE)
+    return text
+
+
+def _selected_profile(profile: str | None) -> str | None:
+    """:func:`_select_profile`, its errors as one line naming ``--profile``."""
+    from mock_nnapi import NnapiError
+
+    try:
+        return _select_profile(profile)
+    except NnapiError as error:
+        raise UsageError(f"--profile {profile}: {_one_line(str(error))}") from error
+
+
+def _user_error(error: BaseException) -> str | None:
+    """The one-line message of an error the user can fix (bad input), else None."""
+    from tvm_nnapi.tools.sources import ModelLoadError
+
+    if isinstance(error, UsageError | ModelLoadError):
+        return _one_line(str(error))
+    if isinstance(error, OSError) and getattr(error, "filename", None):
+        reason = error.strerror or str(error)
+        return f"{error.filename}: {reason}"
+    if isinstance(error, FileNotFoundError | IsADirectoryError | NotADirectoryError):
+        return _one_line(str(error))
+    return None
+
+
+def _check_output_paths(args: argparse.Namespace) -> None:
+    """Before any work: every output file the options name must be writable where it is."""
+    import os
+
+    for option in ("report", "trace", "result"):
+        path = getattr(args, option, None)
+        if not path or path == "-":
+            continue
+        directory = os.path.dirname(os.path.abspath(path))
+        flag = f"--{option} {path}"
+        if os.path.isdir(path):
+            raise UsageError(f"{flag}: is a directory; give a file name")
+        if not os.path.isdir(directory):
+            raise UsageError(
+                f"{flag}: the directory {directory} does not exist; create it or write elsewhere"
+            )
+        if not os.access(directory, os.W_OK):
+            raise UsageError(f"{flag}: the directory {directory} is not writable")
+
+
 # ---- devices and models --------------------------------------------------------------------------
 
 
@@ -298,9 +361,10 @@ def cmd_devices(args: argparse.Namespace) -> int:
     from mock_nnapi import NnapiError
 
     try:
+        _selected_profile(args.profile)
         document = devices_document(args.profile)
     except NnapiError as error:
-        _error(f"--profile {args.profile}: {error}")
+        _error(f"--profile {args.profile}: {_one_line(str(error))}")
         return EXIT_BAD_INPUT
     if args.json:
         print(json.dumps(document, indent=2))
@@ -484,8 +548,9 @@ def _run_command(args: argparse.Namespace, command: str) -> int:
 
     quiet = bool(args.json or args.quiet)
     try:
+        _check_output_paths(args)
         with _Progress(quiet) as progress:
-            profile = _select_profile(getattr(args, "profile", None))
+            profile = _selected_profile(getattr(args, "profile", None))
             if command == "run" and args.model.startswith("llm:"):
                 # Before exporting the model: refuse weights too large to allocate.
                 from tvm_nnapi.tools.run import check_llm_weights
@@ -501,6 +566,7 @@ def _run_command(args: argparse.Namespace, command: str) -> int:
             explanation, graph, _ = _explain_document(args, source, progress, profile)
             document["explain"] = explanation
             if command == "estimate":
+                source.check_bound()
                 document["estimate"] = _estimate(args, source, profile, progress)
                 explanation["subgraph_devices"] = {
                     row["name"]: row["devices"] for row in document["estimate"]["subgraphs"]
@@ -519,10 +585,17 @@ def _run_command(args: argparse.Namespace, command: str) -> int:
                         known.extend(d for d in node.devices if d not in known)
                 explanation["subgraph_devices"] = devices
     except (ModelLoadError, NnapiError, ValueError, FileNotFoundError) as error:
-        _error(str(error))
+        if getattr(args, "debug", False):
+            raise
+        _error(_user_error(error) or _one_line(str(error)))
         return EXIT_BAD_INPUT
     except Exception as error:  # name what failed instead of a traceback
-        _error(f"{args.model}: {command} failed: {type(error).__name__}: {error}")
+        if getattr(args, "debug", False):
+            raise
+        _error(
+            f"{args.model}: {command} failed: {type(error).__name__}: {_one_line(str(error))} "
+            "(--debug shows the traceback)"
+        )
         return EXIT_FAILED
     if not args.json:
         from rich.markup import escape
@@ -761,7 +834,9 @@ def _add_model_arguments(parser: argparse.ArgumentParser, profile_help: str) -> 
         metavar="F",
         help="the function to look at (default main; for llm: models prefill or decode)",
     )
-    parser.add_argument("--batch", type=int, default=1, help="batch size of built-in CNNs")
+    parser.add_argument(
+        "--batch", type=_positive, default=1, help="batch size of built-in CNNs (default 1)"
+    )
     parser.add_argument("--profile", metavar="P", help=profile_help)
     parser.add_argument(
         "--feature-level",
@@ -777,13 +852,45 @@ def _add_model_arguments(parser: argparse.ArgumentParser, profile_help: str) -> 
     parser.add_argument("--quiet", action="store_true", help="no progress output on stderr")
 
 
+class _DebugSubparsers:
+    """``add_subparsers()`` whose every subcommand (also those other modules add) accepts
+    ``--debug`` after the command name."""
+
+    def __init__(self, action: Any) -> None:
+        self._action = action
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        sub = self._action.add_parser(name, **kwargs)
+        sub.add_argument(
+            "--debug",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help="let errors through with their Python traceback",
+        )
+        original = sub.add_subparsers
+
+        def add_subparsers(**options: Any) -> _DebugSubparsers:
+            return _DebugSubparsers(original(**options))
+
+        sub.add_subparsers = add_subparsers  # type: ignore[method-assign]
+        return sub
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tvm-nnapi",
         description="TVM Relax + Android NNAPI: see what is offloaded and why, estimate it on a "
         "phone profile, run it on the mock NNAPI. Documentation: docs/cli.md.",
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.add_argument("--version", action="version", version=f"tvm-nnapi {_version()}")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="let errors through with their Python traceback (also accepted after COMMAND)",
+    )
+    commands = _DebugSubparsers(
+        parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    )
     demo = commands.add_parser(
         "demo",
         help="partition a small model, run it on the mock NNAPI and compare with host llvm",
@@ -891,9 +998,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("tvm-nnapi")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. Bad input (UsageError, a model that cannot be loaded, a missing file) is
+    one line on stderr and exit code 2; any other failure one line and exit code 3. ``--debug``
+    lets the exception (and its traceback) through instead."""
     args = build_parser().parse_args(argv)
-    return int(args.handler(args))
+    try:
+        return int(args.handler(args))
+    except Exception as error:
+        if getattr(args, "debug", False):
+            raise
+        message = _user_error(error)
+        if message is not None:
+            _error(message)
+            return EXIT_BAD_INPUT
+        _error(
+            f"{args.command} failed: {type(error).__name__}: {_one_line(str(error))} "
+            "(--debug shows the traceback)"
+        )
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":

@@ -91,14 +91,23 @@ def precompile(program: Any, **symbols: int | Iterable[int]) -> int:
 
     Every subgraph whose symbols are all given is compiled for each combination of values
     (several symbols are zipped, so their lists must have one length). Returns the number of
-    (subgraph, signature) compilations requested.
+    (subgraph, signature) compilations requested. A symbol no NNAPI subgraph of ``program`` has
+    is a ValueError naming it and the symbols the subgraphs have.
     """
     values = {name: [v] if isinstance(v, int) else list(v) for name, v in symbols.items()}
     lengths = {len(v) for v in values.values()}
     if len(lengths) > 1:
         raise ValueError(f"symbol value lists differ in length: {values}")
+    modules = list(nnapi_modules(program))
+    known = {str(s) for module in modules for s in module["get_symbols"]()}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(
+            f"precompile: no NNAPI subgraph of this program has the symbol "
+            f"{', '.join(unknown)} (the subgraphs' symbols: {', '.join(sorted(known)) or 'none'})"
+        )
     count = 0
-    for module in nnapi_modules(program):
+    for module in modules:
         needed = [str(s) for s in module["get_symbols"]()]
         if not needed or any(name not in values for name in needed):
             continue

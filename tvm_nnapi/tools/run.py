@@ -328,6 +328,7 @@ def check_runnable(source: ModelSource) -> None:
     """Raise :class:`ModelLoadError` early for what `run` cannot do: an LLM too large to hold
     random weights for, a prompt longer than the context window, an input with a symbolic
     dimension that ``--shapes`` does not bind."""
+    source.check_bound()
     if source.kind != "llm":
         random_inputs(source)
         return
