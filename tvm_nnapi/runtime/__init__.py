@@ -34,17 +34,26 @@ OPTIONS = (
     "use_burst",
     "policy",
     "log",
+    "devices",
+    "exclude_cpu",
 )
 
 
 def configure(**options: Any) -> dict[str, str]:
-    """Set runtime options (for compilations from now on); returns the resulting options."""
+    """Set runtime options (for compilations from now on); returns the resulting options.
+
+    ``devices`` (names, a list or comma-separated) makes every NNAPI compilation from now on
+    target those NNAPI devices (``ANeuralNetworksCompilation_createForDevices``; "" lets NNAPI
+    choose); ``exclude_cpu=True`` leaves CPU devices out (of the named ones, or of all). Models
+    already compiled for a signature keep their devices (docs/runtime.md)."""
     setter = runtime_function("tvm_nnapi.runtime.set_option")
     for name, value in options.items():
         if name not in OPTIONS:
             raise ValueError(f"unknown NNAPI runtime option {name!r}; options: {OPTIONS}")
         if isinstance(value, bool):
             value = int(value)
+        elif isinstance(value, list | tuple):  # devices=["qti-gpu", "qti-dsp"]
+            value = ",".join(str(v) for v in value)
         setter(name, str(value))
     return options_in_effect()
 
