@@ -578,6 +578,12 @@ def _run_command(args: argparse.Namespace, command: str) -> int:
             elif command == "run":
                 document["run"], document["timeline"] = _run(args, source, graph, progress)
                 explanation["graph"] = graph.to_dict()  # with the devices the run used
+                if document["run"].get("layerwise"):
+                    from tvm_nnapi.tools.layerwise import LayerRow, LayerwiseResult, mark_graph
+
+                    layers = document["run"]["layerwise"]
+                    rows = [LayerRow(**row) for row in layers["rows"]]
+                    mark_graph(explanation["graph"], LayerwiseResult(rows, layers["precision"]))
                 devices: dict[str, list[str]] = {}
                 for node in graph.nodes:
                     if node.subgraph:
@@ -751,7 +757,28 @@ def _run(args: argparse.Namespace, source, graph, progress: _Progress):
     from tvm_nnapi.tools.run import chrome_trace, run_model
 
     options = _partition_options(args, source_profile(args))
+    if getattr(args, "layerwise", False) and source.kind == "llm":
+        raise UsageError(
+            f"{source.spec}: --layerwise compares the subgraphs of one function run on its "
+            "inputs; an LLM runs through its engine (KV cache, several functions) and is not "
+            "supported yet: use a module (a built-in CNN, .py, .onnx, TVMScript)"
+        )
     result = run_model(source, seed=args.seed, rtol=args.rtol, progress=progress, options=options)
+    layers = None
+    if getattr(args, "layerwise", False):
+        import tvm_nnapi
+        from tvm_nnapi.tools.layerwise import layerwise
+        from tvm_nnapi.tools.run import computation_precision, random_inputs
+
+        progress("comparing every NNAPI operator with the host (--layerwise)...")
+        partitioned = tvm_nnapi.partition(source.module, options, source.partition_entries)
+        layers = layerwise(
+            source,
+            partitioned,
+            random_inputs(source, args.seed),
+            computation_precision(source),
+            args.rtol,
+        )
     labels = [name for name, _ in graph.subgraph_calls]
     if len(labels) != len(result.traces):
         labels = []
@@ -762,6 +789,8 @@ def _run(args: argparse.Namespace, source, graph, progress: _Progress):
             json.dump(chrome_trace(result, labels), file)
         result.trace_file = trace_path
     data = result.to_dict()
+    if layers is not None:
+        data["layerwise"] = layers.to_dict()
     if args.result:
         with open(args.result, "w", encoding="utf-8") as file:
             json.dump(data, file, indent=2)
@@ -799,12 +828,63 @@ def _print_run(console, run: dict[str, Any]) -> None:
     if run.get("trace_file"):
         table.add_row("Perfetto trace (modelled times)", run["trace_file"])
     console.print(table)
+    if run.get("layerwise") is not None:
+        _print_layerwise(console, run["layerwise"])
     if run["passed"]:
         console.print("[green]OK[/green]: results match the host llvm build")
     elif not run["nnapi_ran"] and run["nnapi_subgraphs"]:
         console.print("[red]FAIL[/red]: NNAPI did not run although the model has NNAPI subgraphs")
     else:
         console.print("[red]MISMATCH[/red]: results differ from the host llvm build")
+
+
+def _layer_text(row: dict[str, Any]) -> str:
+    operators = " + ".join(op.removeprefix("relax.") for op in row["relax_operators"])
+    operations = ", ".join(row["nnapi_operations"]) or "?"
+    return (
+        f"{row['subgraph']} call {row['call_index']}, {row['binding']} "
+        f"({operators} -> NNAPI {operations})"
+    )
+
+
+def _print_layerwise(console, layers: dict[str, Any]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    rows = layers["rows"]
+    first = layers["first_divergence"]
+    table = Table(
+        title=f"Layer-wise: each NNAPI operator vs the host on the same inputs "
+        f"({layers['operators_compared']} operators, {layers['precision']})"
+    )
+    for column in ("subgraph", "call", "binding", "Relax", "NNAPI", "max rel error", "tolerance"):
+        table.add_column(column, overflow="fold")
+    # The first over the tolerance, then the largest errors (at most 8 rows).
+    shown = sorted(rows, key=lambda r: -r["max_rel_error"])[:8]
+    if first is not None and first not in shown:
+        shown = [first, *shown[:7]]
+    for row in shown:
+        marker = "[red]" if not row["passed"] else ""
+        table.add_row(
+            row["subgraph"],
+            str(row["call_index"]),
+            row["binding"],
+            escape(" + ".join(op.removeprefix("relax.") for op in row["relax_operators"])),
+            ", ".join(row["nnapi_operations"]),
+            f"{marker}{row['max_rel_error']:.3e}",
+            f"{row['tolerance']:.0e}",
+        )
+    console.print(table)
+    if first is None:
+        console.print(
+            f"layer-wise: every one of the {len(rows)} NNAPI operators is within tolerance"
+        )
+    else:
+        console.print(
+            f"[red]layer-wise: first operator over the tolerance[/red]: "
+            f"{escape(_layer_text(first))}: max |NNAPI - host| / max |host| = "
+            f"{first['max_rel_error']:.3e} > {first['tolerance']:.0e}"
+        )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -986,6 +1066,12 @@ def build_parser() -> argparse.ArgumentParser:
         "computes in: 1e-4 float32, 1e-2 float16)",
     )
     run.add_argument("--seed", type=int, default=0, help="seed of the random inputs and weights")
+    run.add_argument(
+        "--layerwise",
+        action="store_true",
+        help="also compare every NNAPI operator's output with the host computation of the same "
+        "operator on the same inputs, and name the first one over the tolerance",
+    )
     run.set_defaults(handler=cmd_run)
 
     # Subcommands contributed by other modules: one line each, `module.add_subcommands(commands)`.

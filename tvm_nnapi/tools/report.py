@@ -289,6 +289,12 @@ def graph_svg(graph: dict[str, Any], colours: dict[str, str]) -> str:
         refused = node["kind"] == "host" and node.get("refusal")
         stroke = "#b91c1c" if refused else "#374151"
         dash = ' stroke-dasharray="4 2"' if refused else ""
+        width = "1.2"
+        layer = node.get("layerwise") or {}
+        if layer.get("first_divergence"):
+            stroke, width, dash = "#dc2626", "3.5", ""  # --layerwise: results start to differ
+        elif layer and not layer.get("passed", True):
+            stroke, width = "#f87171", "2.2"
         if node["kind"] == "nnapi":
             operations = Counter(node.get("nnapi_operations") or [])
             detail = ", ".join(
@@ -311,7 +317,7 @@ def graph_svg(graph: dict[str, Any], colours: dict[str, str]) -> str:
             f'data-binding="{_e(node.get("binding", ""))}">'
             f"<title>{_e(tooltip)}</title>"
             f'<rect x="{x:.0f}" y="{y:.0f}" width="{NODE_WIDTH}" height="{NODE_HEIGHT}" rx="6" '
-            f'fill="{fill}" stroke="{stroke}" stroke-width="1.2"{dash}/>'
+            f'fill="{fill}" stroke="{stroke}" stroke-width="{width}"{dash}/>'
             f'<text x="{x + 8:.0f}" y="{y + 16:.0f}" font-size="12" font-weight="600" '
             f'fill="{text_colour}">{_e(_shorten(node["label"], 26))}</text>'
             f'<text x="{x + 8:.0f}" y="{y + 31:.0f}" font-size="10.5" fill="{text_colour}">'
@@ -340,6 +346,13 @@ def _node_tooltip(node: dict[str, Any]) -> str:
         lines.append(f"result: {node['shape']}")
     if node.get("flops"):
         lines.append(f"FLOPs: {_format_number(node['flops'])}")
+    if node.get("layerwise"):
+        layer = node["layerwise"]
+        lines.append(
+            f"layer-wise: max rel error {layer['max_rel_error']:.3e} (tolerance "
+            f"{layer['tolerance']:.0e})"
+            + (", the first operator over the tolerance" if layer.get("first_divergence") else "")
+        )
     return "\n".join(lines)
 
 
@@ -748,11 +761,62 @@ def _run_section(run: dict[str, Any], timeline: dict[str, Any] | None, colours: 
             f'<p class="note">Perfetto trace: <code>{_e(run["trace_file"])}</code> (open it in '
             "Perfetto's UI).</p>"
         )
+    if run.get("layerwise"):
+        parts.append(_layerwise_section(run["layerwise"]))
     if timeline:
         parts.append('<h2>Timeline<span class="modelled">MODELLED</span></h2>')
         parts.append(f'<div class="scroll">{timeline_svg(timeline, colours)}</div>')
     parts.append("</section>")
     return "".join(parts)
+
+
+def _verdict(passed: bool) -> str:
+    return '<span class="pass">pass</span>' if passed else '<span class="fail">FAIL</span>'
+
+
+def _layerwise_section(layers: dict[str, Any]) -> str:
+    """--layerwise: the first operator over the tolerance and the largest errors."""
+    first = layers.get("first_divergence")
+    rows = layers.get("rows", [])
+    shown = sorted(rows, key=lambda r: -r["max_rel_error"])[:12]
+    if first is not None and first not in shown:
+        shown = [first, *shown[:11]]
+    table = _table(
+        ["subgraph", "call", "binding", "Relax", "NNAPI", "max abs error", "max rel error",
+         "tolerance", "result"],
+        [
+            [
+                f"<code>{_e(r['subgraph'])}</code>",
+                _e(r["call_index"]),
+                f"<code>{_e(r['binding'])}</code>",
+                _e(" + ".join(op.removeprefix("relax.") for op in r["relax_operators"])),
+                _e(", ".join(r["nnapi_operations"])),
+                _e(f"{r['max_abs_error']:.3e}"),
+                _e(f"{r['max_rel_error']:.3e}"),
+                _e(f"{r['tolerance']:.0e}"),
+                _verdict(r["passed"]),
+            ]
+            for r in shown
+        ],
+        {5, 6, 7},
+    )  # fmt: skip
+    if first is None:
+        verdict = f"Every one of the {len(rows)} NNAPI operators is within the tolerance."
+    else:
+        error = f"{first['max_rel_error']:.3e}"
+        verdict = (
+            f"First operator over the tolerance: <code>{_e(first['subgraph'])}</code> call "
+            f"{_e(first['call_index'])}, <code>{_e(first['binding'])}</code> "
+            f"({_e(', '.join(first['nnapi_operations']))}), max relative error "
+            f"{_e(error)} (its node is outlined in red in "
+            "the graph)."
+        )
+    return (
+        "<h2>Layer-wise comparison</h2>"
+        '<p class="note">Each NNAPI operator against the host computation of the same operator, '
+        f"on the inputs the host computes for its subgraph ({_e(layers.get('precision'))}). "
+        f"{verdict}</p>{table}"
+    )
 
 
 # ---- the page ------------------------------------------------------------------------------------
