@@ -541,6 +541,52 @@ def _print_explanation(console, source, explanation: dict[str, Any]) -> None:
     )
 
 
+def _configure_devices(args: argparse.Namespace) -> dict[str, Any] | None:
+    """--devices / --no-nnapi-cpu: the NNAPI devices every compilation targets from now on
+    (the runtime's ``devices``/``exclude_cpu`` options: createForDevices); None: NNAPI chooses."""
+    names = [n.strip() for n in (getattr(args, "devices", None) or "").split(",") if n.strip()]
+    exclude_cpu = bool(getattr(args, "no_nnapi_cpu", False))
+    if not names and not exclude_cpu:
+        return None
+    from tvm_nnapi import runtime
+
+    runtime.configure(devices=",".join(names), exclude_cpu=exclude_cpu)
+    return {"devices": names, "exclude_cpu": exclude_cpu}
+
+
+def _check_device_names(choice: dict[str, Any]) -> None:
+    """Every --devices name must be a device of the active NNAPI (the mock's profile)."""
+    import mock_nnapi
+
+    listed = mock_nnapi.devices()
+    present = [device.name for device in listed]
+    unknown = [name for name in choice["devices"] if name not in present]
+    if unknown:
+        raise UsageError(
+            f"--devices {','.join(choice['devices'])}: no NNAPI device named "
+            f"{', '.join(unknown)} (devices: {', '.join(present)}; see `tvm-nnapi devices`)"
+        )
+    cpu = mock_nnapi.DeviceTypeCode.CPU
+    left = [
+        d.name
+        for d in listed
+        if (not choice["devices"] or d.name in choice["devices"])
+        and not (choice["exclude_cpu"] and d.type == cpu)
+    ]
+    if not left:
+        raise UsageError(
+            f"--no-nnapi-cpu: no NNAPI device is left after excluding CPUs (devices: "
+            f"{', '.join(present)}); name a non-CPU device with --devices or drop --no-nnapi-cpu"
+        )
+
+
+def _device_choice_text(choice: dict[str, Any] | None) -> str:
+    if choice is None:
+        return "NNAPI chooses"
+    text = ", ".join(choice["devices"]) or "all devices"
+    return text + (" without CPUs" if choice["exclude_cpu"] else "")
+
+
 def _run_command(args: argparse.Namespace, command: str) -> int:
     """explain, estimate and run: load, partition/describe, then the command's own part."""
     from mock_nnapi import NnapiError
@@ -549,6 +595,8 @@ def _run_command(args: argparse.Namespace, command: str) -> int:
     quiet = bool(args.json or args.quiet)
     try:
         _check_output_paths(args)
+        device_choice = _configure_devices(args)
+        args.device_choice = device_choice
         with _Progress(quiet) as progress:
             profile = _selected_profile(getattr(args, "profile", None))
             if command == "run" and args.model.startswith("llm:"):
@@ -563,6 +611,9 @@ def _run_command(args: argparse.Namespace, command: str) -> int:
 
                 check_runnable(source)
             document = _document(command, source, profile)
+            document["device_choice"] = device_choice
+            if device_choice is not None:
+                _check_device_names(device_choice)
             explanation, graph, _ = _explain_document(args, source, progress, profile)
             document["explain"] = explanation
             if command == "estimate":
@@ -612,6 +663,12 @@ def _run_command(args: argparse.Namespace, command: str) -> int:
             f"[bold]Model[/bold]: {escape(source.description)} ({escape(source.spec)})"
             + (f"; symbolic dimensions bound: {bound}" if bound else "")
         )
+        if document.get("device_choice") is not None:
+            chosen = escape(_device_choice_text(document["device_choice"]))
+            console.print(
+                f"[bold]NNAPI devices[/bold]: {chosen} (--devices/--no-nnapi-cpu: "
+                "ANeuralNetworksCompilation_createForDevices)"
+            )
         _print_explanation(console, source, explanation)
         if document["estimate"] is not None:
             _print_estimate(console, document["estimate"])
@@ -789,6 +846,7 @@ def _run(args: argparse.Namespace, source, graph, progress: _Progress):
             json.dump(chrome_trace(result, labels), file)
         result.trace_file = trace_path
     data = result.to_dict()
+    data["device_choice"] = getattr(args, "device_choice", None)
     if layers is not None:
         data["layerwise"] = layers.to_dict()
     if args.result:
@@ -807,6 +865,9 @@ def _print_run(console, run: dict[str, Any]) -> None:
     table.add_column("value", justify="right", overflow="fold")
     table.add_row("NNAPI library", run["nnapi_library"])
     table.add_row("device profile", run["profile"])
+    table.add_row("NNAPI devices chosen", _device_choice_text(run.get("device_choice")))
+    devices = sorted({d for e in run["modelled"]["executions"] for d in e["devices"]})
+    table.add_row("NNAPI devices that ran operations (mock traces)", ", ".join(devices) or "none")
     table.add_row(
         "NNAPI executions / operations (mock counters)",
         f"{run['nnapi_executions']} / {run['nnapi_operations_executed']}",
@@ -929,6 +990,18 @@ def _add_model_arguments(parser: argparse.ArgumentParser, profile_help: str) -> 
         "--json", action="store_true", help="print a JSON document (docs/cli.md) on stdout"
     )
     parser.add_argument("--report", metavar="OUT.html", help="write a self-contained HTML report")
+    parser.add_argument(
+        "--devices",
+        metavar="NAME[,NAME]",
+        help="compile every NNAPI subgraph for these NNAPI devices only (names as `tvm-nnapi "
+        "devices` lists them; ANeuralNetworksCompilation_createForDevices); default: NNAPI chooses",
+    )
+    parser.add_argument(
+        "--no-nnapi-cpu",
+        action="store_true",
+        help="leave NNAPI's CPU devices out of the compilation (like ONNX Runtime's "
+        "NNAPI_FLAG_CPU_DISABLED)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress output on stderr")
 
 
