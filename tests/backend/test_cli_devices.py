@@ -47,6 +47,20 @@ def test_devices_change_the_devices_run_reports():
     assert gpu == {"qti-gpu"}
 
 
+def test_devices_show_in_the_run_table_and_report(tmp_path):
+    report = tmp_path / "run.html"
+    completed = _cli(
+        "run", "residual", "--profile", "snapdragon-8-gen-2", "--devices", "qti-gpu",
+        "--trace", "-", "--report", str(report),
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr
+    assert "NNAPI devices: qti-gpu" in completed.stdout
+    (row,) = [line for line in completed.stdout.splitlines() if "that ran operations" in line]
+    assert "qti-gpu" in row and "qti-dsp" not in row
+    page = report.read_text()
+    assert "NNAPI devices chosen" in page and "<td>qti-gpu</td>" in page
+
+
 def test_devices_show_in_explain_and_estimate():
     completed = _cli(
         "estimate", "residual", "--profile", "tensor-g2", "--devices", "nnapi-reference", "--json"

@@ -709,6 +709,14 @@ def _estimate_section(estimate: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+def _device_choice(choice: dict[str, Any] | None) -> str:
+    """--devices / --no-nnapi-cpu as text ("NNAPI chooses" without them)."""
+    if not choice:
+        return "NNAPI chooses (no --devices)"
+    text = ", ".join(choice.get("devices") or []) or "all devices"
+    return text + (" without CPUs" if choice.get("exclude_cpu") else "")
+
+
 def _run_section(run: dict[str, Any], timeline: dict[str, Any] | None, colours: dict) -> str:
     rows = [
         [
@@ -727,6 +735,7 @@ def _run_section(run: dict[str, Any], timeline: dict[str, Any] | None, colours: 
     facts = [
         ["NNAPI library", _e(run["nnapi_library"])],
         ["device profile", _e(run["profile"])],
+        ["NNAPI devices chosen", _e(_device_choice(run.get("device_choice")))],
         [
             "NNAPI really ran",
             _e(
