@@ -31,6 +31,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: a test that takes more than a few seconds")
     config.pluginmanager.register(difftest_plugin.DiffTestPlugin(config), "tvm_nnapi_difftest")
+    if config.getoption("--target") == "device" and not hasattr(config, "workerinput"):
+        # An explicitly requested phone that is not configured is an error, not 2000 skips.
+        from tvm_nnapi.testing import android
+
+        try:
+            android.choose_device(os.environ)
+        except android.TargetUnavailableError as missing:
+            raise pytest.UsageError(f"--target device: {missing}") from None
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -243,13 +243,45 @@ class DiffTestPlugin:
             record.nnapi_ran = any(entry["ran"] for entry in nnapi)
             record.nnapi_evidence = "; ".join(dict.fromkeys(str(e["evidence"]) for e in nnapi))
 
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """A module skipped at collection (``pytest.importorskip`` at module level) counts as
+        one skipped test, as pytest's summary counts it."""
+        if report.skipped and report.nodeid and report.nodeid not in self.records:
+            self.records[report.nodeid] = TestRecord(
+                nodeid=report.nodeid, target="mock", outcome="skipped", message=_message(report)
+            )
+
+    def full_run(self) -> bool:
+        """Whether this run is the whole suite: the tests directory (or the rootdir) as the
+        only path, no -k/-m selection, no --lf/--sw/--deselect."""
+        config = self.config
+        option = config.option
+        if getattr(option, "keyword", "") or getattr(option, "markexpr", ""):
+            return False
+        if getattr(option, "lf", False) or getattr(option, "stepwise", False):
+            return False
+        if getattr(option, "deselect", None):
+            return False
+        root = Path(config.rootpath).resolve()
+        paths = {Path(config.invocation_params.dir, arg).resolve() for arg in config.args}
+        return paths <= {root, root / "tests"}
+
     def report_path(self) -> Path | None:
+        """--difftest-report (or its environment variable) when given; else
+        build/difftest/report-<target>.json for a full run and, so that a subset (a tox
+        environment's selection, a test file) does not overwrite it,
+        build/difftest/partial/report-<target>[-<tox env>].json otherwise."""
         option = str(self.config.getoption("--difftest-report") or "")
         if option.lower() == "none":
             return None
         if option:
             return Path(option)
-        return Path(self.config.rootpath) / "build" / "difftest" / f"report-{self.target}.json"
+        directory = Path(self.config.rootpath) / "build" / "difftest"
+        if self.full_run():
+            return directory / f"report-{self.target}.json"
+        tox_env = os.environ.get("TOX_ENV_NAME", "")
+        suffix = f"-{tox_env}" if tox_env and tox_env != self.target else ""
+        return directory / "partial" / f"report-{self.target}{suffix}.json"
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -272,7 +304,7 @@ class DiffTestPlugin:
             terminalreporter.write_line(f"differential report: {json_path} and {markdown_path}")
 
 
-def _message(report: pytest.TestReport) -> str:
+def _message(report: pytest.TestReport | pytest.CollectReport) -> str:
     """The first line of a failure, or a skip's reason."""
     longrepr = report.longrepr
     if isinstance(longrepr, tuple) and len(longrepr) == 3:

@@ -23,8 +23,6 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 if TYPE_CHECKING:
     from rich.status import Status
 
@@ -33,16 +31,6 @@ def _console():
     from rich.console import Console
 
     return Console()
-
-
-def _demo_model(name: str, batch: int):
-    from tvm_nnapi.models import mobilenet_v2, residual_model
-
-    if name == "mobilenet_v2":
-        mod, info = mobilenet_v2(width=0.35, resolution=64, num_classes=10, batch=batch)
-        return mod, info, f"MobileNetV2-style CNN (width 0.35, 64x64 input, batch {batch})"
-    mod, info = residual_model()
-    return mod, info, f"residual elementwise network with a host-only cumsum (batch {batch})"
 
 
 def _short(name: str, width: int = 40) -> str:
@@ -55,6 +43,7 @@ def _modelled_time(us: float) -> str:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Partition a built-in model, run it on NNAPI (the mock) and on host llvm, print a report."""
+    from rich.markup import escape
     from rich.table import Table
 
     console = _console()
@@ -64,9 +53,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
         import mock_nnapi
         import tvm_nnapi
+        from mock_nnapi import control
+        from tvm_nnapi.tools.run import compare, computation_precision, random_inputs
+        from tvm_nnapi.tools.sources import load_model_source
 
-    mod, info, title = _demo_model(args.model, args.batch)
-    console.print(f"[bold]Model[/bold]: {title}")
+    source = load_model_source(args.model, batch=args.batch)
+    bound = ", ".join(f"{k}={v}" for k, v in source.shapes.items())
+    console.print(
+        f"[bold]Model[/bold]: {escape(args.model)}: {escape(source.description)}"
+        + (f"; shapes bound: {bound}" if bound else "")
+    )
+    mod = source.module
     with console.status("partitioning for NNAPI..."):
         report = tvm_nnapi.partition_with_report(mod)
         summary = tvm_nnapi.offload_summary(report.module)
@@ -89,16 +86,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f"{share}; NNAPI subgraphs: {len(summary.subgraphs)}"
     )
     for refusal in report.refusals:
-        console.print(f"  [yellow]kept on host[/yellow]: {refusal}")
+        console.print(f"  [yellow]kept on host[/yellow]: {escape(str(refusal))}")
 
     if args.profile != "none":
         # Before anything is compiled: the mock switches profiles only with no live compilation.
-        from tvm_nnapi.tools.estimate import estimate
+        from tvm_nnapi.tools.estimate import estimate, why_nnapi_loses
+        from tvm_nnapi.tools.report import format_speedup
 
         with console.status(f"estimating on the {args.profile} profile (modelled)..."):
-            symbolic = any(isinstance(d, str) for d in info["input_shape"])
-            shapes = {"batch": args.batch} if symbolic else None
-            modelled = estimate(mod, args.profile, shapes=shapes)
+            modelled = estimate(source.symbolic_module, args.profile, shapes=source.shapes)
         phone = Table(title=f"Modelled on the {args.profile} profile (cost model, not measured)")
         phone.add_column("program")
         phone.add_column("devices", overflow="fold")
@@ -114,42 +110,45 @@ def cmd_demo(args: argparse.Namespace) -> int:
         )
         console.print(phone)
         console.print(
-            f"modelled speedup of the NNAPI-offloaded program: {modelled.modelled_speedup:.3g}x "
-            f"(plus a one-off modelled NNAPI compilation of "
-            f"{_modelled_time(modelled.modelled_compilation_us)})"
+            "modelled speedup of the NNAPI-offloaded program: "
+            f"{format_speedup(modelled.modelled_speedup)} (plus a one-off modelled NNAPI "
+            f"compilation of {_modelled_time(modelled.modelled_compilation_us)})"
         )
+        reason = why_nnapi_loses(modelled.to_dict())
+        if reason:
+            console.print(escape(reason))
 
-    shape = tuple(info["input_shape"])
-    if shape and isinstance(shape[0], str):
-        shape = (args.batch, *shape[1:])
-    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    x = random_inputs(source)
     with console.status("building with NNAPI offload..."):
         nnapi_vm = relax.VirtualMachine(tvm_nnapi.build(report.module), tvm.cpu())
     with console.status("building the host-only llvm reference (the slow part)..."):
         host_vm = relax.VirtualMachine(relax.build(mod, target="llvm"), tvm.cpu())
     mock_nnapi.reset_counters()
+    arguments = [tvm.runtime.tensor(a) for a in x]
     with console.status("running..."):
         start = time.perf_counter()
-        result = nnapi_vm[info["entry"]](tvm.runtime.tensor(x)).numpy()
+        result = nnapi_vm[source.entry](*arguments).numpy()
         nnapi_seconds = time.perf_counter() - start
         start = time.perf_counter()
-        expected = host_vm[info["entry"]](tvm.runtime.tensor(x)).numpy()
+        expected = host_vm[source.entry](*arguments).numpy()
         host_seconds = time.perf_counter() - start
     counters = mock_nnapi.counters()
-    error = float(np.max(np.abs(result - expected)))
-    scale = float(np.max(np.abs(expected))) or 1.0
+    (check,) = compare([result], [expected], precision=computation_precision(source))
 
-    run = Table(title="Run on the mock NNAPI vs host llvm")
+    profile = control.profile_name()
+    run = Table(title=f"Run on the mock NNAPI (profile {profile}) vs host llvm")
     run.add_column("measure")
     run.add_column("value", justify="right", overflow="fold")
     run.add_row("NNAPI library", tvm_nnapi.configure_nnapi_library())
+    run.add_row("mock device profile of the run", profile)
     run.add_row("NNAPI executions (mock counter)", str(counters["executions_completed"]))
     run.add_row("NNAPI operations executed (mock counter)", str(counters["operations_executed"]))
-    run.add_row("max |NNAPI - llvm| / max |llvm|", f"{error / scale:.2e}")
+    run.add_row("max |NNAPI - llvm| / max |llvm|", f"{check.max_rel_error:.2e}")
+    run.add_row("tolerance (precision computed in)", f"{check.tolerance:.0e} ({check.precision})")
     run.add_row("first NNAPI call, incl. NNAPI compile (measured)", f"{nnapi_seconds:.3f} s")
     run.add_row("first llvm call (measured)", f"{host_seconds:.3f} s")
     console.print(run)
-    ok = error <= 1e-4 * scale and counters["executions_completed"] == len(summary.subgraphs)
+    ok = check.passed and counters["executions_completed"] == len(summary.subgraphs)
     console.print("[green]OK[/green]: results match" if ok else "[red]MISMATCH[/red]")
     console.print(
         "More: tvm-nnapi explain | estimate --profile P | run MODEL [--report out.html] "
@@ -180,6 +179,16 @@ def _feature_level(text: str) -> int:
     )
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return value
+
+
 class _Progress:
     """A rich status line on stderr while long steps run (silent with --json or --quiet)."""
 
@@ -208,6 +217,69 @@ class _Progress:
 def _error(message: str) -> None:
     """An error on stderr, unwrapped (file names and paths stay whole)."""
     print(f"error: {message}", file=sys.stderr)
+
+
+class UsageError(ValueError):
+    """Bad input to a command (an option, a file, a name): one line on stderr, exit code 2."""
+
+
+def _one_line(message: str) -> str:
+    """An exception's text as one line, without C++ source locations (``device.cc:353:``) and
+    TVM's traceback decorations."""
+    import re
+
+    lines = [line.strip() for line in str(message).splitlines() if line.strip()]
+    lines = [line for line in lines if not line.startswith(("File ", "Traceback", "^"))]
+    text = " ".join(lines) or type(message).__name__
+    text = re.sub(r"(?<![\w./-])[\w./-]+\.(?:cc|cpp|h|hpp):\d+:\s*", "", text)
+    if re.search(r"check failed: ", text, flags=re.IGNORECASE):
+        # "F returned ANEURALNETWORKS_BAD_DATA (4): check failed: Load(...): the reason"
+        text = re.sub(r"^.*?check failed: .*?\):\s*", "", text, flags=re.IGNORECASE)
+    return text
+
+
+def _selected_profile(profile: str | None) -> str | None:
+    """:func:`_select_profile`, its errors as one line naming ``--profile``."""
+    from mock_nnapi import NnapiError
+
+    try:
+        return _select_profile(profile)
+    except NnapiError as error:
+        raise UsageError(f"--profile {profile}: {_one_line(str(error))}") from error
+
+
+def _user_error(error: BaseException) -> str | None:
+    """The one-line message of an error the user can fix (bad input), else None."""
+    from tvm_nnapi.tools.sources import ModelLoadError
+
+    if isinstance(error, UsageError | ModelLoadError):
+        return _one_line(str(error))
+    if isinstance(error, OSError) and getattr(error, "filename", None):
+        reason = error.strerror or str(error)
+        return f"{error.filename}: {reason}"
+    if isinstance(error, FileNotFoundError | IsADirectoryError | NotADirectoryError):
+        return _one_line(str(error))
+    return None
+
+
+def _check_output_paths(args: argparse.Namespace) -> None:
+    """Before any work: every output file the options name must be writable where it is."""
+    import os
+
+    for option in ("report", "trace", "result"):
+        path = getattr(args, option, None)
+        if not path or path == "-":
+            continue
+        directory = os.path.dirname(os.path.abspath(path))
+        flag = f"--{option} {path}"
+        if os.path.isdir(path):
+            raise UsageError(f"{flag}: is a directory; give a file name")
+        if not os.path.isdir(directory):
+            raise UsageError(
+                f"{flag}: the directory {directory} does not exist; create it or write elsewhere"
+            )
+        if not os.access(directory, os.W_OK):
+            raise UsageError(f"{flag}: the directory {directory} is not writable")
 
 
 # ---- devices and models --------------------------------------------------------------------------
@@ -292,9 +364,10 @@ def cmd_devices(args: argparse.Namespace) -> int:
     from mock_nnapi import NnapiError
 
     try:
+        _selected_profile(args.profile)
         document = devices_document(args.profile)
     except NnapiError as error:
-        _error(f"--profile {args.profile}: {error}")
+        _error(f"--profile {args.profile}: {_one_line(str(error))}")
         return EXIT_BAD_INPUT
     if args.json:
         print(json.dumps(document, indent=2))
@@ -415,9 +488,15 @@ def _print_explanation(console, source, explanation: dict[str, Any]) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"NNAPI subgraphs of {source.spec} ({source.entry})")
+    table = Table(
+        title=f"NNAPI subgraphs of {source.spec} ({source.entry}); operators counted per call"
+    )
     devices = explanation.get("subgraph_devices")
-    columns = ["subgraph", "Relax operators", "NNAPI operations", "in/out", "symbols"]
+    # The calls column only when a subgraph function runs more than once (an LLM's layers).
+    repeated = any(sub.get("calls", 1) > 1 for sub in explanation["subgraphs"])
+    columns = ["subgraph", "calls", "Relax operators", "NNAPI operations", "in/out", "symbols"]
+    if not repeated:
+        columns.remove("calls")
     for column in columns + (["devices"] if devices else []):
         table.add_column(column, overflow="fold")
     for sub in explanation["subgraphs"]:
@@ -427,6 +506,7 @@ def _print_explanation(console, source, explanation: dict[str, Any]) -> None:
         nnapi_ops = ", ".join(f"{k} x{v}" for k, v in sorted(sub["nnapi_operations"].items()))
         cells = [
             sub["name"],
+            *([str(sub.get("calls", 1))] if repeated else []),
             relax_ops,
             nnapi_ops,
             f"{sub['inputs']}/{sub['outputs']}",
@@ -455,10 +535,56 @@ def _print_explanation(console, source, explanation: dict[str, Any]) -> None:
     share_text = f"{share:.1%}" if share is not None else "n/a (symbolic shapes)"
     console.print(
         f"operators offloaded: {explanation['offloaded_operators']} of "
-        f"{explanation['total_operators']}; estimated FLOPs offloaded: {share_text}; NNAPI "
-        f"subgraphs: {len(explanation['subgraphs'])}; host<->NNAPI boundary values: "
-        f"{explanation['boundary_transfers']}"
+        f"{explanation['total_operators']} (counting every call); estimated FLOPs offloaded: "
+        f"{share_text}; NNAPI subgraphs: {len(explanation['subgraphs'])}; host<->NNAPI "
+        f"boundary values: {explanation['boundary_transfers']}"
     )
+
+
+def _configure_devices(args: argparse.Namespace) -> dict[str, Any] | None:
+    """--devices / --no-nnapi-cpu: the NNAPI devices every compilation targets from now on
+    (the runtime's ``devices``/``exclude_cpu`` options: createForDevices); None: NNAPI chooses."""
+    names = [n.strip() for n in (getattr(args, "devices", None) or "").split(",") if n.strip()]
+    exclude_cpu = bool(getattr(args, "no_nnapi_cpu", False))
+    if not names and not exclude_cpu:
+        return None
+    from tvm_nnapi import runtime
+
+    runtime.configure(devices=",".join(names), exclude_cpu=exclude_cpu)
+    return {"devices": names, "exclude_cpu": exclude_cpu}
+
+
+def _check_device_names(choice: dict[str, Any]) -> None:
+    """Every --devices name must be a device of the active NNAPI (the mock's profile)."""
+    import mock_nnapi
+
+    listed = mock_nnapi.devices()
+    present = [device.name for device in listed]
+    unknown = [name for name in choice["devices"] if name not in present]
+    if unknown:
+        raise UsageError(
+            f"--devices {','.join(choice['devices'])}: no NNAPI device named "
+            f"{', '.join(unknown)} (devices: {', '.join(present)}; see `tvm-nnapi devices`)"
+        )
+    cpu = mock_nnapi.DeviceTypeCode.CPU
+    left = [
+        d.name
+        for d in listed
+        if (not choice["devices"] or d.name in choice["devices"])
+        and not (choice["exclude_cpu"] and d.type == cpu)
+    ]
+    if not left:
+        raise UsageError(
+            f"--no-nnapi-cpu: no NNAPI device is left after excluding CPUs (devices: "
+            f"{', '.join(present)}); name a non-CPU device with --devices or drop --no-nnapi-cpu"
+        )
+
+
+def _device_choice_text(choice: dict[str, Any] | None) -> str:
+    if choice is None:
+        return "NNAPI chooses"
+    text = ", ".join(choice["devices"]) or "all devices"
+    return text + (" without CPUs" if choice["exclude_cpu"] else "")
 
 
 def _run_command(args: argparse.Namespace, command: str) -> int:
@@ -468,8 +594,11 @@ def _run_command(args: argparse.Namespace, command: str) -> int:
 
     quiet = bool(args.json or args.quiet)
     try:
+        _check_output_paths(args)
+        device_choice = _configure_devices(args)
+        args.device_choice = device_choice
         with _Progress(quiet) as progress:
-            profile = _select_profile(getattr(args, "profile", None))
+            profile = _selected_profile(getattr(args, "profile", None))
             if command == "run" and args.model.startswith("llm:"):
                 # Before exporting the model: refuse weights too large to allocate.
                 from tvm_nnapi.tools.run import check_llm_weights
@@ -482,9 +611,13 @@ def _run_command(args: argparse.Namespace, command: str) -> int:
 
                 check_runnable(source)
             document = _document(command, source, profile)
+            document["device_choice"] = device_choice
+            if device_choice is not None:
+                _check_device_names(device_choice)
             explanation, graph, _ = _explain_document(args, source, progress, profile)
             document["explain"] = explanation
             if command == "estimate":
+                source.check_bound()
                 document["estimate"] = _estimate(args, source, profile, progress)
                 explanation["subgraph_devices"] = {
                     row["name"]: row["devices"] for row in document["estimate"]["subgraphs"]
@@ -496,6 +629,12 @@ def _run_command(args: argparse.Namespace, command: str) -> int:
             elif command == "run":
                 document["run"], document["timeline"] = _run(args, source, graph, progress)
                 explanation["graph"] = graph.to_dict()  # with the devices the run used
+                if document["run"].get("layerwise"):
+                    from tvm_nnapi.tools.layerwise import LayerRow, LayerwiseResult, mark_graph
+
+                    layers = document["run"]["layerwise"]
+                    rows = [LayerRow(**row) for row in layers["rows"]]
+                    mark_graph(explanation["graph"], LayerwiseResult(rows, layers["precision"]))
                 devices: dict[str, list[str]] = {}
                 for node in graph.nodes:
                     if node.subgraph:
@@ -503,16 +642,33 @@ def _run_command(args: argparse.Namespace, command: str) -> int:
                         known.extend(d for d in node.devices if d not in known)
                 explanation["subgraph_devices"] = devices
     except (ModelLoadError, NnapiError, ValueError, FileNotFoundError) as error:
-        _error(str(error))
+        if getattr(args, "debug", False):
+            raise
+        _error(_user_error(error) or _one_line(str(error)))
         return EXIT_BAD_INPUT
     except Exception as error:  # name what failed instead of a traceback
-        _error(f"{args.model}: {command} failed: {type(error).__name__}: {error}")
+        if getattr(args, "debug", False):
+            raise
+        _error(
+            f"{args.model}: {command} failed: {type(error).__name__}: {_one_line(str(error))} "
+            "(--debug shows the traceback)"
+        )
         return EXIT_FAILED
     if not args.json:
         from rich.markup import escape
 
         console = _console()
-        console.print(f"[bold]Model[/bold]: {escape(source.description)} ({escape(source.spec)})")
+        bound = ", ".join(f"{k}={v}" for k, v in source.shapes.items())
+        console.print(
+            f"[bold]Model[/bold]: {escape(source.description)} ({escape(source.spec)})"
+            + (f"; symbolic dimensions bound: {bound}" if bound else "")
+        )
+        if document.get("device_choice") is not None:
+            chosen = escape(_device_choice_text(document["device_choice"]))
+            console.print(
+                f"[bold]NNAPI devices[/bold]: {chosen} (--devices/--no-nnapi-cpu: "
+                "ANeuralNetworksCompilation_createForDevices)"
+            )
         _print_explanation(console, source, explanation)
         if document["estimate"] is not None:
             _print_estimate(console, document["estimate"])
@@ -588,30 +744,53 @@ def _devices_from_estimate(
 
 
 def _print_estimate(console, estimate: dict[str, Any]) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
-    from tvm_nnapi.tools.report import _format_us
+    from tvm_nnapi.tools.estimate import why_nnapi_loses
+    from tvm_nnapi.tools.report import _format_us, format_speedup
 
-    table = Table(title=f"Estimate on {estimate['profile']} (MODELLED, not measured)")
-    for column in ("subgraph", "calls", "devices", "NNAPI / call", "host / call", "speedup"):
-        table.add_column(column, overflow="fold")
+    table = Table(title=f"Estimate on {estimate['profile']} (MODELLED, not measured; per call)")
+    columns = (
+        "subgraph",
+        "calls",
+        "devices",
+        "compute",
+        "set-up",
+        "transfers",
+        "driver",
+        "NNAPI / call",
+        "host / call",
+        "speedup",
+    )
+    for column in columns:
+        table.add_column(
+            column, overflow="fold", justify="left" if column == "subgraph" else "right"
+        )
     for sub in estimate.get("subgraphs", []):
         table.add_row(
             sub["name"],
             str(sub.get("calls", 1)),
             ", ".join(sub.get("devices", [])),
+            _format_us(sub.get("modelled_compute_us")),
+            _format_us(sub.get("modelled_input_setup_us")),
+            _format_us(sub.get("modelled_transfer_us")),
+            _format_us(sub.get("modelled_driver_overhead_us")),
             _format_us(sub.get("modelled_nnapi_us")),
             _format_us(sub.get("modelled_host_us")),
-            f"{sub.get('modelled_speedup', 0):.2f}x",
+            format_speedup(sub.get("modelled_speedup")),
         )
     console.print(table)
     totals = estimate.get("totals", {})
     console.print(
         f"modelled: NNAPI-offloaded program {_format_us(totals.get('modelled_nnapi_program_us'))}"
         f", all-host program {_format_us(totals.get('modelled_host_program_us'))}, speedup "
-        f"{totals.get('modelled_speedup', 0):.2f}x (host operators in both: "
+        f"{format_speedup(totals.get('modelled_speedup'))} (host operators in both: "
         f"{_format_us(totals.get('modelled_host_only_us'))})"
     )
+    reason = why_nnapi_loses(estimate)
+    if reason:
+        console.print(escape(reason))
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
@@ -635,7 +814,28 @@ def _run(args: argparse.Namespace, source, graph, progress: _Progress):
     from tvm_nnapi.tools.run import chrome_trace, run_model
 
     options = _partition_options(args, source_profile(args))
+    if getattr(args, "layerwise", False) and source.kind == "llm":
+        raise UsageError(
+            f"{source.spec}: --layerwise compares the subgraphs of one function run on its "
+            "inputs; an LLM runs through its engine (KV cache, several functions) and is not "
+            "supported yet: use a module (a built-in CNN, .py, .onnx, TVMScript)"
+        )
     result = run_model(source, seed=args.seed, rtol=args.rtol, progress=progress, options=options)
+    layers = None
+    if getattr(args, "layerwise", False):
+        import tvm_nnapi
+        from tvm_nnapi.tools.layerwise import layerwise
+        from tvm_nnapi.tools.run import computation_precision, random_inputs
+
+        progress("comparing every NNAPI operator with the host (--layerwise)...")
+        partitioned = tvm_nnapi.partition(source.module, options, source.partition_entries)
+        layers = layerwise(
+            source,
+            partitioned,
+            random_inputs(source, args.seed),
+            computation_precision(source),
+            args.rtol,
+        )
     labels = [name for name, _ in graph.subgraph_calls]
     if len(labels) != len(result.traces):
         labels = []
@@ -646,6 +846,9 @@ def _run(args: argparse.Namespace, source, graph, progress: _Progress):
             json.dump(chrome_trace(result, labels), file)
         result.trace_file = trace_path
     data = result.to_dict()
+    data["device_choice"] = getattr(args, "device_choice", None)
+    if layers is not None:
+        data["layerwise"] = layers.to_dict()
     if args.result:
         with open(args.result, "w", encoding="utf-8") as file:
             json.dump(data, file, indent=2)
@@ -662,12 +865,22 @@ def _print_run(console, run: dict[str, Any]) -> None:
     table.add_column("value", justify="right", overflow="fold")
     table.add_row("NNAPI library", run["nnapi_library"])
     table.add_row("device profile", run["profile"])
+    table.add_row("NNAPI devices chosen", _device_choice_text(run.get("device_choice")))
+    devices = sorted({d for e in run["modelled"]["executions"] for d in e["devices"]})
+    table.add_row("NNAPI devices that ran operations (mock traces)", ", ".join(devices) or "none")
     table.add_row(
         "NNAPI executions / operations (mock counters)",
         f"{run['nnapi_executions']} / {run['nnapi_operations_executed']}",
     )
     table.add_row("max |NNAPI - llvm|", f"{run['max_abs_error']:.3e}")
     table.add_row("max |NNAPI - llvm| / max |llvm|", f"{run['max_rel_error']:.3e}")
+    tolerances = sorted(
+        {(o["tolerance"], o.get("precision") or o["dtype"]) for o in run["outputs"]}
+    )
+    table.add_row(
+        "tolerance (precision computed in)",
+        ", ".join(f"{tol:.0e} ({precision})" for tol, precision in tolerances),
+    )
     for name, seconds in run["measured_seconds"].items():
         table.add_row(f"{name.replace('_', ' ')} (measured on this host)", f"{seconds:.4f} s")
     table.add_row(
@@ -676,12 +889,63 @@ def _print_run(console, run: dict[str, Any]) -> None:
     if run.get("trace_file"):
         table.add_row("Perfetto trace (modelled times)", run["trace_file"])
     console.print(table)
+    if run.get("layerwise") is not None:
+        _print_layerwise(console, run["layerwise"])
     if run["passed"]:
         console.print("[green]OK[/green]: results match the host llvm build")
     elif not run["nnapi_ran"] and run["nnapi_subgraphs"]:
         console.print("[red]FAIL[/red]: NNAPI did not run although the model has NNAPI subgraphs")
     else:
         console.print("[red]MISMATCH[/red]: results differ from the host llvm build")
+
+
+def _layer_text(row: dict[str, Any]) -> str:
+    operators = " + ".join(op.removeprefix("relax.") for op in row["relax_operators"])
+    operations = ", ".join(row["nnapi_operations"]) or "?"
+    return (
+        f"{row['subgraph']} call {row['call_index']}, {row['binding']} "
+        f"({operators} -> NNAPI {operations})"
+    )
+
+
+def _print_layerwise(console, layers: dict[str, Any]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    rows = layers["rows"]
+    first = layers["first_divergence"]
+    table = Table(
+        title=f"Layer-wise: each NNAPI operator vs the host on the same inputs "
+        f"({layers['operators_compared']} operators, {layers['precision']})"
+    )
+    for column in ("subgraph", "call", "binding", "Relax", "NNAPI", "max rel error", "tolerance"):
+        table.add_column(column, overflow="fold")
+    # The first over the tolerance, then the largest errors (at most 8 rows).
+    shown = sorted(rows, key=lambda r: -r["max_rel_error"])[:8]
+    if first is not None and first not in shown:
+        shown = [first, *shown[:7]]
+    for row in shown:
+        marker = "[red]" if not row["passed"] else ""
+        table.add_row(
+            row["subgraph"],
+            str(row["call_index"]),
+            row["binding"],
+            escape(" + ".join(op.removeprefix("relax.") for op in row["relax_operators"])),
+            ", ".join(row["nnapi_operations"]),
+            f"{marker}{row['max_rel_error']:.3e}",
+            f"{row['tolerance']:.0e}",
+        )
+    console.print(table)
+    if first is None:
+        console.print(
+            f"layer-wise: every one of the {len(rows)} NNAPI operators is within tolerance"
+        )
+    else:
+        console.print(
+            f"[red]layer-wise: first operator over the tolerance[/red]: "
+            f"{escape(_layer_text(first))}: max |NNAPI - host| / max |host| = "
+            f"{first['max_rel_error']:.3e} > {first['tolerance']:.0e}"
+        )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -711,7 +975,9 @@ def _add_model_arguments(parser: argparse.ArgumentParser, profile_help: str) -> 
         metavar="F",
         help="the function to look at (default main; for llm: models prefill or decode)",
     )
-    parser.add_argument("--batch", type=int, default=1, help="batch size of built-in CNNs")
+    parser.add_argument(
+        "--batch", type=_positive, default=1, help="batch size of built-in CNNs (default 1)"
+    )
     parser.add_argument("--profile", metavar="P", help=profile_help)
     parser.add_argument(
         "--feature-level",
@@ -724,7 +990,43 @@ def _add_model_arguments(parser: argparse.ArgumentParser, profile_help: str) -> 
         "--json", action="store_true", help="print a JSON document (docs/cli.md) on stdout"
     )
     parser.add_argument("--report", metavar="OUT.html", help="write a self-contained HTML report")
+    parser.add_argument(
+        "--devices",
+        metavar="NAME[,NAME]",
+        help="compile every NNAPI subgraph for these NNAPI devices only (names as `tvm-nnapi "
+        "devices` lists them; ANeuralNetworksCompilation_createForDevices); default: NNAPI chooses",
+    )
+    parser.add_argument(
+        "--no-nnapi-cpu",
+        action="store_true",
+        help="leave NNAPI's CPU devices out of the compilation (like ONNX Runtime's "
+        "NNAPI_FLAG_CPU_DISABLED)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress output on stderr")
+
+
+class _DebugSubparsers:
+    """``add_subparsers()`` whose every subcommand (also those other modules add) accepts
+    ``--debug`` after the command name."""
+
+    def __init__(self, action: Any) -> None:
+        self._action = action
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        sub = self._action.add_parser(name, **kwargs)
+        sub.add_argument(
+            "--debug",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help="let errors through with their Python traceback",
+        )
+        original = sub.add_subparsers
+
+        def add_subparsers(**options: Any) -> _DebugSubparsers:
+            return _DebugSubparsers(original(**options))
+
+        sub.add_subparsers = add_subparsers
+        return sub
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -733,7 +1035,15 @@ def build_parser() -> argparse.ArgumentParser:
         description="TVM Relax + Android NNAPI: see what is offloaded and why, estimate it on a "
         "phone profile, run it on the mock NNAPI. Documentation: docs/cli.md.",
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.add_argument("--version", action="version", version=f"tvm-nnapi {_version()}")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="let errors through with their Python traceback (also accepted after COMMAND)",
+    )
+    commands = _DebugSubparsers(
+        parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    )
     demo = commands.add_parser(
         "demo",
         help="partition a small model, run it on the mock NNAPI and compare with host llvm",
@@ -741,16 +1051,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument(
         "--model",
-        choices=["mobilenet_v2", "residual"],
-        default="mobilenet_v2",
-        help="built-in model (default: a small MobileNetV2-style CNN)",
+        choices=["residual", "mobilenet_v2_small", "mobilenet_v2"],
+        default="residual",
+        help="built-in model, as in `tvm-nnapi models` (default: residual, a small network "
+        "with one operator NNAPI cannot take)",
     )
-    demo.add_argument("--batch", type=int, default=1, help="batch size of the input (default 1)")
+    demo.add_argument(
+        "--batch", type=_positive, default=1, help="batch size of the input (default 1)"
+    )
     demo.add_argument(
         "--profile",
         default="snapdragon-8-gen-2",
         help="phone profile for the modelled latency estimate (default snapdragon-8-gen-2; "
-        "`none` skips it); the run itself uses the mock's current profile",
+        "`none` skips it); the run itself uses the mock's current profile, which it names",
     )
     demo.set_defaults(handler=cmd_demo)
 
@@ -822,9 +1135,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--rtol",
         type=float,
         default=None,
-        help="tolerance on max|NNAPI - llvm| / max|llvm| (default 1e-4 fp32, 1e-2 fp16)",
+        help="tolerance on max|NNAPI - llvm| / max|llvm| (default by the precision the model "
+        "computes in: 1e-4 float32, 1e-2 float16)",
     )
     run.add_argument("--seed", type=int, default=0, help="seed of the random inputs and weights")
+    run.add_argument(
+        "--layerwise",
+        action="store_true",
+        help="also compare every NNAPI operator's output with the host computation of the same "
+        "operator on the same inputs, and name the first one over the tolerance",
+    )
     run.set_defaults(handler=cmd_run)
 
     # Subcommands contributed by other modules: one line each, `module.add_subcommands(commands)`.
@@ -837,9 +1157,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("tvm-nnapi")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. Bad input (UsageError, a model that cannot be loaded, a missing file) is
+    one line on stderr and exit code 2; any other failure one line and exit code 3. ``--debug``
+    lets the exception (and its traceback) through instead."""
     args = build_parser().parse_args(argv)
-    return int(args.handler(args))
+    try:
+        return int(args.handler(args))
+    except Exception as error:
+        if getattr(args, "debug", False):
+            raise
+        message = _user_error(error)
+        if message is not None:
+            _error(message)
+            return EXIT_BAD_INPUT
+        _error(
+            f"{args.command} failed: {type(error).__name__}: {_one_line(str(error))} "
+            "(--debug shows the traceback)"
+        )
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@
 #include <limits>
 #include <new>
 
+#include "fault_injection.h"
+
 namespace mock_nnapi {
 
 std::optional<size_t> PreparedByteSize(int32_t type, const Dimensions& dimensions) {
@@ -117,6 +119,9 @@ class ModelRun : public OperationContext::OutputAllocator {
                                          this);
         const int executed = registration->execute(execute_context);
         if (executed != ANEURALNETWORKS_NO_ERROR) return ANEURALNETWORKS_OP_FAILED;
+        if (g_operation_faults_armed.load(std::memory_order_relaxed)) {
+          PerturbOutputs(operation.type, outputs);  // MockNnapi_injectOperationFault
+        }
       }
       if (observer != nullptr) {
         std::vector<const OperandInfo*> in(inputs.begin(), inputs.end());

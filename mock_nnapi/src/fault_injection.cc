@@ -7,10 +7,12 @@
 #include "check.h"
 #include "device.h"
 #include "operand_types.h"
+#include "operation.h"
 
 namespace mock_nnapi {
 
 std::atomic<bool> g_faults_armed{false};
+std::atomic<bool> g_operation_faults_armed{false};
 
 namespace {
 
@@ -30,6 +32,16 @@ std::map<std::string, Fault>& Faults() {
 }
 
 std::atomic<uint64_t> g_injected_count{0};
+
+struct OperationFault {
+  float offset;
+  int32_t remaining;  // < 0: always
+};
+
+std::map<int32_t, OperationFault>& OperationFaults() {
+  static std::map<int32_t, OperationFault> faults;
+  return faults;
+}
 
 // Every NNAPI function that returns a result code (the ones a fault can replace).
 const std::set<std::string>& FaultableFunctions() {
@@ -132,10 +144,37 @@ bool InjectFault(const std::string& function, int code, int32_t count) {
   return true;
 }
 
+bool InjectOperationFault(int32_t operation_type, float offset, int32_t count) {
+  if (count == 0) return false;
+  std::lock_guard<std::mutex> lock(FaultMutex());
+  OperationFaults()[operation_type] = OperationFault{offset, count};
+  g_operation_faults_armed = true;
+  return true;
+}
+
+void PerturbOutputs(int32_t operation_type, const std::vector<OperandInfo*>& outputs) {
+  float offset = 0.f;
+  {
+    std::lock_guard<std::mutex> lock(FaultMutex());
+    auto it = OperationFaults().find(operation_type);
+    if (it == OperationFaults().end()) return;
+    offset = it->second.offset;
+    if (it->second.remaining > 0 && --it->second.remaining == 0) OperationFaults().erase(it);
+  }
+  g_injected_count++;
+  for (OperandInfo* output : outputs) {
+    if (output->type != ANEURALNETWORKS_TENSOR_FLOAT32 || output->data == nullptr) continue;
+    float* values = output->MutableData<float>();
+    for (size_t i = 0; i < output->length / sizeof(float); ++i) values[i] += offset;
+  }
+}
+
 void ClearFaults() {
   std::lock_guard<std::mutex> lock(FaultMutex());
   Faults().clear();
+  OperationFaults().clear();
   g_faults_armed = false;
+  g_operation_faults_armed = false;
   g_injected_count = 0;
   ClearDeviceFaults();
 }

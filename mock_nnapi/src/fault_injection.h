@@ -7,8 +7,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mock_nnapi {
+
+struct OperandInfo;
 
 // True once any fault was armed (keeps the common path to one atomic load).
 extern std::atomic<bool> g_faults_armed;
@@ -23,6 +26,15 @@ uint64_t InjectedFaultCount();
 // Counts a failure imposed by a device fault (MockNnapi_injectDeviceFault) as injected.
 void CountInjectedFault();
 bool IsFaultableFunction(const std::string& function);
+
+// Numeric faults (MockNnapi_injectOperationFault): the next `count` executed operations of
+// type `operation_type` (count < 0: all) get `offset` added to every element of their float32
+// outputs. False for count 0. ClearFaults removes them.
+bool InjectOperationFault(int32_t operation_type, float offset, int32_t count);
+// True once a numeric fault was armed (the executor's fast path).
+extern std::atomic<bool> g_operation_faults_armed;
+// Applies an armed numeric fault to the outputs of an operation that just executed.
+void PerturbOutputs(int32_t operation_type, const std::vector<OperandInfo*>& outputs);
 
 }  // namespace mock_nnapi
 

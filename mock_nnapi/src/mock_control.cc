@@ -89,6 +89,13 @@ int MockNnapi_injectDeviceFault(const char* deviceName, int32_t fault, int64_t v
   return mock_nnapi::InjectDeviceFault(deviceName, fault, value, count);
 }
 
+int MockNnapi_injectOperationFault(int32_t operationType, float offset, int32_t count) {
+  NN_CHECK(count != 0, ANEURALNETWORKS_BAD_DATA)
+      << "MockNnapi_injectOperationFault: count 0 arms nothing";
+  mock_nnapi::InjectOperationFault(operationType, offset, count);
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
 const char* MockNnapi_getLastTrace(void) { return ThreadLocalString(mock_nnapi::LastTraceJson()); }
 
 const char* MockNnapi_getTraces(void) { return ThreadLocalString(mock_nnapi::TracesJson()); }

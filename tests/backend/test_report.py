@@ -17,6 +17,7 @@ from tvm_nnapi.cli import main
 from tvm_nnapi.tools.report import (
     NODE_HEIGHT,
     NODE_WIDTH,
+    graph_svg,
     layout,
     render_html,
     timeline_from_traces,
@@ -50,7 +51,7 @@ def residual_run_document(tmp_path_factory) -> dict:
 
 
 def test_layout_places_every_node_once_without_overlap():
-    # A chain of 100 operators with a skip connection every 5: cut into bands side by side.
+    # A chain of 100 operators with a skip connection every 5: one column, top to bottom.
     nodes = [{"id": i} for i in range(100)]
     edges = [(i, i + 1) for i in range(99)] + [(i, i + 5) for i in range(0, 95, 5)]
     positions, width, height = layout(nodes, edges)
@@ -59,12 +60,23 @@ def test_layout_places_every_node_once_without_overlap():
     assert len(set(boxes)) == 100
     for (x1, y1), (x2, y2) in itertools.pairwise(boxes):
         assert x1 != x2 or y2 - y1 >= NODE_HEIGHT  # same column: stacked, not overlapping
-    assert width > height  # a chain becomes several columns, not one tall one
+    assert height > width and len({x for x, _ in boxes}) == 1  # no horizontal scrolling
     assert all(0 <= x <= width - NODE_WIDTH and 0 <= y <= height for x, y in boxes)
-    # A predecessor is above its successor inside a band.
+    # A predecessor is above its successor.
     for source, target in edges:
-        (xs, ys), (xt, yt) = positions[source], positions[target]
-        assert yt > ys or xt > xs
+        assert positions[target][1] > positions[source][1]
+
+
+def test_skip_connections_are_routed_beside_the_chain():
+    nodes = [{"id": i, "kind": "host", "label": f"op{i}"} for i in range(6)]
+    edges = [(i, i + 1) for i in range(5)] + [(0, 4)]
+    svg = graph_svg({"nodes": nodes, "edges": edges}, {})
+    paths = re.findall(r'<path class="([^"]+)" d="([^"]+)"', svg)
+    assert [cls for cls, _ in paths].count("edge skip") == 1
+    skip = next(d for cls, d in paths if cls == "edge skip")
+    xs = [float(v) for v in re.findall(r"[ MCL](-?[\d.]+),", skip)]
+    # The skip edge leaves the column (x beyond the right edge of the nodes) on its way down.
+    assert max(xs) > NODE_WIDTH
 
 
 def test_layout_puts_parallel_branches_side_by_side():
@@ -135,6 +147,43 @@ def test_report_is_self_contained_and_has_every_section(residual_run_document):
     assert "MODELLED" in page
 
 
+def test_report_boxes_subgraph_calls_and_explains_the_timeline(residual_run_document):
+    page = render_html(residual_run_document)
+    # Every NNAPI subgraph call is outlined and named, without hovering.
+    calls = residual_run_document["explain"]["graph"]["subgraph_calls"]
+    assert page.count('class="subgraph-box"') == len(calls) == 2
+    assert "main_nnapi_0 (call 0)" in page and "main_nnapi_1 (call 0)" in page
+    # The timeline says what its colours and its axis mean.
+    assert "timeline-legend" in page and "transfer between host and device memory" in page
+    assert "operation on mock-reference" in page
+    assert "time since the first execution started (MODELLED" in page
+
+
+def test_report_groups_identical_refusals_and_prints_shapes_plainly(tmp_path):
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["explain", "llm:llama-2-7b", "--shapes", "seq_len=128", "--json"]) == 0
+    document = json.loads(out.getvalue())
+    assert len(document["explain"]["refusals"]) == 32  # one KV-cache attention per layer
+    page = render_html(document)
+    section = page[page.index("Operators kept on the host") :]
+    section = section[: section.index("</table>")]
+    assert section.count("<tr") == 2  # the header and one row for all 32 identical refusals
+    assert "(32 in all)" in section
+    estimate = {
+        "profile": "tensor-g2",
+        "entry": "main",
+        "shapes": {"batch": 2, "seq_len": 8},
+        "subgraphs": [],
+        "totals": {},
+    }
+    estimate_page = render_html({**document, "estimate": estimate})
+    assert "batch=2,seq_len=8" in estimate_page and "{&#x27;batch" not in estimate_page
+
+
 def test_report_colours_operators_by_device(residual_run_document):
     graph = residual_run_document["explain"]["graph"]
     nnapi = [n for n in graph["nodes"] if n["kind"] == "nnapi"]
@@ -144,6 +193,7 @@ def test_report_colours_operators_by_device(residual_run_document):
     page = render_html(residual_run_document)
     svg = page[page.index('aria-label="partitioned graph"') :]
     svg = svg[: svg.index("</svg>")]
+    svg = re.sub(r'<g class="subgraph-box".*?</g>', "", svg)  # the boxes around subgraph calls
     fills = re.findall(r'<rect [^>]*fill="(#[0-9a-f]{6})"', svg)
     assert len(fills) == len(graph["nodes"])
     assert len(set(fills)) == 3  # input, host, NNAPI on mock-reference

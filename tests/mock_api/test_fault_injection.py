@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 
+import numpy as np
 import pytest
 from mock_nnapi.constants import ResultCode
 
@@ -113,3 +114,38 @@ def test_every_result_returning_function_can_fail(arena):
     control.inject_fault("ANeuralNetworksDevice_getExtensionSupport", OOM)
     supported = ctypes.c_bool()
     assert lib.ANeuralNetworksDevice_getExtensionSupport(None, b"x", ctypes.byref(supported)) == OOM
+
+
+# ---- numeric faults: MockNnapi_injectOperationFault ----------------------------------------------
+
+
+def _add_and_mul(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    from mock_ops.op_tester import OpTester
+
+    from mock_nnapi import FuseCode, OperandCode, OperationCode
+
+    def run(operation: int) -> np.ndarray:
+        tester = OpTester(operation).input(x).input(y).scalar(OperandCode.INT32, FuseCode.NONE)
+        return tester.output(OperandCode.TENSOR_FLOAT32, x.shape).run()[0]
+
+    return run(OperationCode.ADD), run(OperationCode.MUL)
+
+
+def test_an_operation_fault_perturbs_only_that_operation(arena):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    y = np.full((2, 3), 2.0, np.float32)
+    with control.OperationFaultInjection("MUL", 0.25, count=1):
+        added, multiplied = _add_and_mul(x, y)
+        np.testing.assert_array_equal(added, x + y)  # another operation type is untouched
+        np.testing.assert_array_equal(multiplied, x * y + 0.25)
+        assert control.injected_fault_count() == 1
+        # count=1: the next MUL computes correctly again.
+        np.testing.assert_array_equal(_add_and_mul(x, y)[1], x * y)
+    with control.OperationFaultInjection("ADD", -1.0):  # count < 0: every ADD until cleared
+        assert all((_add_and_mul(x, y)[0] == x + y - 1).all() for _ in range(2))
+    np.testing.assert_array_equal(_add_and_mul(x, y)[0], x + y)  # cleared on exit
+
+
+def test_an_operation_fault_needs_a_count(arena):
+    with pytest.raises(control.NnapiError, match="count 0 arms nothing"):
+        control.inject_operation_fault("MUL", 1.0, count=0)

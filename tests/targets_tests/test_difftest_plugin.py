@@ -109,12 +109,19 @@ def test_report_covers_every_test_and_worker(tmp_path):
 
 
 class FakeConfig:
-    def __init__(self, option: str, rootpath: Path) -> None:
-        self.option = option
+    def __init__(
+        self, option: str, rootpath: Path, args: tuple[str, ...] = ("tests",), keyword: str = ""
+    ) -> None:
+        import argparse
+
+        self.report = option
         self.rootpath = rootpath
+        self.args = list(args)
+        self.invocation_params = argparse.Namespace(dir=rootpath)
+        self.option = argparse.Namespace(keyword=keyword, markexpr="", lf=False, deselect=[])
 
     def getoption(self, name: str) -> str:
-        return {"--target": "rpc", "--difftest-report": self.option}[name]
+        return {"--target": "rpc", "--difftest-report": self.report}[name]
 
 
 def test_report_path_default_explicit_and_off(tmp_path):
@@ -125,3 +132,58 @@ def test_report_path_default_explicit_and_off(tmp_path):
     explicit = difftest_plugin.DiffTestPlugin(FakeConfig("x/r.json", tmp_path)).report_path()
     assert explicit == Path("x/r.json")
     assert difftest_plugin.DiffTestPlugin(FakeConfig("none", tmp_path)).report_path() is None
+
+
+def test_a_subset_run_does_not_overwrite_the_full_report(tmp_path, monkeypatch):
+    import difftest_plugin
+
+    monkeypatch.delenv("TOX_ENV_NAME", raising=False)
+    partial = tmp_path / "build" / "difftest" / "partial"
+    subset = FakeConfig("", tmp_path, args=("tests/backend/test_cli.py",))
+    assert difftest_plugin.DiffTestPlugin(subset).report_path() == partial / "report-rpc.json"
+    selected = FakeConfig("", tmp_path, keyword="cli")
+    assert difftest_plugin.DiffTestPlugin(selected).report_path() == partial / "report-rpc.json"
+    monkeypatch.setenv("TOX_ENV_NAME", "sanitize")
+    assert (
+        difftest_plugin.DiffTestPlugin(subset).report_path() == partial / "report-rpc-sanitize.json"
+    )
+    # The whole tests directory is a full run, whatever the tox environment.
+    full = difftest_plugin.DiffTestPlugin(FakeConfig("", tmp_path, args=("tests",)))
+    assert full.report_path() == tmp_path / "build" / "difftest" / "report-rpc.json"
+
+
+def test_a_module_skipped_at_collection_counts_as_skipped(tmp_path):
+    (tmp_path / "conftest.py").write_text(SAMPLE_CONFTEST)
+    (tmp_path / "test_sample.py").write_text(textwrap.dedent(SAMPLE_TESTS))
+    (tmp_path / "test_optional.py").write_text(
+        "import pytest\npytest.importorskip('no_such_module_xyz', reason='optional extra')\n"
+    )
+    report_path = tmp_path / "report.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
+         f"--difftest-report={report_path}", str(tmp_path)],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert "2 skipped" in result.stdout, result.stdout
+    report = Report.load(report_path)
+    assert sum(t.outcome == "skipped" for t in report.tests) == 2
+    (module,) = [t for t in report.tests if t.nodeid == "test_optional.py"]
+    assert "optional extra" in module.message
+
+
+def test_device_target_without_a_phone_fails_with_what_to_set(tmp_path):
+    env = {
+        k: v
+        for k, v in __import__("os").environ.items()
+        if k not in ("TVM_TRACKER_HOST", "TVM_TRACKER_PORT", "RPC_DEVICE_KEY")
+        and k not in ("TVM_NNAPI_ADB_SERIALS", "ANDROID_SERIAL")
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--target", "device",
+         "--difftest-report=none", str(TESTS_DIR / "backend" / "test_ops.py")],
+        capture_output=True, text=True, cwd=TESTS_DIR.parent, timeout=300, env=env,
+    )  # fmt: skip
+    assert result.returncode == 4, result.stdout + result.stderr  # pytest's usage error
+    (line,) = [line for line in result.stderr.splitlines() if line.strip()]
+    assert line.startswith("ERROR: --target device: no phone configured")
+    assert "TVM_TRACKER_HOST" in line and "TVM_NNAPI_ADB_SERIALS" in line

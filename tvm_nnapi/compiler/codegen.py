@@ -42,8 +42,13 @@ def _locating(symbol: str, operator: str) -> Iterator[None]:
         raise UnsupportedShapeError(symbol, operator, error.reason) from None
 
 
-def lower_function(func: relax.Function) -> GraphBuilder:
-    """Lower one ``Codegen="nnapi"`` function to a :class:`GraphBuilder`."""
+def lower_function(
+    func: relax.Function, emitted: dict[relax.Var, list[str]] | None = None
+) -> GraphBuilder:
+    """Lower one ``Codegen="nnapi"`` function to a :class:`GraphBuilder`.
+
+    ``emitted``, if given, receives for each composite call the NNAPI operations its lowering
+    added, by the variable the call binds (what the report's graph labels its nodes with)."""
     symbol = str(func.attrs["global_symbol"])
     builder = GraphBuilder(symbol)
     ctx = ConvertContext(builder)
@@ -66,8 +71,11 @@ def lower_function(func: relax.Function) -> GraphBuilder:
                 composites[binding.var] = value
             elif isinstance(value, relax.Call) and value.op in composites:
                 composite = composites[value.op]
+                before = len(builder.operations)
                 with _locating(symbol, str(composite.attrs["Composite"])):
                     ctx.values[binding.var] = _lower_composite(ctx, composite, value)
+                if emitted is not None:
+                    emitted[binding.var] = [op.op for op in builder.operations[before:]]
             else:
                 ctx.values[binding.var] = _lower_plumbing(ctx, binding)
     for field in _fields(body.body):

@@ -236,6 +236,16 @@ def _unsupported_operators(
             else:
                 kind = RefusalKind.UNSUPPORTED_OPERATOR
                 reason = f"no NNAPI pattern for {name} (in {gvar.name_hint})"
+                callee = next(
+                    (str(a.global_symbol) for a in value.args if isinstance(a, relax.ExternFunc)),
+                    None,
+                )
+                if callee is not None:
+                    # A packed call: the host function it calls is what stays on the host.
+                    reason = (
+                        f"{name} of the packed function {callee}, a host function NNAPI "
+                        f"cannot run (in {gvar.name_hint})"
+                    )
             refusals.append(Refusal(name, binding.var.name, kind, reason))
     return refusals
 

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from ..cli import UsageError
+
 
 def add_subcommands(subparsers: Any) -> None:
     """Add ``llm`` (with ``generate`` and ``bench``) to the ``tvm-nnapi`` subcommands."""
@@ -124,9 +126,13 @@ def _model_arguments(parser: argparse.ArgumentParser, default_model: str = "tiny
 def _config(args: argparse.Namespace):
     from .config import LlamaConfig, get_config
 
-    if args.config:
-        return LlamaConfig.from_hf_config(args.config)
-    return get_config(args.model)
+    try:
+        if args.config:
+            return LlamaConfig.from_hf_config(args.config)
+        return get_config(args.model)
+    except ValueError as error:
+        option = f"--config {args.config}" if args.config else f"--model {args.model}"
+        raise UsageError(f"{option}: {error}") from error
 
 
 def _check_memory(config, dtype: str) -> None:
@@ -137,8 +143,8 @@ def _check_memory(config, dtype: str) -> None:
     except (ValueError, OSError):
         return
     if need > 0.8 * physical:
-        raise SystemExit(
-            f"error: {config.name} needs {need / 2**30:.1f} GiB of {dtype} weights, more than this "
+        raise UsageError(
+            f"{config.name} needs {need / 2**30:.1f} GiB of {dtype} weights, more than this "
             f"machine's {physical / 2**30:.1f} GiB allows; use a smaller configuration, or "
             f"'tvm-nnapi llm bench --estimate-model {config.name}' for its modelled latency"
         )
@@ -188,19 +194,19 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
     config = _config(args)
     if args.prompt is not None and not args.tokenizer:
-        raise SystemExit("error: --prompt needs --tokenizer (or give --tokens)")
+        raise UsageError("--prompt needs --tokenizer (or give --tokens)")
     if args.max_new_tokens < 1:
-        raise SystemExit("error: --max-new-tokens must be at least 1")
+        raise UsageError("--max-new-tokens must be at least 1")
     try:
         sampling = SamplingConfig(args.temperature, args.top_p, args.seed)
     except ValueError as error:
-        raise SystemExit(f"error: {error}") from None
+        raise UsageError(f"{error}") from None
     tokenizer = load_tokenizer(args.tokenizer) if args.tokenizer else None
     stops: list[int | str] = []
     for stop in args.stop:
         stops.append(int(stop) if stop.lstrip("-").isdigit() or tokenizer is None else stop)
     if args.resident_weights and not args.nnapi:
-        raise SystemExit("error: --resident-weights needs the NNAPI build (not --host)")
+        raise UsageError("--resident-weights needs the NNAPI build (not --host)")
     _check_memory(config, args.dtype)
     where = "prefill on NNAPI" if args.nnapi else "host only"
     if args.resident_weights:
@@ -214,7 +220,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             config, args.dtype, args.nnapi, args.weights, args.seed, args.resident_weights
         )
     except WeightError as error:
-        raise SystemExit(f"error: {error}") from None
+        raise UsageError(f"{error}") from None
     _progress(f"built in {time.perf_counter() - start:.1f} s")
     start = time.perf_counter()
     text: str | None
@@ -225,27 +231,25 @@ def cmd_generate(args: argparse.Namespace) -> int:
                 engine, tokenizer, args.prompt, args.max_new_tokens, sampling, stops, stream
             )
         except ValueError as error:
-            raise SystemExit(f"error: {error}") from None
+            raise UsageError(f"{error}") from None
     else:
         try:
             prompt = [int(t) for t in args.tokens.split(",") if t.strip()]
         except ValueError:
-            raise SystemExit(
-                f"error: --tokens must be comma-separated integers: {args.tokens}"
-            ) from None
+            raise UsageError(f"--tokens must be comma-separated integers: {args.tokens}") from None
         stop_ids = []
         for stop in stops:
             if isinstance(stop, str):
                 token = tokenizer.token_to_id(stop) if tokenizer else None
                 if token is None:
-                    raise SystemExit(f"error: stop token {stop!r} is not in the vocabulary")
+                    raise UsageError(f"stop token {stop!r} is not in the vocabulary")
                 stop = token
             stop_ids.append(int(stop))
         stream = None if args.json else (lambda token: print(token, end=" ", flush=True))
         try:
             result = engine.generate(prompt, args.max_new_tokens, sampling, stop_ids, stream)
         except ValueError as error:
-            raise SystemExit(f"error: {error}") from None
+            raise UsageError(f"{error}") from None
         text = tokenizer.decode(result.tokens) if tokenizer else None
     seconds = time.perf_counter() - start
     if args.json:
@@ -293,15 +297,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     config = _config(args)
     if args.prompt_length < 1 or args.decode_tokens < 1 or args.repeat < 1:
-        raise SystemExit("error: --prompt-length, --decode-tokens and --repeat must be >= 1")
+        raise UsageError("--prompt-length, --decode-tokens and --repeat must be >= 1")
     if args.prompt_length + args.decode_tokens > config.context_window_size:
-        raise SystemExit(
-            f"error: {args.prompt_length} + {args.decode_tokens} tokens exceed the context "
+        raise UsageError(
+            f"{args.prompt_length} + {args.decode_tokens} tokens exceed the context "
             f"window of {config.name} ({config.context_window_size})"
         )
     from .config import get_config
 
-    estimate_config = get_config(args.estimate_model) if args.estimate_model else config
+    try:
+        estimate_config = get_config(args.estimate_model) if args.estimate_model else config
+    except ValueError as error:
+        raise UsageError(f"--estimate-model {args.estimate_model}: {error}") from error
     # Modelled first: selecting a profile needs no NNAPI compilation alive in the process.
     _progress(f"modelled estimate of {estimate_config.name} on {args.profile}...")
     estimator = LlmEstimator(estimate_config, args.dtype)

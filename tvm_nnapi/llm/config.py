@@ -76,8 +76,29 @@ class LlamaConfig:
         """Read a Hugging Face ``config.json`` (a dict or a path) of a Llama, Mistral or Qwen2
         model."""
         if not isinstance(config, dict):
-            with open(config, encoding="utf-8") as file:
-                config = cast(dict[str, Any], json.load(file))
+            path = os.fspath(config)
+            if not os.path.isfile(path):
+                raise FileNotFoundError(f"{path}: no such config file (give a config.json)")
+            try:
+                with open(path, encoding="utf-8") as file:
+                    config = cast(dict[str, Any], json.load(file))
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path}: not a JSON config: {error}") from None
+            missing = [
+                key
+                for key in (
+                    "hidden_size",
+                    "intermediate_size",
+                    "num_hidden_layers",
+                    "num_attention_heads",
+                    "vocab_size",
+                )
+                if key not in config
+            ]
+            if missing:
+                raise ValueError(
+                    f"{path}: not a Llama-family config.json (no {', '.join(missing)})"
+                )
         model_type = str(config.get("model_type", "llama"))
         heads = int(config["num_attention_heads"])
         values: dict[str, Any] = {
@@ -207,6 +228,10 @@ def get_config(name: str) -> LlamaConfig:
     try:
         return CONFIGS[name]
     except KeyError:
+        import difflib
+
+        close = difflib.get_close_matches(name, sorted(CONFIGS), n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
         raise ValueError(
-            f"unknown model configuration {name!r}; known: {sorted(CONFIGS)}"
+            f"unknown model configuration {name!r}; {hint}known: {', '.join(sorted(CONFIGS))}"
         ) from None

@@ -223,7 +223,15 @@ def load_tokenizer(path: str | os.PathLike[str]) -> Any:
     path = os.fspath(path)
     if os.path.isdir(path):
         path = os.path.join(path, "tokenizer.json")
-    return Tokenizer.from_file(path)
+    if not os.path.isfile(path):
+        # The tokenizers library's own message does not name the file.
+        raise FileNotFoundError(f"{path}: no such tokenizer file (give a tokenizer.json)")
+    try:
+        return Tokenizer.from_file(path)
+    except Exception as error:  # the library raises a bare Exception
+        raise ValueError(
+            f"{path}: not a tokenizer.json the tokenizers library reads: {error}"
+        ) from error
 
 
 def generate_text(

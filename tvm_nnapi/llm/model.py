@@ -126,7 +126,13 @@ class LlamaForCausalLM(nn.Module):
         return logits.astype("float32") if logits.dtype != "float32" else logits
 
     def embed(self, input_ids: Tensor) -> Tensor:
-        return self.model.embed_tokens(input_ids)
+        # nn.Embedding's take uses TVM's "fast" mode, which reads out of bounds on a bad id (and
+        # makes every build warn "Fast mode segfaults ..."). "clip" cannot; LlamaEngine.embed
+        # refuses ids outside the vocabulary before they get here.
+        taken = relax.op.take(
+            self.model.embed_tokens.weight._expr, input_ids._expr, axis=0, mode="clip"
+        )
+        return Tensor(_expr=relax.BlockBuilder.current().emit(taken, "embed"))
 
     def prefill(self, input_embed: Tensor, kv_cache: PagedKVCache) -> tuple[Tensor, PagedKVCache]:
         hidden = self.model(input_embed, kv_cache)

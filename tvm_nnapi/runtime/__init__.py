@@ -37,17 +37,26 @@ OPTIONS = (
     "use_burst",
     "policy",
     "log",
+    "devices",
+    "exclude_cpu",
 )
 
 
 def configure(**options: Any) -> dict[str, str]:
-    """Set runtime options (for compilations from now on); returns the resulting options."""
+    """Set runtime options (for compilations from now on); returns the resulting options.
+
+    ``devices`` (names, a list or comma-separated) makes every NNAPI compilation from now on
+    target those NNAPI devices (``ANeuralNetworksCompilation_createForDevices``; "" lets NNAPI
+    choose); ``exclude_cpu=True`` leaves CPU devices out (of the named ones, or of all). Models
+    already compiled for a signature keep their devices (docs/runtime.md)."""
     setter = runtime_function("tvm_nnapi.runtime.set_option")
     for name, value in options.items():
         if name not in OPTIONS:
             raise ValueError(f"unknown NNAPI runtime option {name!r}; options: {OPTIONS}")
         if isinstance(value, bool):
             value = int(value)
+        elif isinstance(value, list | tuple):  # devices=["qti-gpu", "qti-dsp"]
+            value = ",".join(str(v) for v in value)
         setter(name, str(value))
     return options_in_effect()
 
@@ -94,14 +103,23 @@ def precompile(program: Any, **symbols: int | Iterable[int]) -> int:
 
     Every subgraph whose symbols are all given is compiled for each combination of values
     (several symbols are zipped, so their lists must have one length). Returns the number of
-    (subgraph, signature) compilations requested.
+    (subgraph, signature) compilations requested. A symbol no NNAPI subgraph of ``program`` has
+    is a ValueError naming it and the symbols the subgraphs have.
     """
     values = {name: [v] if isinstance(v, int) else list(v) for name, v in symbols.items()}
     lengths = {len(v) for v in values.values()}
     if len(lengths) > 1:
         raise ValueError(f"symbol value lists differ in length: {values}")
+    modules = list(nnapi_modules(program))
+    known = {str(s) for module in modules for s in module["get_symbols"]()}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(
+            f"precompile: no NNAPI subgraph of this program has the symbol "
+            f"{', '.join(unknown)} (the subgraphs' symbols: {', '.join(sorted(known)) or 'none'})"
+        )
     count = 0
-    for module in nnapi_modules(program):
+    for module in modules:
         needed = [str(s) for s in module["get_symbols"]()]
         if not needed or any(name not in values for name in needed):
             continue

@@ -848,3 +848,52 @@ def estimate(
     """
     prepared = PreparedEstimate(mod, shapes, entry, options, extern_work)
     return prepared.run(profile, host_model, weights)
+
+
+# What dominates the NNAPI side, with the lever that reduces it (why_nnapi_loses).
+_LOSS_CAUSES = (
+    (
+        "modelled_driver_overhead_us",
+        "driver overhead",
+        "a fixed cost per call and per operation, which small inputs do not amortise",
+    ),
+    (
+        "modelled_input_setup_us",
+        "input and weight set-up",
+        "inputs and weights are handed to NNAPI at every call (--weights resident models "
+        "weights given once)",
+    ),
+    (
+        "modelled_transfer_us",
+        "host<->device transfers",
+        "values copied between host memory and the devices",
+    ),
+    (
+        "modelled_compute_us",
+        "compute",
+        "the devices that run these operations compute them slower than the host CPU",
+    ),
+)
+
+
+def why_nnapi_loses(estimate: dict[str, Any]) -> str | None:
+    """One line saying why the NNAPI-offloaded program is slower than the all-host one (from
+    :meth:`Estimate.to_dict`), or None when it is not slower. All figures are MODELLED: the
+    largest part of the NNAPI subgraphs' time against the host time of the same operators."""
+    totals = estimate.get("totals", {})
+    nnapi = float(totals.get("modelled_nnapi_program_us", 0.0))
+    host = float(totals.get("modelled_host_program_us", 0.0))
+    subgraphs = estimate.get("subgraphs", [])
+    if not subgraphs or not nnapi or host >= nnapi:
+        return None
+    offloaded = sum(float(s["modelled_nnapi_us"]) * int(s.get("calls", 1)) for s in subgraphs)
+    on_host = sum(float(s["modelled_host_us"]) * int(s.get("calls", 1)) for s in subgraphs)
+    key, label, lever = max(_LOSS_CAUSES, key=lambda cause: float(totals.get(cause[0], 0.0)))
+    part = float(totals.get(key, 0.0))
+    from .report import _format_us
+
+    return (
+        f"NNAPI is slower here (modelled): {label} is {_format_us(part)} of the "
+        f"{_format_us(offloaded)} its subgraphs take, while the host CPU runs the same operators "
+        f"in {_format_us(on_host)}; {lever}"
+    )

@@ -30,12 +30,16 @@ from .sources import CNN_MODELS, ModelLoadError, load_model_source
 
 @dataclass
 class SubgraphReport:
+    """One NNAPI subgraph function. Operator and operation counts are per call: a function
+    called ``calls`` times (the identical layers of an LLM share one) executes them that often."""
+
     name: str
-    relax_operators: dict[str, int]
-    nnapi_operations: dict[str, int]
+    relax_operators: dict[str, int]  # per call
+    nnapi_operations: dict[str, int]  # per call
     inputs: int
     outputs: int
     symbols: list[str]
+    calls: int = 1
 
 
 @dataclass
@@ -88,22 +92,42 @@ def explain(
         offloaded_flops=summary.offloaded_flops,
         total_flops=summary.offloaded_flops + summary.host_flops,
     )
+    calls = _call_sites(module)
     for name in nnapi_subgraphs(module):
         func = module[name]
         builder = lower_function(func)
+        sites = max(calls[name], 1)
         result.subgraphs.append(
             SubgraphReport(
                 name=name,
-                relax_operators=dict(summary.subgraphs[name]),
+                # offload_summary counts every call; the table shows one call's operators.
+                relax_operators={op: n // sites for op, n in summary.subgraphs[name].items()},
                 nnapi_operations=dict(Counter(op.op for op in builder.operations)),
                 inputs=len(builder.inputs),
                 outputs=len(builder.outputs),
                 symbols=list(builder.symbols),
+                calls=sites,
             )
         )
-        # Every subgraph input and output crosses between host and NNAPI memory.
-        result.boundary_transfers += len(builder.inputs) + len(builder.outputs)
+        # Every subgraph input and output crosses between host and NNAPI memory, at every call.
+        result.boundary_transfers += (len(builder.inputs) + len(builder.outputs)) * sites
     return result
+
+
+def _call_sites(mod: tvm.IRModule) -> Counter:
+    """How often the host functions of ``mod`` call each function (by name)."""
+    sites: Counter = Counter()
+    for func in mod.functions.values():
+        if isinstance(func, relax.Function) and not (func.attrs or {}).get("Codegen"):
+            relax.analysis.post_order_visit(
+                func.body,
+                lambda node: (
+                    sites.update([node.op.name_hint])
+                    if isinstance(node, relax.Call) and isinstance(node.op, tvm.ir.GlobalVar)
+                    else None
+                ),
+            )
+    return sites
 
 
 def _entry_module(mod: tvm.IRModule, entries: Sequence[str]) -> tvm.IRModule:

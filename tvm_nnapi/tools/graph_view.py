@@ -112,13 +112,6 @@ def _extern_name(call: relax.Call) -> str | None:
     return None
 
 
-def _composite_nnapi_operations() -> dict[str, tuple[str, ...]]:
-    from ..compiler import lowerings  # noqa: F401  (registers the specs)
-    from ..compiler.patterns import specs
-
-    return {spec.name: spec.nnapi_ops for spec in specs()}
-
-
 class _Walker:
     def __init__(
         self, mod: tvm.IRModule, refusals: dict[tuple[str, str], dict[str, str]], detail: str
@@ -127,8 +120,15 @@ class _Walker:
         self.refusals = refusals
         self.detail = detail
         self.graph: OperatorGraph | None = None
-        self.nnapi_ops = _composite_nnapi_operations()
         self.calls_per_subgraph: Counter = Counter()
+        self._lowered: dict[str, dict[relax.Var, list[str]]] = {}
+
+    def lowered(self, name: str, func: relax.Function) -> dict[relax.Var, list[str]]:
+        """The operations the codegen emits per composite call of subgraph ``name`` (lowered
+        once per subgraph function, however often it is called)."""
+        if name not in self._lowered:
+            self._lowered[name] = lowered_operations(func)
+        return self._lowered[name]
 
     def add(self, node: GraphNode, inputs: frozenset[int]) -> int:
         assert self.graph is not None
@@ -232,7 +232,6 @@ class _Walker:
         first = len(self.graph.nodes)
         if self.detail == "subgraph":
             operators: list[str] = []
-            operations: list[str] = []
             flops = 0
             for block in func.body.blocks:
                 for item in block.bindings:
@@ -244,7 +243,8 @@ class _Walker:
                         calls = _operator_calls(local_function.body)
                         operators += [str(c.op.name) for c in calls]
                         flops += sum(call_flops(c) for c in calls)
-                        operations += self.nnapi_ops.get(str(local_function.attrs["Composite"]), ())
+            # The operations the runtime executes: the codegen's lowering of this function.
+            operations = [op for ops in self.lowered(name, func).values() for op in ops]
             node = GraphNode(
                 0,
                 "nnapi",
@@ -260,7 +260,7 @@ class _Walker:
             node_id = self.add(node, inputs)
             self.graph.subgraph_calls.append((name, [node_id]))
             return frozenset([node_id])
-        emitted = lowered_operations(func)
+        emitted = self.lowered(name, func)
         values: dict[relax.Var, _Value] = dict(zip(func.params, arguments, strict=True))
         local: dict[relax.Var, relax.Function] = {}
         for block in func.body.blocks:
@@ -283,9 +283,7 @@ class _Walker:
                         or composite_name,
                         item.var.name,
                         relax_operators=[str(c.op.name) for c in calls],
-                        nnapi_operations=emitted.get(
-                            item.var, list(self.nnapi_ops.get(composite_name, ()))
-                        ),
+                        nnapi_operations=list(emitted.get(item.var, ())),
                         subgraph=name,
                         call_index=call_index,
                         composite=composite_name,
@@ -311,39 +309,13 @@ class _Walker:
 
 def lowered_operations(func: relax.Function) -> dict[relax.Var, list[str]]:
     """The NNAPI operations the codegen emits for each composite call of an NNAPI subgraph
-    function, by the variable the call binds ({} if the lowering fails)."""
-    from ..compiler import codegen, converters
-    from ..compiler.graph_json import GraphBuilder
-    from ..errors import CodegenError
+    function, by the variable the call binds: the runtime's own lowering
+    (:func:`tvm_nnapi.compiler.codegen.lower_function`) records them. Raises the lowering's
+    error (a subgraph the codegen cannot lower cannot be built either)."""
+    from ..compiler.codegen import lower_function
 
-    symbol = str((func.attrs or {}).get("global_symbol", "subgraph"))
-    builder = GraphBuilder(symbol)
-    ctx = converters.ConvertContext(builder)
     emitted: dict[relax.Var, list[str]] = {}
-    try:
-        # The parameter set-up of codegen.lower_function, then its loop, recording what each
-        # composite call adds to the operation list.
-        for param in func.params:
-            if isinstance(param.ty, relax.TensorType):
-                ctx.values[param] = builder.add_input(ctx.dtype(param), ctx.shape(param))
-            else:
-                ctx.values[param] = converters.UNAVAILABLE
-        composites: dict[relax.Var, relax.Function] = {}
-        for block in func.body.blocks:
-            for binding in block.bindings:
-                value = binding.value
-                if isinstance(value, relax.Function):
-                    composites[binding.var] = value
-                elif isinstance(value, relax.Call) and value.op in composites:
-                    before = len(builder.operations)
-                    ctx.values[binding.var] = codegen._lower_composite(
-                        ctx, composites[value.op], value
-                    )
-                    emitted[binding.var] = [op.op for op in builder.operations[before:]]
-                else:
-                    ctx.values[binding.var] = codegen._lower_plumbing(ctx, binding)
-    except (CodegenError, KeyError, ValueError, tvm.TVMError):
-        return {}
+    lower_function(func, emitted)
     return emitted
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import html
 import json
-import math
 from collections import Counter
 from collections.abc import Iterable, Sequence, Set
 from typing import Any
@@ -27,7 +26,7 @@ NODE_WIDTH = 178
 NODE_HEIGHT = 38
 LAYER_GAP = 22
 COLUMN_GAP = 16
-BAND_GAP = 60
+SKIP_MARGIN = 48  # room right of the nodes for edges that skip layers
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#111827;
@@ -111,6 +110,14 @@ def _format_us(micros: float | None) -> str:
     return f"{micros:.1f} µs"
 
 
+def format_speedup(ratio: float | None) -> str:
+    """A speedup with two decimals, or three significant digits below 0.01 (0.00312x, never
+    0.00x); n/a when unknown."""
+    if ratio is None or not ratio:
+        return "n/a"
+    return f"{ratio:.2f}x" if ratio >= 0.01 else f"{ratio:.3g}x"
+
+
 def _format_number(value: float) -> str:
     for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if abs(value) >= scale:
@@ -141,12 +148,13 @@ def device_colours(devices: Iterable[str]) -> dict[str, str]:
 def layout(
     nodes: Sequence[dict[str, Any]], edges: Sequence[Sequence[int]]
 ) -> tuple[dict[int, tuple[float, float]], float, float]:
-    """Positions (top-left x, y) of the nodes in a layered drawing, and the drawing's size.
+    """Positions (top-left x, y) of the nodes in a top-to-bottom layered drawing (as Netron
+    draws models), and the drawing's size.
 
     Layers: the longest path from an input (edges go from earlier to later nodes, the execution
-    order). Within a layer nodes are ordered by the mean position of their predecessors. A long
-    program is cut into bands of consecutive layers placed side by side, so a chain of 150
-    operators becomes a few columns instead of one very tall one.
+    order), one row each, top to bottom. Within a layer nodes are ordered by the mean position
+    of their predecessors and centred, so a chain runs straight down; edges that skip layers
+    are routed beside the nodes (:func:`graph_svg`), in a margin kept on the right.
     """
     ids = [int(n["id"]) for n in nodes]
     predecessors: dict[int, list[int]] = {i: [] for i in ids}
@@ -159,36 +167,81 @@ def layout(
     layers: dict[int, list[int]] = {}
     for i in ids:
         layers.setdefault(layer[i], []).append(i)
-    count = len(layers)
-    # Bands of about sqrt(3 * layers) layers (a wide-screen shape for a chain), each as wide as
-    # its widest layer; up to 16 layers stay one band.
-    per_band = count if count <= 16 else max(8, math.ceil(math.sqrt(3 * count)))
-    per_band = max(per_band, 1)
+    widest = max((len(members) for members in layers.values()), default=1)
     slot: dict[int, float] = {}
     positions: dict[int, tuple[float, float]] = {}
-    band_x = 0.0
     height = 0.0
-    for band_start in range(0, count, per_band):
-        band_layers = range(band_start, min(count, band_start + per_band))
-        band_width = max(len(layers[k]) for k in band_layers)
-        for row, k in enumerate(band_layers):
-            members = layers[k]
+    for row in sorted(layers):
+        members = layers[row]
 
-            def barycentre(node: int) -> float:
-                known = [slot[p] for p in predecessors[node] if p in slot]
-                return sum(known) / len(known) if known else float(node)
+        def barycentre(node: int) -> float:
+            known = [slot[p] for p in predecessors[node] if p in slot]
+            return sum(known) / len(known) if known else float(node)
 
-            members.sort(key=lambda n: (barycentre(n), n))
-            offset = (band_width - len(members)) / 2
-            for column, node in enumerate(members):
-                slot[node] = offset + column
-                x = band_x + (offset + column) * (NODE_WIDTH + COLUMN_GAP)
-                y = row * (NODE_HEIGHT + LAYER_GAP)
-                positions[node] = (x, y)
-                height = max(height, y + NODE_HEIGHT)
-        band_x += band_width * (NODE_WIDTH + COLUMN_GAP) + BAND_GAP
-    width = max(band_x - BAND_GAP, NODE_WIDTH)
-    return positions, width, height
+        members.sort(key=lambda n: (barycentre(n), n))
+        offset = (widest - len(members)) / 2
+        for column, node in enumerate(members):
+            slot[node] = offset + column
+            x = (offset + column) * (NODE_WIDTH + COLUMN_GAP)
+            y = row * (NODE_HEIGHT + LAYER_GAP)
+            positions[node] = (x, y)
+            height = max(height, y + NODE_HEIGHT)
+    width = widest * (NODE_WIDTH + COLUMN_GAP) - COLUMN_GAP + SKIP_MARGIN
+    return positions, max(width, NODE_WIDTH), height
+
+
+def _edge_path(
+    start: tuple[float, float], end: tuple[float, float], right_of: dict[float, float]
+) -> tuple[str, bool]:
+    """The SVG path of an edge between two node boxes (top-left corners), and whether it skips
+    layers. An edge to the next layer is a short curve; one that skips layers runs down beside
+    the nodes it passes (right of the rightmost of them), never across them."""
+    x1, y1 = start[0] + NODE_WIDTH / 2, start[1] + NODE_HEIGHT
+    x2, y2 = end[0] + NODE_WIDTH / 2, end[1]
+    if y2 - y1 <= LAYER_GAP + 1:
+        bend = LAYER_GAP / 2
+        return (
+            f"M{x1:.0f},{y1:.0f} C{x1:.0f},{y1 + bend:.0f} {x2:.0f},{y2 - bend:.0f} "
+            f"{x2:.0f},{y2:.0f}",
+            False,
+        )
+    passed = [right for top, right in right_of.items() if y1 < top < y2 - LAYER_GAP / 2]
+    side = max([*passed, start[0] + NODE_WIDTH, end[0] + NODE_WIDTH]) + SKIP_MARGIN / 2
+    gap = LAYER_GAP / 2
+    return (
+        f"M{x1:.0f},{y1:.0f} C{x1:.0f},{y1 + gap:.0f} {side:.0f},{y1:.0f} {side:.0f},"
+        f"{y1 + gap + 6:.0f} L{side:.0f},{y2 - gap - 6:.0f} C{side:.0f},{y2:.0f} "
+        f"{x2:.0f},{y2 - gap:.0f} {x2:.0f},{y2:.0f}",
+        True,
+    )
+
+
+def _subgraph_boxes(
+    nodes: Sequence[dict[str, Any]], positions: dict[int, tuple[float, float]]
+) -> str:
+    """One outlined box, labelled with the subgraph and call, around each NNAPI subgraph
+    call's nodes (boundaries visible without hovering)."""
+    groups: dict[str, list[tuple[float, float]]] = {}
+    for node in nodes:
+        if node["kind"] == "nnapi" and node.get("subgraph"):
+            key = f"{node['subgraph']}#{node.get('call_index') or 0}"
+            groups.setdefault(key, []).append(positions[int(node["id"])])
+    parts = []
+    pad = 6
+    for key, corners in groups.items():
+        left = min(x for x, _ in corners) - pad
+        top = min(y for _, y in corners) - pad
+        right = max(x for x, _ in corners) + NODE_WIDTH + pad
+        bottom = max(y for _, y in corners) + NODE_HEIGHT + pad
+        name, call = key.rsplit("#", 1)
+        parts.append(
+            f'<g class="subgraph-box" data-group="{_e(key)}"><rect x="{left:.0f}" '
+            f'y="{top:.0f}" width="{right - left:.0f}" height="{bottom - top:.0f}" rx="9" '
+            f'fill="#eef2ff" fill-opacity="0.55" stroke="#6366f1" stroke-width="1.2" '
+            f'stroke-dasharray="6 3"/><text x="{left + 4:.0f}" y="{top - 3:.0f}" '
+            f'font-size="10" fill="#4338ca">{_e(name)} (call {_e(call)})</text></g>'
+        )
+    return "".join(parts)
 
 
 def node_colour(node: dict[str, Any], colours: dict[str, str]) -> str:
@@ -215,21 +268,18 @@ def graph_svg(graph: dict[str, Any], colours: dict[str, str]) -> str:
         'fill="#6b7280"/></marker></defs>',
         f'<g transform="translate({margin},{margin})">',
     ]
+    parts.append(_subgraph_boxes(nodes, positions))
+    right_of: dict[float, float] = {}  # per layer (top y): the right edge of its last node
+    for x, y in positions.values():
+        right_of[y] = max(right_of.get(y, 0.0), x + NODE_WIDTH)
     for source, target in edges:
         if source not in positions or target not in positions:
             continue
-        x1, y1 = positions[source]
-        x2, y2 = positions[target]
-        x1, y1 = x1 + NODE_WIDTH / 2, y1 + NODE_HEIGHT
-        x2 = x2 + NODE_WIDTH / 2
-        bend = max(LAYER_GAP, abs(y2 - y1) / 2)
-        # An edge to a later band (or far down a band) is drawn faint: it crosses other nodes.
-        faint = y2 <= y1 or y2 - y1 > 2 * (NODE_HEIGHT + LAYER_GAP)
-        style = ' stroke-opacity="0.35" stroke-dasharray="3 3"' if faint else ""
+        path, skips = _edge_path(positions[source], positions[target], right_of)
+        style = ' stroke-opacity="0.6"' if skips else ""
         parts.append(
-            f'<path d="M{x1:.0f},{y1:.0f} C{x1:.0f},{y1 + bend:.0f} {x2:.0f},{y2 - bend:.0f} '
-            f'{x2:.0f},{y2:.0f}" fill="none" stroke="#6b7280" stroke-width="1.2"{style} '
-            f'marker-end="url(#arrow)"/>'
+            f'<path class="{"edge skip" if skips else "edge"}" d="{path}" fill="none" '
+            f'stroke="#6b7280" stroke-width="1.2"{style} marker-end="url(#arrow)"/>'
         )
     for node in nodes:
         x, y = positions[int(node["id"])]
@@ -239,6 +289,12 @@ def graph_svg(graph: dict[str, Any], colours: dict[str, str]) -> str:
         refused = node["kind"] == "host" and node.get("refusal")
         stroke = "#b91c1c" if refused else "#374151"
         dash = ' stroke-dasharray="4 2"' if refused else ""
+        stroke_width = "1.2"
+        layer = node.get("layerwise") or {}
+        if layer.get("first_divergence"):
+            stroke, stroke_width, dash = "#dc2626", "3.5", ""  # --layerwise: first divergence
+        elif layer and not layer.get("passed", True):
+            stroke, stroke_width = "#f87171", "2.2"
         if node["kind"] == "nnapi":
             operations = Counter(node.get("nnapi_operations") or [])
             detail = ", ".join(
@@ -261,7 +317,7 @@ def graph_svg(graph: dict[str, Any], colours: dict[str, str]) -> str:
             f'data-binding="{_e(node.get("binding", ""))}">'
             f"<title>{_e(tooltip)}</title>"
             f'<rect x="{x:.0f}" y="{y:.0f}" width="{NODE_WIDTH}" height="{NODE_HEIGHT}" rx="6" '
-            f'fill="{fill}" stroke="{stroke}" stroke-width="1.2"{dash}/>'
+            f'fill="{fill}" stroke="{stroke}" stroke-width="{stroke_width}"{dash}/>'
             f'<text x="{x + 8:.0f}" y="{y + 16:.0f}" font-size="12" font-weight="600" '
             f'fill="{text_colour}">{_e(_shorten(node["label"], 26))}</text>'
             f'<text x="{x + 8:.0f}" y="{y + 31:.0f}" font-size="10.5" fill="{text_colour}">'
@@ -290,6 +346,13 @@ def _node_tooltip(node: dict[str, Any]) -> str:
         lines.append(f"result: {node['shape']}")
     if node.get("flops"):
         lines.append(f"FLOPs: {_format_number(node['flops'])}")
+    if node.get("layerwise"):
+        layer = node["layerwise"]
+        lines.append(
+            f"layer-wise: max rel error {layer['max_rel_error']:.3e} (tolerance "
+            f"{layer['tolerance']:.0e})"
+            + (", the first operator over the tolerance" if layer.get("first_divergence") else "")
+        )
     return "\n".join(lines)
 
 
@@ -302,6 +365,10 @@ def _legend(colours: dict[str, str], any_unknown: bool) -> str:
     ]
     for device, colour in colours.items():
         items.append(f'<span><i style="background:{colour}"></i>NNAPI on {_e(device)}</span>')
+    items.append(
+        '<span><i style="background:#eef2ff;border:1px dashed #6366f1"></i>'
+        "one NNAPI subgraph call (its name and call number above the box)</span>"
+    )
     if any_unknown or not colours:
         items.append(
             f'<span><i style="background:{NNAPI_COLOUR}"></i>NNAPI (device chosen when NNAPI '
@@ -324,10 +391,12 @@ def timeline_svg(timeline: dict[str, Any], colours: dict[str, str]) -> str:
             lanes.append(event["lane"])
     total = max(e["start_us"] + e["duration_us"] for e in events) or 1.0
     label_width, plot_width, lane_height = 150, 1000, 26
-    height = len(lanes) * lane_height + 40
+    right_margin = 60  # the last tick's label is centred on the plot's right end
+    height = len(lanes) * lane_height + 62
     scale = plot_width / total
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_width + plot_width + 20}" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" '
+        f'width="{label_width + plot_width + right_margin}" '
         f'height="{height}" role="img" aria-label="modelled timeline">'
     ]
     for index, lane in enumerate(lanes):
@@ -342,14 +411,10 @@ def timeline_svg(timeline: dict[str, Any], colours: dict[str, str]) -> str:
         x = label_width + event["start_us"] * scale
         w = max(event["duration_us"] * scale, 0.8)
         kind = event["kind"]
-        if kind == "execution":
-            fill = "#e5e7eb"
-        elif kind == "operation":
+        if kind == "operation":
             fill = colours.get(event["lane"], NNAPI_COLOUR)
-        elif kind == "transfer":
-            fill = "#f59e0b"
         else:
-            fill = "#9ca3af"
+            fill = TIMELINE_COLOURS.get(kind, TIMELINE_COLOURS["runtime"])[0]
         tooltip = (
             f"{event['name']} ({kind}) on {event['lane']}\nmodelled start "
             f"{event['start_us']:.2f} µs, duration {event['duration_us']:.2f} µs"
@@ -370,10 +435,33 @@ def timeline_svg(timeline: dict[str, Any], colours: dict[str, str]) -> str:
             f"{_e(_format_us(value))}</text>"
         )
     parts.append(
-        f'<text x="{label_width}" y="{axis_y + 22}" font-size="11" fill="#92400e">'
+        f'<text x="{label_width + plot_width / 2}" y="{axis_y + 22}" font-size="11" '
+        'text-anchor="middle">time since the first execution started (MODELLED µs/ms)</text>'
+        f'<text x="{label_width}" y="{axis_y + 40}" font-size="11" fill="#92400e">'
         "MODELLED time on the profile's devices (cost model), not measured</text></svg>"
     )
-    return "".join(parts)
+    return "".join(parts) + _timeline_legend(
+        {e["lane"] for e in events if e["kind"] == "operation"}, colours
+    )
+
+
+# Colours of the timeline's span kinds other than operations (which take their device's).
+TIMELINE_COLOURS = {
+    "execution": ("#e5e7eb", "one NNAPI execution (a subgraph call)"),
+    "transfer": ("#f59e0b", "transfer between host and device memory"),
+    "runtime": ("#9ca3af", "NNAPI runtime or driver work"),
+}
+
+
+def _timeline_legend(devices: Iterable[str], colours: dict[str, str]) -> str:
+    items = [
+        f'<span><i style="background:{fill}"></i>{_e(text)}</span>'
+        for fill, text in TIMELINE_COLOURS.values()
+    ]
+    for device in sorted(devices):
+        fill = colours.get(device, NNAPI_COLOUR)
+        items.append(f'<span><i style="background:{fill}"></i>operation on {_e(device)}</span>')
+    return '<div class="legend timeline-legend">' + "".join(items) + "</div>"
 
 
 def timeline_from_traces(
@@ -453,7 +541,7 @@ def _summary_cards(document: dict[str, Any]) -> str:
         cards += [
             (_format_us(totals.get("modelled_nnapi_program_us")), "NNAPI-offloaded (modelled)"),
             (_format_us(totals.get("modelled_host_program_us")), "all on host (modelled)"),
-            (f"{totals.get('modelled_speedup', 0):.2f}x", "modelled speedup"),
+            (format_speedup(totals.get("modelled_speedup")), "modelled speedup"),
         ]
     run = document.get("run")
     if run:
@@ -486,21 +574,30 @@ def _refusal_section(explanation: dict[str, Any], graph: dict[str, Any] | None) 
     for node in (graph or {}).get("nodes", []):
         if node.get("refusal"):
             node_of[(node["binding"], node["refusal"]["operator"])] = node["id"]
-    rows = []
+    # Identical refusals (operator, kind, reason), e.g. a 7B LLM's 32 KV-cache attention
+    # calls, are one row listing their bindings.
+    groups: dict[tuple[str, str, str], list[str]] = {}
     for refusal in refusals:
-        node = node_of.get((refusal["binding"], refusal["operator"]))
-        attributes = f' id="row-{_e(refusal["binding"])}"'
+        key = (refusal["operator"], refusal["kind"], refusal["reason"])
+        groups.setdefault(key, []).append(refusal["binding"])
+    rows = []
+    for (operator, kind, reason), bindings in groups.items():
+        node = node_of.get((bindings[0], operator))
+        attributes = f' id="row-{_e(bindings[0])}"'
         if node is not None:
             attributes += f' data-node="{node}"'
+        shown = ", ".join(bindings[:6])
+        if len(bindings) > 6:
+            shown += f", … ({len(bindings)} in all)"
         rows.append(
-            f"<tr{attributes}><td><code>{_e(refusal['binding'])}</code></td>"
-            f"<td><code>{_e(refusal['operator'])}</code></td><td>{_e(refusal['kind'])}</td>"
-            f"<td>{_e(refusal['reason'])}</td></tr>"
+            f"<tr{attributes}><td><code>{_e(shown)}</code></td>"
+            f"<td><code>{_e(operator)}</code></td><td>{_e(kind)}</td>"
+            f"<td>{_e(reason)}</td></tr>"
         )
     return (
         "<section><h2>Operators kept on the host, and why</h2>"
         '<p class="note">Click a row to find the operator in the graph.</p>'
-        "<table><thead><tr><th>binding</th><th>operator</th><th>reason kind</th><th>reason</th>"
+        "<table><thead><tr><th>bindings</th><th>operator</th><th>reason kind</th><th>reason</th>"
         f"</tr></thead><tbody>{''.join(rows)}</tbody></table></section>"
     )
 
@@ -511,6 +608,7 @@ def _subgraph_section(explanation: dict[str, Any], devices: dict[str, list[str]]
         rows.append(
             [
                 f"<code>{_e(sub['name'])}</code>",
+                _e(str(sub.get("calls", 1))),
                 _counts(sub["relax_operators"]),
                 _counts(sub["nnapi_operations"]),
                 _e(f"{sub['inputs']}/{sub['outputs']}"),
@@ -521,7 +619,16 @@ def _subgraph_section(explanation: dict[str, Any], devices: dict[str, list[str]]
     if not rows:
         return "<section><h2>NNAPI subgraphs</h2><p>No operator is offloaded.</p></section>"
     table = _table(
-        ["subgraph", "Relax operators", "NNAPI operations", "in/out", "symbols", "devices"], rows
+        [
+            "subgraph",
+            "calls",
+            "Relax operators (per call)",
+            "NNAPI operations (per call)",
+            "in/out",
+            "symbols",
+            "devices",
+        ],
+        rows,
     )
     return f"<section><h2>NNAPI subgraphs</h2>{table}</section>"
 
@@ -541,7 +648,7 @@ def _estimate_section(estimate: dict[str, Any]) -> str:
                 _e(_format_us(sub.get("modelled_driver_overhead_us"))),
                 _e(_format_us(sub.get("modelled_nnapi_us"))),
                 _e(_format_us(sub.get("modelled_host_us"))),
-                _e(f"{sub.get('modelled_speedup', 0):.2f}x"),
+                _e(format_speedup(sub.get("modelled_speedup"))),
             ]
         )
     table = _table(
@@ -580,7 +687,8 @@ def _estimate_section(estimate: dict[str, Any]) -> str:
     parts = [
         '<section><h2>Estimate<span class="modelled">MODELLED</span></h2>',
         f'<p class="note">Profile <code>{_e(estimate.get("profile"))}</code>, entry '
-        f"<code>{_e(estimate.get('entry'))}</code>, shapes {_e(estimate.get('shapes', {}))}, "
+        f"<code>{_e(estimate.get('entry'))}</code>, shapes "
+        f"<code>{_e(_shapes_text(estimate.get('shapes')))}</code>, "
         f"host model {_e((estimate.get('host_model') or {}).get('name', ''))}. Every time is an "
         "output of the cost model (docs/cost-model.md), not a measurement.</p>",
         table,
@@ -601,6 +709,14 @@ def _estimate_section(estimate: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+def _device_choice(choice: dict[str, Any] | None) -> str:
+    """--devices / --no-nnapi-cpu as text ("NNAPI chooses" without them)."""
+    if not choice:
+        return "NNAPI chooses (no --devices)"
+    text = ", ".join(choice.get("devices") or []) or "all devices"
+    return text + (" without CPUs" if choice.get("exclude_cpu") else "")
+
+
 def _run_section(run: dict[str, Any], timeline: dict[str, Any] | None, colours: dict) -> str:
     rows = [
         [
@@ -619,6 +735,7 @@ def _run_section(run: dict[str, Any], timeline: dict[str, Any] | None, colours: 
     facts = [
         ["NNAPI library", _e(run["nnapi_library"])],
         ["device profile", _e(run["profile"])],
+        ["NNAPI devices chosen", _e(_device_choice(run.get("device_choice")))],
         [
             "NNAPI really ran",
             _e(
@@ -653,11 +770,62 @@ def _run_section(run: dict[str, Any], timeline: dict[str, Any] | None, colours: 
             f'<p class="note">Perfetto trace: <code>{_e(run["trace_file"])}</code> (open it in '
             "Perfetto's UI).</p>"
         )
+    if run.get("layerwise"):
+        parts.append(_layerwise_section(run["layerwise"]))
     if timeline:
         parts.append('<h2>Timeline<span class="modelled">MODELLED</span></h2>')
         parts.append(f'<div class="scroll">{timeline_svg(timeline, colours)}</div>')
     parts.append("</section>")
     return "".join(parts)
+
+
+def _verdict(passed: bool) -> str:
+    return '<span class="pass">pass</span>' if passed else '<span class="fail">FAIL</span>'
+
+
+def _layerwise_section(layers: dict[str, Any]) -> str:
+    """--layerwise: the first operator over the tolerance and the largest errors."""
+    first = layers.get("first_divergence")
+    rows = layers.get("rows", [])
+    shown = sorted(rows, key=lambda r: -r["max_rel_error"])[:12]
+    if first is not None and first not in shown:
+        shown = [first, *shown[:11]]
+    table = _table(
+        ["subgraph", "call", "binding", "Relax", "NNAPI", "max abs error", "max rel error",
+         "tolerance", "result"],
+        [
+            [
+                f"<code>{_e(r['subgraph'])}</code>",
+                _e(r["call_index"]),
+                f"<code>{_e(r['binding'])}</code>",
+                _e(" + ".join(op.removeprefix("relax.") for op in r["relax_operators"])),
+                _e(", ".join(r["nnapi_operations"])),
+                _e(f"{r['max_abs_error']:.3e}"),
+                _e(f"{r['max_rel_error']:.3e}"),
+                _e(f"{r['tolerance']:.0e}"),
+                _verdict(r["passed"]),
+            ]
+            for r in shown
+        ],
+        {5, 6, 7},
+    )  # fmt: skip
+    if first is None:
+        verdict = f"Every one of the {len(rows)} NNAPI operators is within the tolerance."
+    else:
+        error = f"{first['max_rel_error']:.3e}"
+        verdict = (
+            f"First operator over the tolerance: <code>{_e(first['subgraph'])}</code> call "
+            f"{_e(first['call_index'])}, <code>{_e(first['binding'])}</code> "
+            f"({_e(', '.join(first['nnapi_operations']))}), max relative error "
+            f"{_e(error)} (its node is outlined in red in "
+            "the graph)."
+        )
+    return (
+        "<h2>Layer-wise comparison</h2>"
+        '<p class="note">Each NNAPI operator against the host computation of the same operator, '
+        f"on the inputs the host computes for its subgraph ({_e(layers.get('precision'))}). "
+        f"{verdict}</p>{table}"
+    )
 
 
 # ---- the page ------------------------------------------------------------------------------------

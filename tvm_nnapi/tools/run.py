@@ -24,8 +24,9 @@ from tvm import relax
 from ..compiler.patterns import PartitionOptions
 from .sources import ModelLoadError, ModelSource
 
-# Relative error bound (max |nnapi - llvm| / max |llvm|) per output dtype.
-DEFAULT_TOLERANCE = {"float32": 1e-4, "float16": 1e-2}
+# Relative error bound (max |nnapi - llvm| / max |llvm|) per precision the computation ran in
+# (see :func:`computation_precision`); integer outputs must match exactly.
+DEFAULT_TOLERANCE = {"float32": 1e-4, "float16": 1e-2, "relaxed-float16": 1e-2}
 # Largest LLM whose random weights `run` allocates (bytes); bigger ones are for `estimate`.
 MAX_LLM_WEIGHT_BYTES = 2 << 30
 
@@ -41,6 +42,9 @@ class OutputCheck:
     max_rel_error: float  # max |nnapi - llvm| / max |llvm|
     tolerance: float
     passed: bool
+    # The precision the tolerance was chosen for (computation_precision), e.g. "float16" for a
+    # float16 model whose logits are float32.
+    precision: str = ""
 
 
 @dataclass
@@ -153,18 +157,56 @@ def _flatten(value: Any) -> list[np.ndarray]:
     return []  # objects such as a KV cache are not compared
 
 
+def computation_precision(source: ModelSource, relaxed_float16: bool = False) -> str:
+    """The floating-point precision the model computes in, which decides the default tolerance.
+
+    An LLM computes in its configured dtype (a float16 LLM returns float32 logits computed in
+    float16); any other module in float16 when a tensor of its entry function is float16, else
+    float32. ``relaxed_float16``: float32 computed with NNAPI's
+    ``relaxComputationFloat32toFloat16`` (the graph JSON's ``relax_fp32_to_fp16``), which may run
+    in float16 range and precision ("relaxed-float16").
+    """
+    if source.kind == "llm":
+        precision = str(source.llm_dtype)
+    else:
+        found: set[str] = set()
+
+        def visit(node: object) -> None:
+            ty = getattr(node, "ty", None) if isinstance(node, relax.Expr) else None
+            if isinstance(ty, relax.TensorType):
+                found.add(str(ty.dtype))
+
+        relax.analysis.post_order_visit(source.module[source.entry], visit)
+        for param in source.module[source.entry].params:
+            visit(param)
+        precision = "float16" if "float16" in found else "float32"
+    if precision == "float32" and relaxed_float16:
+        return "relaxed-float16"
+    return precision
+
+
 def compare(
-    actual: list[np.ndarray], expected: list[np.ndarray], rtol: float | None = None
+    actual: list[np.ndarray],
+    expected: list[np.ndarray],
+    rtol: float | None = None,
+    precision: str | None = None,
 ) -> list[OutputCheck]:
-    """Per output: max absolute error, max error relative to max |expected|, pass/fail."""
+    """Per output: max absolute error, max error relative to max |expected|, pass/fail.
+
+    The tolerance is ``rtol`` if given, else :data:`DEFAULT_TOLERANCE` of ``precision`` (the
+    precision the computation ran in, :func:`computation_precision`) for floating-point
+    outputs, else of the output's dtype; integer outputs must match exactly."""
     if len(actual) != len(expected):
         raise ValueError(f"the NNAPI build returned {len(actual)} outputs, llvm {len(expected)}")
     checks = []
     for index, (got, want) in enumerate(zip(actual, expected, strict=True)):
         dtype = str(want.dtype)
-        tolerance = rtol if rtol is not None else DEFAULT_TOLERANCE.get(dtype, 0.0)
+        chosen = precision if precision is not None and dtype.startswith("float") else dtype
+        tolerance = rtol if rtol is not None else DEFAULT_TOLERANCE.get(chosen, 0.0)
         if got.shape != want.shape:
-            checks.append(OutputCheck(index, list(want.shape), dtype, np.inf, np.inf, 0, False))
+            checks.append(
+                OutputCheck(index, list(want.shape), dtype, np.inf, np.inf, 0, False, chosen)
+            )
             continue
         diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
         abs_error = float(diff.max()) if diff.size else 0.0
@@ -180,6 +222,7 @@ def compare(
                 rel_error,
                 tolerance,
                 finite and rel_error <= tolerance,
+                chosen,
             )
         )
     return checks
@@ -219,7 +262,7 @@ def run_model(
         nnapi_out, host_out = _run_llm(source, seed, result, say, options)
     else:
         nnapi_out, host_out = _run_module(source, seed, result, say, options)
-    result.outputs = compare(nnapi_out, host_out, rtol)
+    result.outputs = compare(nnapi_out, host_out, rtol, computation_precision(source))
     counters = mock_nnapi.counters()
     result.nnapi_executions = counters["executions_completed"]
     result.nnapi_operations = counters["operations_executed"]
@@ -285,6 +328,7 @@ def check_runnable(source: ModelSource) -> None:
     """Raise :class:`ModelLoadError` early for what `run` cannot do: an LLM too large to hold
     random weights for, a prompt longer than the context window, an input with a symbolic
     dimension that ``--shapes`` does not bind."""
+    source.check_bound()
     if source.kind != "llm":
         random_inputs(source)
         return
@@ -416,6 +460,7 @@ __all__ = [
     "check_runnable",
     "chrome_trace",
     "compare",
+    "computation_precision",
     "random_inputs",
     "run_model",
 ]

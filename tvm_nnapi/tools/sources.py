@@ -21,6 +21,7 @@ at fault.
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import sys
 from dataclasses import dataclass, field
@@ -66,6 +67,18 @@ class ModelSource:
     def unbound_symbols(self) -> list[str]:
         """Symbolic dimensions of the entry function that ``shapes`` does not bind."""
         return sorted(str(v) for v in relax.analysis.defined_symbolic_vars(self.module[self.entry]))
+
+    def check_bound(self) -> None:
+        """Raise :class:`ModelLoadError` naming the symbolic dimensions of the entry function
+        that have no value (``run`` and ``estimate`` need static shapes)."""
+        names = self.unbound_symbols()
+        if names:
+            values = ",".join(f"{name}=N" for name in names)
+            what = "dimension" if len(names) == 1 else "dimensions"
+            raise ModelLoadError(
+                f"{self.spec}: the symbolic {what} {', '.join(names)} of {self.entry} "
+                f"{'has' if len(names) == 1 else 'have'} no value; give it with --shapes {values}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -194,7 +207,10 @@ def _builtin_cnn(spec: str, batch: int) -> ModelSource:
         text = f"MobileNetV2-style CNN (width 0.35, 64x64, batch {batch}, random weights)"
     else:
         mod = residual_model()[0]
-        text = "residual elementwise network with a host-only cumsum (symbolic batch, --shapes)"
+        text = (
+            "residual elementwise network with a host-only cumsum (symbolic batch: --batch or "
+            "--shapes batch=N, default 1)"
+        )
     return ModelSource(spec, "builtin", text, mod, mod)
 
 
@@ -221,8 +237,10 @@ def parse_llm_spec(spec: str) -> tuple[Any, str]:
     parts = spec.removeprefix(LLM_PREFIX).split(":")
     name, dtype = parts[0], parts[1] if len(parts) > 1 else "float32"
     if len(parts) > 2 or name not in llm.CONFIGS:
+        close = difflib.get_close_matches(name, sorted(llm.CONFIGS), n=1)
+        hint = f"did you mean llm:{close[0]}? " if close and len(parts) <= 2 else ""
         raise ModelLoadError(
-            f"{spec}: unknown LLM configuration; use llm:NAME[:float16] with NAME one of "
+            f"{spec}: unknown LLM configuration; {hint}use llm:NAME[:float16] with NAME one of "
             f"{', '.join(sorted(llm.CONFIGS))}"
         )
     if dtype not in ("float32", "float16"):
@@ -263,10 +281,18 @@ def _llm(spec: str, entry: str | None) -> ModelSource:
 
 def _from_file(spec: str) -> ModelSource:
     path = Path(spec)
+    if path.is_dir():
+        raise ModelLoadError(f"{spec}: is a directory; give a model file")
     if not path.is_file():
+        if path.suffix or "/" in spec or "\\" in spec:
+            # It looks like a file name: say so first.
+            raise ModelLoadError(f"{spec}: no such file")
+        names = builtin_model_names()
+        close = difflib.get_close_matches(spec, names, n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
         raise ModelLoadError(
-            f"{spec}: not a file and not a built-in model (built-ins: "
-            f"{', '.join(CNN_MODELS)}, torchvision:NAME, llm:NAME; see `tvm-nnapi models`)"
+            f"{spec}: no such file and not a built-in model; {hint}built-ins: "
+            f"{', '.join(CNN_MODELS)}, torchvision:NAME, llm:NAME (see `tvm-nnapi models`)"
         )
     suffix = path.suffix.lower()
     try:

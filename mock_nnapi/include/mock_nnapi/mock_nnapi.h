@@ -100,6 +100,16 @@ MOCK_NNAPI_EXPORT int MockNnapi_injectDeviceFault(const char* deviceName, int32_
                                                   int64_t value, int32_t count);
 
 /*
+ * A numeric fault: the next `count` executed operations of type `operationType` (an
+ * ANeuralNetworksOperationType; count < 0: all) get `offset` added to every element of their
+ * TENSOR_FLOAT32 outputs, as a miscomputing driver would. For testing layer-wise comparisons
+ * (`tvm-nnapi run --layerwise`). MockNnapi_clearFaults removes it. Returns
+ * ANEURALNETWORKS_BAD_DATA for count 0.
+ */
+MOCK_NNAPI_EXPORT int MockNnapi_injectOperationFault(int32_t operationType, float offset,
+                                                     int32_t count);
+
+/*
  * MODELLED timing (docs/cost-model.md). The mock computes on the host; these numbers say how
  * long the profile's phone would take according to the cost model. They are never
  * measurements. ANeuralNetworksExecution_getDuration reports the same model.

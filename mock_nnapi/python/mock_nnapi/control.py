@@ -146,6 +146,10 @@ _PROFILE_SIGNATURES: dict[str, tuple[object, list[object]]] = {
         ctypes.c_int32,
         [ctypes.c_char_p, ctypes.c_int32, ctypes.c_int64, ctypes.c_int32],
     ),
+    "MockNnapi_injectOperationFault": (
+        ctypes.c_int32,
+        [ctypes.c_int32, ctypes.c_float, ctypes.c_int32],
+    ),
     "MockNnapi_getLastTrace": (ctypes.c_char_p, []),
     "MockNnapi_getTraces": (ctypes.c_char_p, []),
     "MockNnapi_clearTraces": (None, []),
@@ -232,6 +236,28 @@ def inject_device_fault(device: str, fault: int, value: int = 0, count: int = -1
     )
     if result != ResultCode.NO_ERROR:
         raise NnapiError("MockNnapi_injectDeviceFault", result, last_error())
+
+
+def inject_operation_fault(operation: int | str, offset: float, count: int = -1) -> None:
+    """A numeric fault: the next ``count`` executed operations of this type (count < 0: all)
+    get ``offset`` added to every element of their float32 outputs; :func:`clear_faults`
+    removes it."""
+    code = OperationCode[operation] if isinstance(operation, str) else int(operation)
+    result = _profiles().MockNnapi_injectOperationFault(code, float(offset), int(count))
+    if result != ResultCode.NO_ERROR:
+        raise NnapiError("MockNnapi_injectOperationFault", result, last_error())
+
+
+@contextlib.contextmanager
+def OperationFaultInjection(  # noqa: N802
+    operation: int | str, offset: float, count: int = -1
+) -> Iterator[None]:
+    """Context manager: inject a numeric fault, clear all faults on exit."""
+    inject_operation_fault(operation, offset, count)
+    try:
+        yield
+    finally:
+        clear_faults()
 
 
 @contextlib.contextmanager

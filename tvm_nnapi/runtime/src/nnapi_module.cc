@@ -116,6 +116,64 @@ void PrepareCacheDirectory(const std::string& path) {
   }
 }
 
+namespace {
+
+// The devices RuntimeConfig::devices and exclude_cpu choose, for
+// ANeuralNetworksCompilation_createForDevices; empty when NNAPI is to choose.
+std::vector<ANeuralNetworksDevice*> ChosenDevices(const Nnapi& nnapi, const RuntimeConfig& config,
+                                                  const std::string& symbol) {
+  std::vector<ANeuralNetworksDevice*> chosen;
+  if (config.devices.empty() && !config.exclude_cpu) return chosen;
+  if (nnapi.ANeuralNetworks_getDeviceCount == nullptr ||
+      nnapi.ANeuralNetworksCompilation_createForDevices == nullptr) {
+    TVM_FFI_THROW(RuntimeError) << "NNAPI subgraph '" << symbol
+                                << "': choosing devices needs NNAPI feature level 3 (Android 10)";
+  }
+  std::vector<std::string> wanted;
+  std::stringstream list(config.devices);
+  for (std::string name; std::getline(list, name, ',');) {
+    if (!name.empty()) wanted.push_back(name);
+  }
+  uint32_t count = 0;
+  nnapi.ANeuralNetworks_getDeviceCount(&count);
+  std::vector<std::string> present;
+  std::vector<std::string> found;
+  for (uint32_t index = 0; index < count; ++index) {
+    ANeuralNetworksDevice* device = nullptr;
+    const char* name = nullptr;
+    int32_t type = 0;
+    if (nnapi.ANeuralNetworks_getDevice(index, &device) != ANEURALNETWORKS_NO_ERROR ||
+        nnapi.ANeuralNetworksDevice_getName(device, &name) != ANEURALNETWORKS_NO_ERROR ||
+        nnapi.ANeuralNetworksDevice_getType(device, &type) != ANEURALNETWORKS_NO_ERROR) {
+      continue;
+    }
+    present.emplace_back(name);
+    const bool named =
+        wanted.empty() || std::find(wanted.begin(), wanted.end(), name) != wanted.end();
+    if (named) found.emplace_back(name);
+    if (named && !(config.exclude_cpu && type == ANEURALNETWORKS_DEVICE_CPU)) {
+      chosen.push_back(device);
+    }
+  }
+  std::string missing;
+  for (const std::string& name : wanted) {
+    if (std::find(found.begin(), found.end(), name) == found.end()) {
+      missing += (missing.empty() ? "" : ", ") + name;
+    }
+  }
+  if (!missing.empty() || chosen.empty()) {
+    std::string names;
+    for (const std::string& name : present) names += (names.empty() ? "" : ", ") + name;
+    TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << symbol << "': "
+                              << (missing.empty() ? "no NNAPI device is left after excluding CPUs"
+                                                  : "no NNAPI device named " + missing)
+                              << " (devices: " << names << ")";
+  }
+  return chosen;
+}
+
+}  // namespace
+
 // ---- CompiledModel ---------------------------------------------------------------------------
 
 void CompiledModel::Check(int code, const char* function, const std::string& what) const {
@@ -272,8 +330,15 @@ void CompiledModel::Build(const std::string& constants, const std::vector<int64_
           "ANeuralNetworksModel_relaxComputationFloat32toFloat16", "");
   }
   Check(nnapi.ANeuralNetworksModel_finish(model_), "ANeuralNetworksModel_finish", "");
-  Check(nnapi.ANeuralNetworksCompilation_create(model_, &compilation_),
-        "ANeuralNetworksCompilation_create", "");
+  const std::vector<ANeuralNetworksDevice*> devices = ChosenDevices(nnapi, config, graph.symbol);
+  if (devices.empty()) {
+    Check(nnapi.ANeuralNetworksCompilation_create(model_, &compilation_),
+          "ANeuralNetworksCompilation_create", "");
+  } else {
+    Check(nnapi.ANeuralNetworksCompilation_createForDevices(
+              model_, devices.data(), static_cast<uint32_t>(devices.size()), &compilation_),
+          "ANeuralNetworksCompilation_createForDevices", config.devices);
+  }
   Check(nnapi.ANeuralNetworksCompilation_setPreference(compilation_, config.preference),
         "ANeuralNetworksCompilation_setPreference", "");
   if (cache_token != nullptr && !config.compilation_cache_dir.empty() &&
@@ -804,6 +869,8 @@ TVM_FFI_STATIC_INIT_BLOCK() {
              options.Set("use_burst", config.use_burst ? "1" : "0");
              options.Set("policy", config.policy);
              options.Set("log", config.log_debug ? "debug" : "");
+             options.Set("devices", config.devices);
+             options.Set("exclude_cpu", config.exclude_cpu ? "1" : "0");
              return options;
            })
       // Counters of the process's mock NNAPI, callable over RPC (-1 on a real NNAPI).

@@ -54,10 +54,14 @@ void Apply(RuntimeConfig* config, const std::string& name, const std::string& va
     config->policy = value;
   } else if (name == "log") {
     config->log_debug = value == "debug";
+  } else if (name == "devices") {
+    config->devices = value;  // names are checked against the devices present at compilation
+  } else if (name == "exclude_cpu") {
+    config->exclude_cpu = ParseCount(name, value) != 0;
   } else {
     TVM_FFI_THROW(ValueError) << "unknown NNAPI runtime option '" << name
                               << "' (cache_max_entries, cache_max_bytes, cache_dir, preference, "
-                                 "use_burst, policy, log)";
+                                 "use_burst, policy, log, devices, exclude_cpu)";
   }
 }
 
@@ -75,6 +79,8 @@ RuntimeConfig& Config() {
         {"TVM_NNAPI_USE_BURST", "use_burst"},
         {"TVM_NNAPI_POLICY", "policy"},
         {"TVM_NNAPI_LOG", "log"},
+        {"TVM_NNAPI_DEVICES", "devices"},
+        {"TVM_NNAPI_EXCLUDE_CPU", "exclude_cpu"},
     };
     for (const auto& variable : kVariables) {
       const char* value = std::getenv(variable.env);

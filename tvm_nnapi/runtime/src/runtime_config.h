@@ -25,13 +25,18 @@ struct RuntimeConfig {
   bool use_burst = true;
   std::string policy = "nnapi";
   bool log_debug = false;
+  // Device choice (ANeuralNetworksCompilation_createForDevices): comma-separated NNAPI device
+  // names to compile for ("": NNAPI chooses), and whether to leave out CPU devices (like ONNX
+  // Runtime's NNAPI_FLAG_CPU_DISABLED).
+  std::string devices;
+  bool exclude_cpu = false;
 };
 
 // A copy of the current settings.
 RuntimeConfig GetRuntimeConfig();
 // Sets one option by its name (the environment variable without "TVM_NNAPI_", lower case:
 // "cache_max_entries", "cache_max_bytes", "cache_dir", "preference", "use_burst", "policy",
-// "log"). Throws a
+// "log", "devices", "exclude_cpu"). Throws a
 // ValueError naming the option on a bad name or value.
 void SetRuntimeOption(const std::string& name, const std::string& value);
 std::string PreferenceName(int32_t preference);

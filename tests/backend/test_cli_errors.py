@@ -1,0 +1,154 @@
+"""User errors of the tvm-nnapi commands, run as a user runs them (a fresh process): one line on
+stderr naming what is at fault and what to do, exit code 2, no traceback (unless --debug)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "tvm_nnapi", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "COLUMNS": "250", **(env or {})},
+    )
+
+
+def _user_error(completed: subprocess.CompletedProcess, *expected: str) -> str:
+    """Exit code 2 and one line on stderr containing ``expected``; returns the line."""
+    assert completed.returncode == 2, completed.stderr + completed.stdout
+    lines = completed.stderr.strip().splitlines()
+    assert len(lines) == 1, completed.stderr
+    assert "Traceback" not in completed.stderr
+    (line,) = lines
+    assert line.startswith("error: ")
+    for text in expected:
+        assert text in line, line
+    return line
+
+
+def test_misspelled_llm_model_gets_a_suggestion():
+    _user_error(
+        _cli("llm", "generate", "--model", "tiny-lama", "--tokens", "1"),
+        "--model tiny-lama",
+        "did you mean tiny-llama?",
+    )
+    _user_error(_cli("explain", "llm:tiny-lama"), "llm:tiny-lama", "did you mean llm:tiny-llama?")
+    _user_error(_cli("explain", "mobilenet_v3"), "did you mean mobilenet_v2?")
+
+
+def test_missing_llm_files_are_named(tmp_path):
+    config = tmp_path / "nope.json"
+    _user_error(
+        _cli("llm", "generate", "--config", str(config), "--tokens", "1"),
+        str(config),
+        "no such config file",
+    )
+    tokenizer = tmp_path / "missing.json"
+    _user_error(
+        _cli("llm", "generate", "--tokenizer", str(tokenizer), "--prompt", "hi"),
+        str(tokenizer),
+        "no such tokenizer file",
+    )
+    bad = tmp_path / "config.json"
+    bad.write_text('{"model_type": "llama"}')
+    _user_error(
+        _cli("llm", "generate", "--config", str(bad), "--tokens", "1"),
+        str(bad),
+        "hidden_size",
+    )
+
+
+def test_report_into_a_missing_directory_fails_before_the_work(tmp_path):
+    target = tmp_path / "no" / "dir" / "out.html"
+    completed = _cli("explain", "residual", "--report", str(target))
+    _user_error(completed, f"--report {target}", "does not exist")
+    assert completed.stdout == ""  # nothing was explained first
+    _user_error(_cli("run", "residual", "--trace", str(target)), "--trace", "does not exist")
+
+
+def test_bad_nnapi_library_is_one_line(tmp_path):
+    missing = tmp_path / "libnn.so"
+    _user_error(
+        _cli("devices", env={"TVM_NNAPI_LIBRARY": str(missing)}),
+        f"TVM_NNAPI_LIBRARY={missing}",
+    )
+
+
+@pytest.mark.parametrize("command", ["devices", "explain", "estimate", "run"])
+def test_bad_profile_name_without_the_mock_source_location(command):
+    args = [command] + ([] if command == "devices" else ["residual"])
+    line = _user_error(
+        _cli(*args, "--profile", "no-such-phone"),
+        "--profile no-such-phone",
+        'no device profile named "no-such-phone"',
+        "reference",
+    )
+    assert ".cc:" not in line and "check failed" not in line
+
+
+def test_unbound_symbols_have_one_message(tmp_path):
+    from .test_cli import write_onnx_cnn
+
+    path = write_onnx_cnn(tmp_path)
+    lines = {
+        command: _user_error(_cli(command, path, "--trace", "-"), "--shapes batch=N")
+        if command == "run"
+        else _user_error(_cli(command, path), "--shapes batch=N")
+        for command in ("run", "estimate")
+    }
+    assert lines["run"] == lines["estimate"]
+    assert "symbolic dimension batch of main has no value" in lines["run"]
+
+
+def test_batch_must_be_positive():
+    completed = _cli("run", "residual", "--batch", "0")
+    assert (
+        completed.returncode == 2 and "--batch: '0' is not a positive integer" in completed.stderr
+    )
+    assert _cli("demo", "--batch", "-1").returncode == 2
+
+
+def test_missing_model_file_says_no_such_file():
+    _user_error(_cli("explain", "missing.onnx"), "missing.onnx: no such file")
+
+
+def test_version():
+    import tvm_nnapi
+
+    completed = _cli("--version")
+    assert completed.returncode == 0
+    assert completed.stdout.strip() == f"tvm-nnapi {tvm_nnapi.__version__}"
+
+
+def test_debug_shows_the_traceback():
+    completed = _cli("llm", "generate", "--model", "tiny-lama", "--tokens", "1", "--debug")
+    assert completed.returncode == 1 and "Traceback" in completed.stderr
+    assert "UsageError" in completed.stderr
+    completed = _cli("--debug", "explain", "missing.onnx")
+    assert "Traceback" in completed.stderr and "ModelLoadError" in completed.stderr
+
+
+def test_precompile_names_a_symbol_the_program_does_not_have():
+    import numpy as np
+    from tvm import relax
+
+    import tvm_nnapi
+    from tvm_nnapi import runtime
+
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType([2, 3], "float32"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(relax.op.add(x, relax.const(np.ones((2, 3), "float32"))))
+        bb.emit_func_output(out)
+    executable = tvm_nnapi.build(tvm_nnapi.partition(bb.get()))
+    with pytest.raises(ValueError, match=r"seq_len.*symbols: none"):
+        runtime.precompile(executable, seq_len=[1])
+    assert runtime.precompile(executable) == 0
