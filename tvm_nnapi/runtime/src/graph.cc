@@ -917,13 +917,16 @@ Graph Graph::Parse(const std::string& json, uint64_t constants_size) {
   return graph;
 }
 
+std::string SubgraphName(const std::string& symbol) { return "NNAPI subgraph '" + symbol + "'"; }
+std::string SubgraphPrefix(const std::string& symbol) { return SubgraphName(symbol) + ": "; }
+
 int64_t Graph::EvaluateFor(const DimExpr& expr, const std::vector<int64_t>& binding,
                            const std::string& where) const {
   try {
     return expr.Evaluate(binding);
   } catch (const ffi::Error& error) {
-    TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << symbol << "': " << where << ": "
-                              << error.message() << " in " << expr.ToString(symbols);
+    TVM_FFI_THROW(ValueError) << SubgraphPrefix(symbol) << where << ": " << error.message()
+                              << " in " << expr.ToString(symbols);
   }
 }
 
@@ -941,16 +944,16 @@ std::vector<int64_t> Graph::BindSymbols(
     const GraphOperand& operand = operands[inputs[i]];
     const std::vector<int64_t>& shape = input_shapes[i];
     if (shape.size() != operand.shape.size()) {
-      TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << symbol << "': input " << i << " has rank "
+      TVM_FFI_THROW(ValueError) << SubgraphPrefix(symbol) << "input " << i << " has rank "
                                 << shape.size() << ", the graph expects " << operand.shape.size();
     }
     for (size_t d = 0; d < shape.size(); ++d) {
       const int s = operand.shape[d].symbol();
       if (s < 0) continue;
       if (binding[s] >= 0 && binding[s] != shape[d]) {
-        TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << symbol << "': symbol '" << symbols[s]
-                                  << "' is " << binding[s] << " from an earlier input but "
-                                  << shape[d] << " in input " << i << " dimension " << d;
+        TVM_FFI_THROW(ValueError) << SubgraphPrefix(symbol) << "symbol '" << symbols[s] << "' is "
+                                  << binding[s] << " from an earlier input but " << shape[d]
+                                  << " in input " << i << " dimension " << d;
       }
       binding[s] = shape[d];
     }
@@ -959,7 +962,7 @@ std::vector<int64_t> Graph::BindSymbols(
     std::vector<int64_t> expected = ConcreteShape(inputs[i], binding);
     if (expected != input_shapes[i]) {
       std::ostringstream message;
-      message << "NNAPI subgraph '" << symbol << "': input " << i << " has shape (";
+      message << SubgraphPrefix(symbol) << "input " << i << " has shape (";
       for (size_t d = 0; d < input_shapes[i].size(); ++d) {
         message << (d ? ", " : "") << input_shapes[i][d];
       }
@@ -980,7 +983,7 @@ std::vector<int64_t> Graph::ConcreteShape(uint32_t operand,
   for (const DimExpr& dim : operands[operand].shape) {
     const int64_t value = EvaluateFor(dim, binding, operands[operand].name);
     if (value < 0 || value > kMaxElements) {
-      TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << symbol << "': " << operands[operand].name
+      TVM_FFI_THROW(ValueError) << SubgraphPrefix(symbol) << operands[operand].name
                                 << " gets dimension " << value << " from " << dim.ToString(symbols);
     }
     shape.push_back(value);

@@ -30,6 +30,9 @@
 
 namespace tvm_nnapi {
 
+// Bytes of a compact tensor's data (its element size times its element count).
+size_t TensorBytes(const DLTensor& tensor);
+
 // An NNAPI model and compilation for one concrete shape signature.
 class CompiledModel {
  public:
@@ -59,6 +62,11 @@ class CompiledModel {
  private:
   void Build(const std::string& constants, const std::vector<int64_t>& binding,
              const RuntimeConfig& config, const std::array<uint8_t, 32>* cache_token);
+  // The steps of Build: each operand with its value, the operations and the model's inputs and
+  // outputs, then the compilation (with caching and a burst where configured).
+  void AddOperand(uint32_t id, const std::string& constants, const std::vector<int64_t>& binding);
+  void AddOperationsAndInterface();
+  void Compile(const RuntimeConfig& config, const std::array<uint8_t, 32>* cache_token);
   void Check(int code, const char* function, const std::string& what) const;
   void Release();
 
