@@ -24,6 +24,12 @@ uint64_t InjectedFaultCount();
 void CountInjectedFault();
 bool IsFaultableFunction(const std::string& function);
 
+// The compilation gate (MockNnapi_holdCompilations): while held, Compilation_finish waits in
+// WaitWhileCompilationsHeld before compiling. ClearFaults releases it.
+void SetCompilationsHeld(bool held);
+void WaitWhileCompilationsHeld();
+uint32_t HeldCompilationCount();
+
 }  // namespace mock_nnapi
 
 // First statement of every NNAPI entry point that returns a result code.
