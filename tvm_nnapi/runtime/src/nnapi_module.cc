@@ -445,14 +445,14 @@ std::array<uint8_t, 32> NnapiModuleObj::CacheToken(const Signature& binding,
                                                    const RuntimeConfig& config) {
   // Everything that changes the compiled result: the graph, its constants, the concrete shapes,
   // the compilation preference and the NNAPI implementation (library and feature level).
-  if (!constants_digest_.has_value()) {
+  std::call_once(constants_digest_once_, [this] {
     constants_digest_ = nnapi_common::Sha256::Of(constants_.data(), constants_.size());
-  }
+  });
   const Nnapi& nnapi = GetNnapi();
   nnapi_common::Sha256 token;
   token.UpdateString("tvm-nnapi compilation cache v1");
   token.UpdateString(graph_json_);
-  token.Update(constants_digest_->data(), constants_digest_->size());
+  token.Update(constants_digest_.data(), constants_digest_.size());
   for (int64_t value : binding) token.UpdateInteger(value);
   token.UpdateString(PreferenceName(config.preference));
   token.UpdateString(nnapi.library_path);
@@ -473,24 +473,55 @@ void NnapiModuleObj::EvictLocked(const RuntimeConfig& config) {
 }
 
 std::shared_ptr<const CompiledModel> NnapiModuleObj::GetCompiled(const Signature& binding) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = cache_.find(binding);
-  if (it != cache_.end()) {
-    lru_.splice(lru_.begin(), lru_, it->second.position);
-    cache_hits_++;
-    return it->second.compiled;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    // A signature another call is compiling is waited for, then found in the cache (a hit, as
+    // for a call that arrives once it is compiled). If that compilation failed, or the entry was
+    // already evicted, this call compiles it, as a later call would.
+    while (true) {
+      auto it = cache_.find(binding);
+      if (it != cache_.end()) {
+        lru_.splice(lru_.begin(), lru_, it->second.position);
+        cache_hits_++;
+        return it->second.compiled;
+      }
+      if (compiling_.count(binding) == 0) break;
+      compiled_.wait(lock);
+    }
+    compiling_.insert(binding);
   }
-  const RuntimeConfig config = GetRuntimeConfig();
-  const std::array<uint8_t, 32> token = CacheToken(binding, config);
-  auto compiled = std::make_shared<const CompiledModel>(GetNnapi(), graph_, constants_, binding,
-                                                        config, &token);
-  compilations_++;
-  compile_time_ns_ += compiled->compile_time_ns();
-  modelled_compile_time_ns_ += compiled->modelled_compile_time_ns();
-  lru_.push_front(binding);
-  cache_.emplace(binding, CacheEntry{compiled, lru_.begin()});
-  cached_bytes_ += compiled->estimated_bytes();
-  EvictLocked(config);
+  return CompileAndCache(binding);
+}
+
+std::shared_ptr<const CompiledModel> NnapiModuleObj::CompileAndCache(const Signature& binding) {
+  // Runs without mutex_; `binding` is in compiling_, so no other call compiles it meanwhile.
+  std::shared_ptr<const CompiledModel> compiled;
+  RuntimeConfig config;
+  try {
+    config = GetRuntimeConfig();
+    const std::array<uint8_t, 32> token = CacheToken(binding, config);
+    compiled = std::make_shared<const CompiledModel>(GetNnapi(), graph_, constants_, binding,
+                                                     config, &token);
+  } catch (...) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      compiling_.erase(binding);
+    }
+    compiled_.notify_all();
+    throw;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    compiling_.erase(binding);
+    compilations_++;
+    compile_time_ns_ += compiled->compile_time_ns();
+    modelled_compile_time_ns_ += compiled->modelled_compile_time_ns();
+    lru_.push_front(binding);
+    cache_.emplace(binding, CacheEntry{compiled, lru_.begin()});
+    cached_bytes_ += compiled->estimated_bytes();
+    EvictLocked(config);
+  }
+  compiled_.notify_all();
   return compiled;
 }
 
