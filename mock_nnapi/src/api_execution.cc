@@ -115,6 +115,7 @@ int ANeuralNetworksCompilation_setCaching(ANeuralNetworksCompilation* compilatio
 int ANeuralNetworksCompilation_finish(ANeuralNetworksCompilation* compilation) {
   NN_INJECTION_POINT("ANeuralNetworksCompilation_finish");
   NN_CHECK_NOT_NULL(compilation);
+  mock_nnapi::WaitWhileCompilationsHeld();
   return As<Compilation>(compilation)->Finish();
 }
 

@@ -1,5 +1,6 @@
 #include "fault_injection.h"
 
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <set>
@@ -41,6 +42,18 @@ struct OperationFault {
 std::map<int32_t, OperationFault>& OperationFaults() {
   static std::map<int32_t, OperationFault> faults;
   return faults;
+}
+
+struct CompilationGate {
+  std::mutex mutex;
+  std::condition_variable released;
+  bool held = false;
+  uint32_t waiting = 0;
+};
+
+CompilationGate& Gate() {
+  static CompilationGate gate;
+  return gate;
 }
 
 // Every NNAPI function that returns a result code (the ones a fault can replace).
@@ -177,6 +190,31 @@ void ClearFaults() {
   g_operation_faults_armed = false;
   g_injected_count = 0;
   ClearDeviceFaults();
+  SetCompilationsHeld(false);
+}
+
+void SetCompilationsHeld(bool held) {
+  CompilationGate& gate = Gate();
+  {
+    std::lock_guard<std::mutex> lock(gate.mutex);
+    gate.held = held;
+  }
+  if (!held) gate.released.notify_all();
+}
+
+void WaitWhileCompilationsHeld() {
+  CompilationGate& gate = Gate();
+  std::unique_lock<std::mutex> lock(gate.mutex);
+  if (!gate.held) return;
+  ++gate.waiting;
+  gate.released.wait(lock, [&] { return !gate.held; });
+  --gate.waiting;
+}
+
+uint32_t HeldCompilationCount() {
+  CompilationGate& gate = Gate();
+  std::lock_guard<std::mutex> lock(gate.mutex);
+  return gate.waiting;
 }
 
 uint64_t InjectedFaultCount() { return g_injected_count.load(); }

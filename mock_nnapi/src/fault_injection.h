@@ -35,6 +35,11 @@ bool InjectOperationFault(int32_t operation_type, float offset, int32_t count);
 extern std::atomic<bool> g_operation_faults_armed;
 // Applies an armed numeric fault to the outputs of an operation that just executed.
 void PerturbOutputs(int32_t operation_type, const std::vector<OperandInfo*>& outputs);
+// The compilation gate (MockNnapi_holdCompilations): while held, Compilation_finish waits in
+// WaitWhileCompilationsHeld before compiling. ClearFaults releases it.
+void SetCompilationsHeld(bool held);
+void WaitWhileCompilationsHeld();
+uint32_t HeldCompilationCount();
 
 }  // namespace mock_nnapi
 

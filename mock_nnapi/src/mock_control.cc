@@ -51,6 +51,10 @@ void MockNnapi_clearFaults(void) { mock_nnapi::ClearFaults(); }
 
 uint64_t MockNnapi_getInjectedFaultCount(void) { return mock_nnapi::InjectedFaultCount(); }
 
+void MockNnapi_holdCompilations(int32_t hold) { mock_nnapi::SetCompilationsHeld(hold != 0); }
+
+uint32_t MockNnapi_getHeldCompilationCount(void) { return mock_nnapi::HeldCompilationCount(); }
+
 // ---- Device profiles, device faults, modelled timing and traces --------------------------------
 
 namespace {

@@ -1,5 +1,6 @@
 """Concurrency: many threads running the same compiled module, separate modules at once, and the
-runtime's compiled-signature LRU cache inserting and evicting under concurrent calls; also the
+runtime's compiled-signature LRU cache inserting and evicting under concurrent calls, a new
+signature compiling while calls on compiled ones go on (the mock holds the compilation); also the
 mock's C API executing one compilation from many threads. Results must be exact and no NNAPI
 object may be left alive. ``tox -e tsan`` runs this file under ThreadSanitizer.
 
@@ -13,13 +14,22 @@ import json
 import os
 import random
 import threading
+import time
 from collections.abc import Callable
 
 import numpy as np
 import tvm
 
 import mock_nnapi
-from mock_nnapi import Compilation, Execution, Model, OperandCode, OperationCode
+from mock_nnapi import (
+    Compilation,
+    Execution,
+    Model,
+    OperandCode,
+    OperationCode,
+    ResultCode,
+    control,
+)
 from tvm_nnapi import runtime
 from tvm_nnapi.compiler.graph_json import GraphBuilder
 from tvm_nnapi.runtime._library import runtime_function
@@ -146,6 +156,107 @@ def test_lru_insertions_and_evictions_under_concurrent_calls():
         assert live_objects_after(scenario) == 0
     finally:
         runtime.configure(**saved)
+
+
+def stats_of(module) -> dict[str, int]:
+    return {str(k): int(v) for k, v in module["get_stats"]().items()}
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+    """Polls a condition the test is about to rely on; the timeout only turns a hang into a
+    failure."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.001)
+
+
+def in_thread(work: Callable[[], None], errors: list[BaseException]) -> threading.Thread:
+    def body() -> None:
+        try:
+            work()
+        except BaseException as error:
+            errors.append(error)
+
+    thread = threading.Thread(target=body)
+    thread.start()
+    return thread
+
+
+def test_compiled_signatures_and_stats_do_not_wait_for_a_new_signature():
+    """The mock holds the compilation of a new signature (n=5) in Compilation_finish until the
+    test releases it. Meanwhile a call on the compiled signature (n=3) and get_stats complete, so
+    the module does not compile under its lock. A second call asking for n=5 while it compiles
+    does not compile it again: one compilation serves both."""
+
+    def scenario() -> None:
+        module = make_module(0.25)
+        run_and_check(module, 0.25, 3, seed=0)  # n=3 compiled before the hold
+        finished_before = mock_nnapi.counter("compilations_finished")
+        errors: list[BaseException] = []
+        threads: list[threading.Thread] = []
+        with control.CompilationsHeld():
+            threads.append(in_thread(lambda: run_and_check(module, 0.25, 5, seed=1), errors))
+            wait_until(lambda: control.held_compilations() == 1, "the n=5 compilation to start")
+
+            during: dict[str, int] = {}
+
+            def compiled_call_and_stats() -> None:
+                run_and_check(module, 0.25, 3, seed=2)
+                during.update(stats_of(module))
+
+            quick = in_thread(compiled_call_and_stats, errors)
+            quick.join(timeout=60)
+            assert not quick.is_alive(), "a compiled signature waited for another's compilation"
+            assert errors == []
+            assert control.held_compilations() == 1  # n=5 is still compiling
+            assert during["compilations"] == 1 and during["cached_signatures"] == 1
+            assert during["cache_hits"] == 1 and during["calls"] == 3
+
+            threads.append(in_thread(lambda: run_and_check(module, 0.25, 5, seed=3), errors))
+            wait_until(lambda: stats_of(module)["calls"] == 4, "the second n=5 call")
+        for thread in threads:
+            thread.join(timeout=60)
+        assert errors == []
+        stats = stats_of(module)
+        assert stats["compilations"] == 2 and stats["cached_signatures"] == 2
+        assert stats["cache_hits"] == 2 and stats["calls"] == 4
+        assert mock_nnapi.counter("compilations_finished") == finished_before + 1
+
+    assert live_objects_after(scenario) == 0
+
+
+def test_a_failed_compilation_leaves_the_signature_to_the_next_call():
+    """The held n=5 compilation fails after Compilation_finish (an injected Burst_create fault):
+    its call raises, and the other n=5 call, whether it was waiting for that compilation or
+    arrives after it, compiles the signature itself and succeeds."""
+
+    def scenario() -> None:
+        module = make_module(0.75)
+        run_and_check(module, 0.75, 3, seed=0)
+        first: list[BaseException] = []
+        second: list[BaseException] = []
+        with control.CompilationsHeld():
+            failing = in_thread(lambda: run_and_check(module, 0.75, 5, seed=1), first)
+            wait_until(lambda: control.held_compilations() == 1, "the n=5 compilation to start")
+            control.inject_fault("ANeuralNetworksBurst_create", ResultCode.OP_FAILED, 1)
+            retrying = in_thread(lambda: run_and_check(module, 0.75, 5, seed=2), second)
+            wait_until(lambda: stats_of(module)["calls"] == 3, "the second n=5 call")
+        failing.join(timeout=60)
+        retrying.join(timeout=60)
+        control.clear_faults()
+        assert not failing.is_alive() and not retrying.is_alive()
+        assert len(first) == 1 and "ANeuralNetworksBurst_create" in str(first[0])
+        assert second == []
+        stats = stats_of(module)
+        assert stats["compilations"] == 2 and stats["cached_signatures"] == 2
+        assert stats["cache_hits"] == 0 and stats["calls"] == 3
+
+    try:
+        assert live_objects_after(scenario) == 0
+    finally:
+        control.clear_faults()
 
 
 def test_modules_created_and_freed_while_others_run():

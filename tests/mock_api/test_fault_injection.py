@@ -1,9 +1,12 @@
 """MockNnapi_injectFault: make an NNAPI function fail once, N times or always, like TFLite's
-NnApiHandler."""
+NnApiHandler; and MockNnapi_holdCompilations, which keeps compilations in progress."""
 
 from __future__ import annotations
 
 import ctypes
+import threading
+import time
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -11,7 +14,7 @@ from mock_nnapi.constants import ResultCode
 
 from mock_nnapi import control
 
-from .nn import BAD_DATA, NO_ERROR, UNEXPECTED_NULL, lib
+from .nn import BAD_DATA, NO_ERROR, UNEXPECTED_NULL, counter, lib
 
 OOM = ResultCode.OUT_OF_MEMORY
 
@@ -149,3 +152,55 @@ def test_an_operation_fault_perturbs_only_that_operation(arena):
 def test_an_operation_fault_needs_a_count(arena):
     with pytest.raises(control.NnapiError, match="count 0 arms nothing"):
         control.inject_operation_fault("MUL", 1.0, count=0)
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+    """Polls a condition the test is about to rely on; the timeout only turns a hang into a
+    failure."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.001)
+
+
+def finish_in_thread(compilation, results: list[int]) -> threading.Thread:
+    """ANeuralNetworksCompilation_finish on a thread of its own (ctypes releases the GIL)."""
+    thread = threading.Thread(
+        target=lambda: results.append(lib.ANeuralNetworksCompilation_finish(compilation))
+    )
+    thread.start()
+    return thread
+
+
+def test_held_compilations_wait_until_released(arena):
+    model = arena.binary_model()
+    compilations = [arena.compilation(model, finish=False) for _ in range(2)]
+    finished_before = counter("compilations_finished")
+    results: list[int] = []
+    control.hold_compilations(True)
+    try:
+        threads = [finish_in_thread(compilation, results) for compilation in compilations]
+        wait_until(lambda: control.held_compilations() == 2, "two held compilations")
+        assert results == [] and counter("compilations_finished") == finished_before
+    finally:
+        control.hold_compilations(False)
+    for thread in threads:
+        thread.join(timeout=60)
+    assert results == [NO_ERROR, NO_ERROR]
+    assert control.held_compilations() == 0
+    assert counter("compilations_finished") == finished_before + 2
+    # Released: a compilation finishes at once again.
+    arena.compilation(model)
+
+
+def test_clear_faults_releases_held_compilations(arena):
+    model = arena.binary_model()
+    compilation = arena.compilation(model, finish=False)
+    results: list[int] = []
+    with control.CompilationsHeld():
+        thread = finish_in_thread(compilation, results)
+        wait_until(lambda: control.held_compilations() == 1, "a held compilation")
+        control.clear_faults()
+        thread.join(timeout=60)
+        assert results == [NO_ERROR]

@@ -47,10 +47,19 @@ MOCK_NNAPI_EXPORT void MockNnapi_clearLastError(void);
  */
 MOCK_NNAPI_EXPORT int MockNnapi_injectFault(const char* functionName, int resultCode,
                                             int32_t count);
-/* Removes every injected fault. */
+/* Removes every injected fault (and releases held compilations, below). */
 MOCK_NNAPI_EXPORT void MockNnapi_clearFaults(void);
 /* Number of calls that returned an injected fault since the last clear. */
 MOCK_NNAPI_EXPORT uint64_t MockNnapi_getInjectedFaultCount(void);
+
+/*
+ * Held compilations, for testing a client's concurrency without timing: while held (hold != 0),
+ * every ANeuralNetworksCompilation_finish waits before compiling until released (hold == 0, or
+ * MockNnapi_clearFaults), so a compilation stays in progress for as long as a test needs.
+ * MockNnapi_getHeldCompilationCount is the number of calls waiting now.
+ */
+MOCK_NNAPI_EXPORT void MockNnapi_holdCompilations(int32_t hold);
+MOCK_NNAPI_EXPORT uint32_t MockNnapi_getHeldCompilationCount(void);
 
 /*
  * Device profiles (docs/device-profiles.md): the phone the mock stands in for, as a set of NNAPI

@@ -200,6 +200,8 @@ _MOCK_SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "MockNnapi_injectFault": (_i32, [_str, ctypes.c_int, _i32]),
     "MockNnapi_clearFaults": (None, []),
     "MockNnapi_getInjectedFaultCount": (_u64, []),
+    "MockNnapi_holdCompilations": (None, [_i32]),
+    "MockNnapi_getHeldCompilationCount": (_u32, []),
 }
 
 #: The NNAPI functions of feature levels 1-5 with their ctypes signatures.

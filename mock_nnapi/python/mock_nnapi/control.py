@@ -1,5 +1,5 @@
-"""The mock-only control API (``MockNnapi_*``): counters, fault injection, last error, device
-profiles, device faults, and the MODELLED timing traces of the cost model.
+"""The mock-only control API (``MockNnapi_*``): counters, fault injection, held compilations,
+last error, device profiles, device faults, and the MODELLED timing traces of the cost model.
 
 These functions exist only in mock_nnapi; calling them with a real ``libneuralnetworks.so``
 loaded raises :class:`MockOnlyError`. Modelled times come from the cost model
@@ -133,6 +133,28 @@ def FaultInjection(function: str, code: int, count: int = 1) -> Iterator[None]: 
         yield
     finally:
         clear_faults()
+
+
+def hold_compilations(hold: bool) -> None:
+    """While held, every ``ANeuralNetworksCompilation_finish`` waits before compiling until
+    released (``hold_compilations(False)`` or :func:`clear_faults`): a compilation stays in
+    progress for as long as a test needs, without timing."""
+    _mock().MockNnapi_holdCompilations(1 if hold else 0)
+
+
+def held_compilations() -> int:
+    """How many ``ANeuralNetworksCompilation_finish`` calls are waiting on the hold now."""
+    return int(_mock().MockNnapi_getHeldCompilationCount())
+
+
+@contextlib.contextmanager
+def CompilationsHeld() -> Iterator[None]:  # noqa: N802
+    """Context manager: hold compilations inside, release them on exit."""
+    hold_compilations(True)
+    try:
+        yield
+    finally:
+        hold_compilations(False)
 
 
 # ---- Device profiles, device faults, modelled timing ------------------------------------------

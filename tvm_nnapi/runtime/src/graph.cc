@@ -1,5 +1,6 @@
 #include "graph.h"
 
+#include <android/NeuralNetworksTypes.h>
 #include <tvm/ffi/container/array.h>
 #include <tvm/ffi/container/map.h>
 #include <tvm/ffi/error.h>
@@ -393,11 +394,19 @@ constexpr int64_t kMaxElements = int64_t{1} << 40;
 
 // ---- Graph
 // ---------------------------------------------------------------------------------------
+//
+// Graph::Parse reads the document in the order of docs/graph-json.md: the header, the operands,
+// the operations, the subgraph interface (inputs, outputs, skipped arguments), then checks the
+// graph as a whole (roles, single writers, no cycle, bindable symbols). Each step names the node
+// or field at fault in its message, and the first failing check wins: the order is part of the
+// contract the hostile-graph tests pin.
 
 namespace {
 // Deepest array/object nesting accepted (a graph needs 4). tvm-ffi's JSON parser recurses per
 // level, so a hostile document of a million '[' would exhaust the stack: refuse it up front.
 constexpr int kMaxJsonDepth = 32;
+// NNAPI's largest tensor rank the runtime accepts.
+constexpr size_t kMaxRank = 6;
 
 void CheckJsonDepth(const std::string& json) {
   int depth = 0;
@@ -422,15 +431,41 @@ void CheckJsonDepth(const std::string& json) {
     }
   }
 }
-}  // namespace
 
-Graph Graph::Parse(const std::string& json, uint64_t constants_size) {
+// The document's top-level object.
+JsonObject ParseDocument(const std::string& json) {
   CheckJsonDepth(json);
   ffi::String error;
   ffi::Any root_value = ffi::json::Parse(ffi::String(json), &error);
   if (!error.empty()) Malformed("document", std::string(error));
-  JsonObject root = AsObject(root_value, "document");
-  Graph graph;
+  return AsObject(root_value, "document");
+}
+
+// ---- Header: format, version, symbol, symbols, relax_fp32_to_fp16.
+
+bool IsIdentifier(const std::string& name) {
+  return !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
+         std::all_of(name.begin(), name.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+         });
+}
+
+std::vector<std::string> ParseSymbols(const ffi::Any& value) {
+  std::vector<std::string> symbols;
+  JsonArray array = AsArray(value, "\"symbols\"");
+  for (size_t i = 0; i < array.size(); ++i) {
+    const std::string where = "symbols[" + std::to_string(i) + "]";
+    std::string name = AsString(array[i], where);
+    if (!IsIdentifier(name)) Malformed(where, "'" + name + "' is not an identifier");
+    if (std::find(symbols.begin(), symbols.end(), name) != symbols.end()) {
+      Malformed(where, "'" + name + "' is declared twice");
+    }
+    symbols.push_back(name);
+  }
+  return symbols;
+}
+
+void ParseHeader(const JsonObject& root, Graph* graph) {
   const std::string format = AsString(RequiredField(root, "format", "document"), "\"format\"");
   if (format != kGraphFormat) {
     Malformed("\"format\"", "is '" + format + "', expected '" + kGraphFormat + "'");
@@ -441,258 +476,290 @@ Graph Graph::Parse(const std::string& json, uint64_t constants_size) {
                                  " is not supported by this runtime (it reads version " +
                                  std::to_string(kGraphVersion) + ")");
   }
-  graph.version = kGraphVersion;
-  graph.symbol = AsString(RequiredField(root, "symbol", "document"), "\"symbol\"");
-  if (graph.symbol.empty() || Printable(graph.symbol) != graph.symbol) {
-    Malformed("\"symbol\"", "'" + graph.symbol + "' is not a printable ASCII function name");
+  graph->version = kGraphVersion;
+  graph->symbol = AsString(RequiredField(root, "symbol", "document"), "\"symbol\"");
+  if (graph->symbol.empty() || Printable(graph->symbol) != graph->symbol) {
+    Malformed("\"symbol\"", "'" + graph->symbol + "' is not a printable ASCII function name");
   }
-  if (auto symbols = Field(root, "symbols")) {
-    JsonArray array = AsArray(*symbols, "\"symbols\"");
-    for (size_t i = 0; i < array.size(); ++i) {
-      std::string name = AsString(array[i], "symbols[" + std::to_string(i) + "]");
-      const bool identifier =
-          !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
-          std::all_of(name.begin(), name.end(), [](char c) {
-            return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-          });
-      if (!identifier) {
-        Malformed("symbols[" + std::to_string(i) + "]", "'" + name + "' is not an identifier");
-      }
-      if (std::find(graph.symbols.begin(), graph.symbols.end(), name) != graph.symbols.end()) {
-        Malformed("symbols[" + std::to_string(i) + "]", "'" + name + "' is declared twice");
-      }
-      graph.symbols.push_back(name);
-    }
-  }
+  if (auto symbols = Field(root, "symbols")) graph->symbols = ParseSymbols(*symbols);
   if (auto relax = Field(root, "relax_fp32_to_fp16")) {
-    graph.relax_fp32_to_fp16 = AsNumber(*relax, "\"relax_fp32_to_fp16\"") != 0;
+    graph->relax_fp32_to_fp16 = AsNumber(*relax, "\"relax_fp32_to_fp16\"") != 0;
   }
+}
 
-  JsonArray operands = AsArray(RequiredField(root, "operands", "document"), "\"operands\"");
-  for (size_t i = 0; i < operands.size(); ++i) {
-    const std::string where = "operand " + std::to_string(i);
-    JsonObject object = AsObject(operands[i], where);
-    GraphOperand operand;
-    operand.name = where;
-    const std::string type_name = AsString(RequiredField(object, "type", where), where + " type");
-    operand.type = OperandTypeCode(type_name);
-    if (operand.type < 0) Malformed(where, "unknown operand type '" + type_name + "'");
-    operand.is_scalar = IsScalarCode(operand.type);
-    if (auto shape = Field(object, "shape")) {
-      JsonArray dims = AsArray(*shape, where + " shape");
-      if (operand.is_scalar && !dims.empty()) Malformed(where, "a scalar has no shape");
-      if (dims.size() > 6) Malformed(where, "rank " + std::to_string(dims.size()) + " > 6");
-      for (size_t d = 0; d < dims.size(); ++d) {
-        DimExpr dim =
-            AsDimExpr(dims[d], graph.symbols, where + " shape[" + std::to_string(d) + "]");
-        if (dim.is_constant() && (dim.Evaluate({}) < 0 || dim.Evaluate({}) > kMaxElements)) {
-          Malformed(where, "dimension " + std::to_string(d) + " is out of range");
-        }
-        operand.shape.push_back(dim);
-      }
-    } else if (!operand.is_scalar) {
-      Malformed(where, "a tensor needs a \"shape\"");
-    }
-    if (auto scale = Field(object, "scale")) operand.scale = AsNumber(*scale, where + " scale");
-    if (auto zero_point = Field(object, "zero_point")) {
-      const int64_t value = AsInteger(*zero_point, where + " zero_point");
-      if (value < std::numeric_limits<int32_t>::min() ||
-          value > std::numeric_limits<int32_t>::max()) {
-        Malformed(where, "zero_point " + std::to_string(value) + " does not fit in int32");
-      }
-      operand.zero_point = static_cast<int32_t>(value);
-    }
-    if (auto channel = Field(object, "channel_quant")) {
-      JsonObject quant = AsObject(*channel, where + " channel_quant");
-      const int64_t channel_dim =
-          AsInteger(RequiredField(quant, "channel_dim", where), where + " channel_dim");
-      if (channel_dim < 0 || static_cast<size_t>(channel_dim) >= operand.shape.size()) {
-        Malformed(where, "channel_dim " + std::to_string(channel_dim) + " is not an axis of its " +
-                             std::to_string(operand.shape.size()) + "-D shape");
-      }
-      operand.channel_dim = static_cast<uint32_t>(channel_dim);
-      JsonArray scales = AsArray(RequiredField(quant, "scales", where), where + " scales");
-      for (size_t s = 0; s < scales.size(); ++s) {
-        operand.channel_scales.push_back(static_cast<float>(AsNumber(scales[s], where)));
-      }
-    }
-    const bool has_constant = Field(object, "constant").has_value();
-    const bool has_value = Field(object, "value").has_value();
-    const bool omitted = Field(object, "omitted").has_value();
-    if (int(has_constant) + int(has_value) + int(omitted) > 1) {
-      Malformed(where, "at most one of \"constant\", \"value\" and \"omitted\" may be given");
-    }
-    if (has_constant) {
-      operand.kind = GraphOperand::Kind::kConstant;
-      JsonObject constant = AsObject(*Field(object, "constant"), where + " constant");
-      const int64_t offset = AsInteger(RequiredField(constant, "offset", where), where + " offset");
-      const int64_t nbytes = AsInteger(RequiredField(constant, "nbytes", where), where + " nbytes");
-      if (offset < 0 || nbytes < 0 || static_cast<uint64_t>(offset) > constants_size ||
-          static_cast<uint64_t>(nbytes) > constants_size - static_cast<uint64_t>(offset)) {
-        Malformed(where, "constant range [" + std::to_string(offset) + ", +" +
-                             std::to_string(nbytes) + ") lies outside the " +
-                             std::to_string(constants_size) + "-byte constant blob");
-      }
-      operand.offset = static_cast<uint64_t>(offset);
-      operand.nbytes = static_cast<uint64_t>(nbytes);
-      int64_t elements = 1;
-      for (const DimExpr& dim : operand.shape) {
-        if (!dim.is_constant()) Malformed(where, "a constant needs a static shape");
-        // Each dimension is <= kMaxElements (checked above), so this product cannot overflow.
-        const int64_t extent = dim.Evaluate({});
-        if (extent != 0 && elements > kMaxElements / extent) {
-          Malformed(where, "constant is too large");
-        }
-        elements *= extent;
-      }
-      const uint64_t expected = static_cast<uint64_t>(elements) * OperandElementSize(operand.type);
-      if (expected != operand.nbytes) {
-        Malformed(where, "constant has " + std::to_string(operand.nbytes) +
-                             " bytes, its type and "
-                             "shape need " +
-                             std::to_string(expected));
-      }
-    } else if (has_value) {
-      operand.kind = GraphOperand::Kind::kValue;
-      ffi::Any value = *Field(object, "value");
-      std::vector<ffi::Any> items;
-      if (auto array = value.try_cast<JsonArray>()) {
-        if (operand.is_scalar) Malformed(where, "a scalar value cannot be an array");
-        for (size_t k = 0; k < array->size(); ++k) items.push_back((*array)[k]);
-      } else {
-        if (!operand.is_scalar) Malformed(where, "a tensor value must be an array");
-        items.push_back(value);
-      }
-      const bool is_float =
-          operand.type == 0 || operand.type == 3 || operand.type == 8 || operand.type == 10;
-      for (size_t k = 0; k < items.size(); ++k) {
-        const std::string item_where = where + " value[" + std::to_string(k) + "]";
-        if (is_float) {
-          operand.float_values.push_back(AsNumber(items[k], item_where));
-        } else if (items[k].type_index() == ffi::TypeIndex::kTVMFFIBool) {
-          operand.int_values.push_back(DimExpr::Constant(items[k].cast<bool>() ? 1 : 0));
-        } else {
-          operand.int_values.push_back(AsDimExpr(items[k], graph.symbols, item_where));
-        }
-      }
-      if (!operand.is_scalar) {
-        if (operand.shape.size() != 1 || !operand.shape[0].is_constant() ||
-            operand.shape[0].Evaluate({}) != static_cast<int64_t>(items.size())) {
-          Malformed(where, "an inline tensor value must be 1-D with as many entries as values");
-        }
-      }
-    } else if (omitted) {
-      operand.kind = GraphOperand::Kind::kOmitted;
-    }
-    graph.operands.push_back(std::move(operand));
-  }
+// ---- Operands: type, shape, quantisation, then the value (constant, inline value or omitted).
 
-  JsonArray operations = AsArray(RequiredField(root, "operations", "document"), "\"operations\"");
-  if (operations.empty()) Malformed("\"operations\"", "the graph has no operations");
-  for (size_t i = 0; i < operations.size(); ++i) {
-    std::string where = "operation " + std::to_string(i);
-    JsonObject object = AsObject(operations[i], where);
-    GraphOperation operation;
-    operation.op = AsString(RequiredField(object, "op", where), where + " op");
-    if (auto source = Field(object, "source")) operation.source = AsString(*source, where);
-    where +=
-        " (" + operation.op + (operation.source.empty() ? "" : " from " + operation.source) + ")";
-    operation.type = OperationCode(operation.op);
-    if (operation.type < 0) Malformed(where, "unknown NNAPI operation '" + operation.op + "'");
-    operation.inputs = AsOperandIdList(RequiredField(object, "inputs", where),
-                                       graph.operands.size(), where + " inputs");
-    operation.outputs = AsOperandIdList(RequiredField(object, "outputs", where),
-                                        graph.operands.size(), where + " outputs");
-    if (operation.outputs.empty()) Malformed(where, "an operation needs outputs");
-    graph.operations.push_back(std::move(operation));
+// NNAPI types whose inline values are floating point (the rest hold integers or booleans).
+bool IsFloatCode(int32_t type) {
+  return type == ANEURALNETWORKS_FLOAT32 || type == ANEURALNETWORKS_TENSOR_FLOAT32 ||
+         type == ANEURALNETWORKS_TENSOR_FLOAT16 || type == ANEURALNETWORKS_FLOAT16;
+}
+
+void ParseOperandType(const JsonObject& object, const std::string& where, GraphOperand* operand) {
+  const std::string type_name = AsString(RequiredField(object, "type", where), where + " type");
+  operand->type = OperandTypeCode(type_name);
+  if (operand->type < 0) Malformed(where, "unknown operand type '" + type_name + "'");
+  operand->is_scalar = IsScalarCode(operand->type);
+}
+
+void ParseShape(const JsonObject& object, const std::string& where,
+                const std::vector<std::string>& symbols, GraphOperand* operand) {
+  auto shape = Field(object, "shape");
+  if (!shape.has_value()) {
+    if (!operand->is_scalar) Malformed(where, "a tensor needs a \"shape\"");
+    return;
   }
-  graph.inputs = AsOperandIdList(RequiredField(root, "inputs", "document"), graph.operands.size(),
-                                 "\"inputs\"");
-  graph.outputs = AsOperandIdList(RequiredField(root, "outputs", "document"), graph.operands.size(),
-                                  "\"outputs\"");
-  if (graph.outputs.empty()) Malformed("\"outputs\"", "the graph has no outputs");
+  JsonArray dims = AsArray(*shape, where + " shape");
+  if (operand->is_scalar && !dims.empty()) Malformed(where, "a scalar has no shape");
+  if (dims.size() > kMaxRank) {
+    Malformed(where, "rank " + std::to_string(dims.size()) + " > " + std::to_string(kMaxRank));
+  }
+  for (size_t d = 0; d < dims.size(); ++d) {
+    DimExpr dim = AsDimExpr(dims[d], symbols, where + " shape[" + std::to_string(d) + "]");
+    if (dim.is_constant() && (dim.Evaluate({}) < 0 || dim.Evaluate({}) > kMaxElements)) {
+      Malformed(where, "dimension " + std::to_string(d) + " is out of range");
+    }
+    operand->shape.push_back(dim);
+  }
+}
+
+// "scale", "zero_point" and "channel_quant" (per-channel scales along channel_dim).
+void ParseQuantisation(const JsonObject& object, const std::string& where, GraphOperand* operand) {
+  if (auto scale = Field(object, "scale")) operand->scale = AsNumber(*scale, where + " scale");
+  if (auto zero_point = Field(object, "zero_point")) {
+    const int64_t value = AsInteger(*zero_point, where + " zero_point");
+    if (value < std::numeric_limits<int32_t>::min() ||
+        value > std::numeric_limits<int32_t>::max()) {
+      Malformed(where, "zero_point " + std::to_string(value) + " does not fit in int32");
+    }
+    operand->zero_point = static_cast<int32_t>(value);
+  }
+  if (auto channel = Field(object, "channel_quant")) {
+    JsonObject quant = AsObject(*channel, where + " channel_quant");
+    const int64_t channel_dim =
+        AsInteger(RequiredField(quant, "channel_dim", where), where + " channel_dim");
+    if (channel_dim < 0 || static_cast<size_t>(channel_dim) >= operand->shape.size()) {
+      Malformed(where, "channel_dim " + std::to_string(channel_dim) + " is not an axis of its " +
+                           std::to_string(operand->shape.size()) + "-D shape");
+    }
+    operand->channel_dim = static_cast<uint32_t>(channel_dim);
+    JsonArray scales = AsArray(RequiredField(quant, "scales", where), where + " scales");
+    for (size_t s = 0; s < scales.size(); ++s) {
+      operand->channel_scales.push_back(static_cast<float>(AsNumber(scales[s], where)));
+    }
+  }
+}
+
+// "constant": {"offset", "nbytes"}, a range of the constant blob that must hold exactly the
+// bytes the operand's type and static shape need.
+void ParseConstant(const ffi::Any& value, const std::string& where, uint64_t constants_size,
+                   GraphOperand* operand) {
+  operand->kind = GraphOperand::Kind::kConstant;
+  JsonObject constant = AsObject(value, where + " constant");
+  const int64_t offset = AsInteger(RequiredField(constant, "offset", where), where + " offset");
+  const int64_t nbytes = AsInteger(RequiredField(constant, "nbytes", where), where + " nbytes");
+  if (offset < 0 || nbytes < 0 || static_cast<uint64_t>(offset) > constants_size ||
+      static_cast<uint64_t>(nbytes) > constants_size - static_cast<uint64_t>(offset)) {
+    Malformed(where, "constant range [" + std::to_string(offset) + ", +" + std::to_string(nbytes) +
+                         ") lies outside the " + std::to_string(constants_size) +
+                         "-byte constant blob");
+  }
+  operand->offset = static_cast<uint64_t>(offset);
+  operand->nbytes = static_cast<uint64_t>(nbytes);
+  int64_t elements = 1;
+  for (const DimExpr& dim : operand->shape) {
+    if (!dim.is_constant()) Malformed(where, "a constant needs a static shape");
+    // Each dimension is <= kMaxElements (checked above), so this product cannot overflow.
+    const int64_t extent = dim.Evaluate({});
+    if (extent != 0 && elements > kMaxElements / extent) Malformed(where, "constant is too large");
+    elements *= extent;
+  }
+  const uint64_t expected = static_cast<uint64_t>(elements) * OperandElementSize(operand->type);
+  if (expected != operand->nbytes) {
+    Malformed(where, "constant has " + std::to_string(operand->nbytes) +
+                         " bytes, its type and shape need " + std::to_string(expected));
+  }
+}
+
+// "value": a scalar, or for a tensor a 1-D array; integer entries may be shape expressions.
+void ParseInlineValue(const ffi::Any& value, const std::string& where,
+                      const std::vector<std::string>& symbols, GraphOperand* operand) {
+  operand->kind = GraphOperand::Kind::kValue;
+  std::vector<ffi::Any> items;
+  if (auto array = value.try_cast<JsonArray>()) {
+    if (operand->is_scalar) Malformed(where, "a scalar value cannot be an array");
+    for (size_t k = 0; k < array->size(); ++k) items.push_back((*array)[k]);
+  } else {
+    if (!operand->is_scalar) Malformed(where, "a tensor value must be an array");
+    items.push_back(value);
+  }
+  const bool is_float = IsFloatCode(operand->type);
+  for (size_t k = 0; k < items.size(); ++k) {
+    const std::string item_where = where + " value[" + std::to_string(k) + "]";
+    if (is_float) {
+      operand->float_values.push_back(AsNumber(items[k], item_where));
+    } else if (items[k].type_index() == ffi::TypeIndex::kTVMFFIBool) {
+      operand->int_values.push_back(DimExpr::Constant(items[k].cast<bool>() ? 1 : 0));
+    } else {
+      operand->int_values.push_back(AsDimExpr(items[k], symbols, item_where));
+    }
+  }
+  if (!operand->is_scalar) {
+    if (operand->shape.size() != 1 || !operand->shape[0].is_constant() ||
+        operand->shape[0].Evaluate({}) != static_cast<int64_t>(items.size())) {
+      Malformed(where, "an inline tensor value must be 1-D with as many entries as values");
+    }
+  }
+}
+
+GraphOperand ParseOperand(const ffi::Any& value, size_t index,
+                          const std::vector<std::string>& symbols, uint64_t constants_size) {
+  const std::string where = "operand " + std::to_string(index);
+  JsonObject object = AsObject(value, where);
+  GraphOperand operand;
+  operand.name = where;
+  ParseOperandType(object, where, &operand);
+  ParseShape(object, where, symbols, &operand);
+  ParseQuantisation(object, where, &operand);
+  const std::optional<ffi::Any> constant = Field(object, "constant");
+  const std::optional<ffi::Any> inline_value = Field(object, "value");
+  const bool omitted = Field(object, "omitted").has_value();
+  if (int(constant.has_value()) + int(inline_value.has_value()) + int(omitted) > 1) {
+    Malformed(where, "at most one of \"constant\", \"value\" and \"omitted\" may be given");
+  }
+  if (constant.has_value()) {
+    ParseConstant(*constant, where, constants_size, &operand);
+  } else if (inline_value.has_value()) {
+    ParseInlineValue(*inline_value, where, symbols, &operand);
+  } else if (omitted) {
+    operand.kind = GraphOperand::Kind::kOmitted;
+  }
+  return operand;
+}
+
+// ---- Operations.
+
+GraphOperation ParseOperation(const ffi::Any& value, size_t index, size_t operand_count) {
+  std::string where = "operation " + std::to_string(index);
+  JsonObject object = AsObject(value, where);
+  GraphOperation operation;
+  operation.op = AsString(RequiredField(object, "op", where), where + " op");
+  if (auto source = Field(object, "source")) operation.source = AsString(*source, where);
+  // From here on the operation is named as Graph::Describe names it.
+  where +=
+      " (" + operation.op + (operation.source.empty() ? "" : " from " + operation.source) + ")";
+  operation.type = OperationCode(operation.op);
+  if (operation.type < 0) Malformed(where, "unknown NNAPI operation '" + operation.op + "'");
+  operation.inputs =
+      AsOperandIdList(RequiredField(object, "inputs", where), operand_count, where + " inputs");
+  operation.outputs =
+      AsOperandIdList(RequiredField(object, "outputs", where), operand_count, where + " outputs");
+  if (operation.outputs.empty()) Malformed(where, "an operation needs outputs");
+  return operation;
+}
+
+// ---- Interface: "inputs", "outputs", "skip_arguments".
+
+void ParseInterface(const JsonObject& root, Graph* graph) {
+  const size_t operand_count = graph->operands.size();
+  graph->inputs =
+      AsOperandIdList(RequiredField(root, "inputs", "document"), operand_count, "\"inputs\"");
+  graph->outputs =
+      AsOperandIdList(RequiredField(root, "outputs", "document"), operand_count, "\"outputs\"");
+  if (graph->outputs.empty()) Malformed("\"outputs\"", "the graph has no outputs");
   if (auto skip = Field(root, "skip_arguments")) {
     JsonArray positions = AsArray(*skip, "\"skip_arguments\"");
-    const size_t parameters = graph.inputs.size() + positions.size();
+    const size_t parameters = graph->inputs.size() + positions.size();
     for (size_t i = 0; i < positions.size(); ++i) {
       const std::string where = "skip_arguments[" + std::to_string(i) + "]";
       const int64_t position = AsInteger(positions[i], where);
       if (position < 0 || static_cast<size_t>(position) >= parameters ||
-          (i > 0 && position <= static_cast<int64_t>(graph.skip_arguments.back()))) {
+          (i > 0 && position <= static_cast<int64_t>(graph->skip_arguments.back()))) {
         Malformed(where, "positions must be increasing and below the parameter count " +
                              std::to_string(parameters));
       }
-      graph.skip_arguments.push_back(static_cast<uint32_t>(position));
+      graph->skip_arguments.push_back(static_cast<uint32_t>(position));
     }
   }
+}
 
-  // Roles of the listed inputs/outputs.
-  for (uint32_t id : graph.inputs) {
-    GraphOperand& operand = graph.operands[id];
+// ---- Whole-graph checks.
+
+// Marks the listed inputs and outputs; each must be a plain tensor listed once.
+void AssignInterfaceRoles(Graph* graph) {
+  for (uint32_t id : graph->inputs) {
+    GraphOperand& operand = graph->operands[id];
     if (operand.kind != GraphOperand::Kind::kTemporary) {
       Malformed(operand.name, "listed as an input but is a constant, a value or listed twice");
     }
     if (operand.is_scalar) Malformed(operand.name, "scalar graph inputs are not supported");
     operand.kind = GraphOperand::Kind::kInput;
   }
-  for (uint32_t id : graph.outputs) {
-    GraphOperand& operand = graph.operands[id];
+  for (uint32_t id : graph->outputs) {
+    GraphOperand& operand = graph->operands[id];
     if (operand.kind != GraphOperand::Kind::kTemporary) {
       Malformed(operand.name, "listed as an output but is an input, a constant or listed twice");
     }
     operand.kind = GraphOperand::Kind::kOutput;
   }
+}
 
-  // Every temporary and output is written exactly once, and the operations are acyclic.
+bool IsWritten(GraphOperand::Kind kind) {
+  return kind == GraphOperand::Kind::kTemporary || kind == GraphOperand::Kind::kOutput;
+}
+
+// Every temporary and output is written by exactly one operation; returns the writer count of
+// every operand (0 for inputs, constants, values and omitted operands).
+std::vector<int> CheckSingleWriters(const Graph& graph) {
   std::vector<int> writers(graph.operands.size(), 0);
-  for (size_t i = 0; i < graph.operations.size(); ++i) {
-    for (uint32_t id : graph.operations[i].outputs) {
+  for (const GraphOperation& operation : graph.operations) {
+    for (uint32_t id : operation.outputs) {
       const GraphOperand& operand = graph.operands[id];
-      if (operand.kind != GraphOperand::Kind::kTemporary &&
-          operand.kind != GraphOperand::Kind::kOutput) {
-        Malformed(graph.Describe(graph.operations[i]),
+      if (!IsWritten(operand.kind)) {
+        Malformed(graph.Describe(operation),
                   "writes " + operand.name + ", which is an input, a constant or a value");
       }
-      if (++writers[id] > 1) {
-        Malformed(graph.Describe(graph.operations[i]), operand.name + " is written twice");
-      }
+      if (++writers[id] > 1)
+        Malformed(graph.Describe(operation), operand.name + " is written twice");
     }
   }
   for (size_t id = 0; id < graph.operands.size(); ++id) {
     const GraphOperand& operand = graph.operands[id];
-    if ((operand.kind == GraphOperand::Kind::kTemporary ||
-         operand.kind == GraphOperand::Kind::kOutput) &&
-        writers[id] == 0) {
+    if (IsWritten(operand.kind) && writers[id] == 0) {
       Malformed(operand.name, "is never written by an operation (dangling operand)");
     }
   }
-  {
-    std::vector<bool> ready(graph.operands.size());
-    for (size_t id = 0; id < graph.operands.size(); ++id) ready[id] = writers[id] == 0;
-    std::vector<bool> done(graph.operations.size(), false);
-    size_t remaining = graph.operations.size();
-    bool progress = true;
-    while (remaining > 0 && progress) {
-      progress = false;
-      for (size_t i = 0; i < graph.operations.size(); ++i) {
-        if (done[i]) continue;
-        const auto& inputs = graph.operations[i].inputs;
-        if (std::all_of(inputs.begin(), inputs.end(), [&](uint32_t id) { return ready[id]; })) {
-          done[i] = true;
-          --remaining;
-          progress = true;
-          for (uint32_t id : graph.operations[i].outputs) ready[id] = true;
-        }
-      }
-    }
-    if (remaining > 0) {
-      for (size_t i = 0; i < graph.operations.size(); ++i) {
-        if (!done[i]) Malformed(graph.Describe(graph.operations[i]), "is part of a cycle");
+  return writers;
+}
+
+// The operations can run in some order: repeatedly run every operation whose inputs are ready;
+// those never run are on a cycle.
+void CheckAcyclic(const Graph& graph, const std::vector<int>& writers) {
+  std::vector<bool> ready(graph.operands.size());
+  for (size_t id = 0; id < graph.operands.size(); ++id) ready[id] = writers[id] == 0;
+  std::vector<bool> done(graph.operations.size(), false);
+  size_t remaining = graph.operations.size();
+  bool progress = true;
+  while (remaining > 0 && progress) {
+    progress = false;
+    for (size_t i = 0; i < graph.operations.size(); ++i) {
+      if (done[i]) continue;
+      const auto& inputs = graph.operations[i].inputs;
+      if (std::all_of(inputs.begin(), inputs.end(), [&](uint32_t id) { return ready[id]; })) {
+        done[i] = true;
+        --remaining;
+        progress = true;
+        for (uint32_t id : graph.operations[i].outputs) ready[id] = true;
       }
     }
   }
+  for (size_t i = 0; i < graph.operations.size() && remaining > 0; ++i) {
+    if (!done[i]) Malformed(graph.Describe(graph.operations[i]), "is part of a cycle");
+  }
+}
 
-  // Every symbol must be bindable: it appears as a whole dimension of some input.
+// Every symbol must be bindable: it appears as a whole dimension of some input.
+void CheckSymbolsBindable(const Graph& graph) {
   for (size_t s = 0; s < graph.symbols.size(); ++s) {
     bool bound = false;
     for (uint32_t id : graph.inputs) {
@@ -703,16 +770,39 @@ Graph Graph::Parse(const std::string& json, uint64_t constants_size) {
                 "does not appear as a dimension of any input, so it cannot be bound at run time");
     }
   }
+}
+}  // namespace
+
+Graph Graph::Parse(const std::string& json, uint64_t constants_size) {
+  const JsonObject root = ParseDocument(json);
+  Graph graph;
+  ParseHeader(root, &graph);
+  JsonArray operands = AsArray(RequiredField(root, "operands", "document"), "\"operands\"");
+  for (size_t i = 0; i < operands.size(); ++i) {
+    graph.operands.push_back(ParseOperand(operands[i], i, graph.symbols, constants_size));
+  }
+  JsonArray operations = AsArray(RequiredField(root, "operations", "document"), "\"operations\"");
+  if (operations.empty()) Malformed("\"operations\"", "the graph has no operations");
+  for (size_t i = 0; i < operations.size(); ++i) {
+    graph.operations.push_back(ParseOperation(operations[i], i, graph.operands.size()));
+  }
+  ParseInterface(root, &graph);
+  AssignInterfaceRoles(&graph);
+  CheckAcyclic(graph, CheckSingleWriters(graph));
+  CheckSymbolsBindable(graph);
   return graph;
 }
+
+std::string SubgraphName(const std::string& symbol) { return "NNAPI subgraph '" + symbol + "'"; }
+std::string SubgraphPrefix(const std::string& symbol) { return SubgraphName(symbol) + ": "; }
 
 int64_t Graph::EvaluateFor(const DimExpr& expr, const std::vector<int64_t>& binding,
                            const std::string& where) const {
   try {
     return expr.Evaluate(binding);
   } catch (const ffi::Error& error) {
-    TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << symbol << "': " << where << ": "
-                              << error.message() << " in " << expr.ToString(symbols);
+    TVM_FFI_THROW(ValueError) << SubgraphPrefix(symbol) << where << ": " << error.message()
+                              << " in " << expr.ToString(symbols);
   }
 }
 
@@ -730,16 +820,16 @@ std::vector<int64_t> Graph::BindSymbols(
     const GraphOperand& operand = operands[inputs[i]];
     const std::vector<int64_t>& shape = input_shapes[i];
     if (shape.size() != operand.shape.size()) {
-      TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << symbol << "': input " << i << " has rank "
+      TVM_FFI_THROW(ValueError) << SubgraphPrefix(symbol) << "input " << i << " has rank "
                                 << shape.size() << ", the graph expects " << operand.shape.size();
     }
     for (size_t d = 0; d < shape.size(); ++d) {
       const int s = operand.shape[d].symbol();
       if (s < 0) continue;
       if (binding[s] >= 0 && binding[s] != shape[d]) {
-        TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << symbol << "': symbol '" << symbols[s]
-                                  << "' is " << binding[s] << " from an earlier input but "
-                                  << shape[d] << " in input " << i << " dimension " << d;
+        TVM_FFI_THROW(ValueError) << SubgraphPrefix(symbol) << "symbol '" << symbols[s] << "' is "
+                                  << binding[s] << " from an earlier input but " << shape[d]
+                                  << " in input " << i << " dimension " << d;
       }
       binding[s] = shape[d];
     }
@@ -748,7 +838,7 @@ std::vector<int64_t> Graph::BindSymbols(
     std::vector<int64_t> expected = ConcreteShape(inputs[i], binding);
     if (expected != input_shapes[i]) {
       std::ostringstream message;
-      message << "NNAPI subgraph '" << symbol << "': input " << i << " has shape (";
+      message << SubgraphPrefix(symbol) << "input " << i << " has shape (";
       for (size_t d = 0; d < input_shapes[i].size(); ++d) {
         message << (d ? ", " : "") << input_shapes[i][d];
       }
@@ -769,7 +859,7 @@ std::vector<int64_t> Graph::ConcreteShape(uint32_t operand,
   for (const DimExpr& dim : operands[operand].shape) {
     const int64_t value = EvaluateFor(dim, binding, operands[operand].name);
     if (value < 0 || value > kMaxElements) {
-      TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << symbol << "': " << operands[operand].name
+      TVM_FFI_THROW(ValueError) << SubgraphPrefix(symbol) << operands[operand].name
                                 << " gets dimension " << value << " from " << dim.ToString(symbols);
     }
     shape.push_back(value);

@@ -102,6 +102,11 @@ struct Graph {
                       const std::string& where) const;
 };
 
+// How runtime messages name a subgraph: "NNAPI subgraph 'main_0'". Every error about one
+// subgraph starts with SubgraphPrefix: "NNAPI subgraph 'main_0': ".
+std::string SubgraphName(const std::string& symbol);
+std::string SubgraphPrefix(const std::string& symbol);
+
 // `text` with every byte outside printable ASCII written as \xNN: untrusted names (from a graph or
 // module bytes) can be quoted in error messages, which must stay valid UTF-8.
 std::string Printable(const std::string& text);

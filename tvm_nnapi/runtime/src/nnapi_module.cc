@@ -77,6 +77,12 @@ void AppendBytes(std::vector<uint8_t>* out, T value) {
 
 }  // namespace
 
+size_t TensorBytes(const DLTensor& tensor) {
+  size_t bytes = (tensor.dtype.bits * tensor.dtype.lanes + 7) / 8;
+  for (int d = 0; d < tensor.ndim; ++d) bytes *= static_cast<size_t>(tensor.shape[d]);
+  return bytes;
+}
+
 // Creates the NNAPI cache directory (owner-only, 0700) if it does not exist, and checks an
 // existing one: it must be a real directory (a symbolic link is refused, not followed), owned by
 // this user and writable by nobody else, since whoever can write there can plant files or links
@@ -179,7 +185,7 @@ std::vector<ANeuralNetworksDevice*> ChosenDevices(const Nnapi& nnapi, const Runt
 void CompiledModel::Check(int code, const char* function, const std::string& what) const {
   if (code == ANEURALNETWORKS_NO_ERROR) return;
   std::ostringstream message;
-  message << "NNAPI subgraph '" << graph_.symbol << "': " << function;
+  message << SubgraphPrefix(graph_.symbol) << function;
   if (!what.empty()) message << " for " << what;
   message << " returned " << ResultCodeString(code);
   if (nnapi_.MockNnapi_getLastError != nullptr) {
@@ -205,132 +211,162 @@ CompiledModel::CompiledModel(const Nnapi& nnapi, const Graph& graph, const std::
           .count();
 }
 
+namespace {
+
+// The operand's concrete dimensions as NNAPI's uint32s; `bytes` gets its size. NNAPI dimensions
+// are uint32 and an operand holds at most 4 GiB (Android's limit): larger shapes are refused
+// here with the operand's name rather than truncated.
+std::vector<uint32_t> NnapiDimensions(const Graph& graph, uint32_t id,
+                                      const std::vector<int64_t>& binding, uint64_t* bytes) {
+  const GraphOperand& operand = graph.operands[id];
+  std::vector<uint32_t> dims;
+  *bytes = OperandElementSize(operand.type);
+  for (int64_t d : graph.ConcreteShape(id, binding)) {
+    if (d > int64_t{std::numeric_limits<uint32_t>::max()} ||
+        (d != 0 && *bytes > std::numeric_limits<uint32_t>::max() / static_cast<uint64_t>(d))) {
+      TVM_FFI_THROW(ValueError) << SubgraphPrefix(graph.symbol) << operand.name
+                                << " would need more than 4 GiB (dimension " << d
+                                << "), the most an NNAPI operand can hold";
+    }
+    *bytes *= static_cast<uint64_t>(d);
+    dims.push_back(static_cast<uint32_t>(d));
+  }
+  return dims;
+}
+
+// The bytes of an inline value (kValue) under a binding, in the operand's NNAPI type.
+std::vector<uint8_t> InlineValueBytes(const Graph& graph, const GraphOperand& operand,
+                                      const std::vector<int64_t>& binding) {
+  std::vector<uint8_t> bytes;
+  switch (operand.type) {
+    case ANEURALNETWORKS_FLOAT32:
+    case ANEURALNETWORKS_TENSOR_FLOAT32:
+      for (double v : operand.float_values) AppendBytes(&bytes, static_cast<float>(v));
+      break;
+    case ANEURALNETWORKS_FLOAT16:
+    case ANEURALNETWORKS_TENSOR_FLOAT16:
+      for (double v : operand.float_values) {
+        AppendBytes(&bytes, nnapi_common::FloatToHalfBits(static_cast<float>(v)));
+      }
+      break;
+    case ANEURALNETWORKS_BOOL:
+    case ANEURALNETWORKS_TENSOR_BOOL8:
+      for (const DimExpr& v : operand.int_values) {
+        AppendBytes(&bytes, static_cast<uint8_t>(graph.EvaluateFor(v, binding, operand.name) != 0));
+      }
+      break;
+    case ANEURALNETWORKS_INT32:
+    case ANEURALNETWORKS_UINT32:
+    case ANEURALNETWORKS_TENSOR_INT32:
+      for (const DimExpr& v : operand.int_values) {
+        // A value that does not fit the operand's 32 bits is an error, not a wrap-around.
+        const int64_t value = graph.EvaluateFor(v, binding, operand.name);
+        const bool is_unsigned = operand.type == ANEURALNETWORKS_UINT32;
+        const int64_t low = is_unsigned ? 0 : std::numeric_limits<int32_t>::min();
+        const int64_t high = is_unsigned ? std::numeric_limits<uint32_t>::max()
+                                         : std::numeric_limits<int32_t>::max();
+        if (value < low || value > high) {
+          TVM_FFI_THROW(ValueError) << SubgraphPrefix(graph.symbol) << operand.name << " value "
+                                    << value << " (" << v.ToString(graph.symbols)
+                                    << ") does not fit in " << (is_unsigned ? "uint32" : "int32");
+        }
+        AppendBytes(&bytes, static_cast<uint32_t>(value));
+      }
+      break;
+    default:
+      TVM_FFI_THROW(ValueError) << SubgraphPrefix(graph.symbol) << operand.name
+                                << " cannot hold an inline value";
+  }
+  return bytes;
+}
+
+}  // namespace
+
+// Build: the model (operands with their values, operations, interface), then its compilation.
 void CompiledModel::Build(const std::string& constants, const std::vector<int64_t>& binding,
                           const RuntimeConfig& config, const std::array<uint8_t, 32>* cache_token) {
-  const Nnapi& nnapi = nnapi_;
-  const Graph& graph = graph_;
-  Check(nnapi.ANeuralNetworksModel_create(&model_), "ANeuralNetworksModel_create", "");
-  values_.reserve(graph.operands.size());
-  for (size_t id = 0; id < graph.operands.size(); ++id) {
-    const GraphOperand& operand = graph.operands[id];
-    std::vector<uint32_t> dims;
-    // NNAPI dimensions are uint32 and an operand holds at most 4 GiB (Android's limit): refuse
-    // larger shapes here with the operand's name rather than truncating them.
-    uint64_t bytes = OperandElementSize(operand.type);
-    for (int64_t d : graph.ConcreteShape(static_cast<uint32_t>(id), binding)) {
-      if (d > int64_t{std::numeric_limits<uint32_t>::max()} ||
-          (d != 0 && bytes > std::numeric_limits<uint32_t>::max() / static_cast<uint64_t>(d))) {
-        TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << graph.symbol << "': " << operand.name
-                                  << " would need more than 4 GiB (dimension " << d
-                                  << "), the most an NNAPI operand can hold";
-      }
-      bytes *= static_cast<uint64_t>(d);
-      dims.push_back(static_cast<uint32_t>(d));
-    }
-    ANeuralNetworksOperandType type{operand.type, static_cast<uint32_t>(dims.size()),
-                                    dims.empty() ? nullptr : dims.data(), operand.scale,
-                                    operand.zero_point};
-    if (operand.kind != GraphOperand::Kind::kConstant &&
-        operand.kind != GraphOperand::Kind::kValue) {
-      estimated_bytes_ += static_cast<size_t>(bytes);
-    }
-    Check(nnapi.ANeuralNetworksModel_addOperand(model_, &type), "ANeuralNetworksModel_addOperand",
-          operand.name);
-    if (operand.channel_dim.has_value()) {
-      if (nnapi.ANeuralNetworksModel_setOperandSymmPerChannelQuantParams == nullptr) {
-        TVM_FFI_THROW(RuntimeError) << "NNAPI subgraph '" << graph.symbol << "': " << operand.name
-                                    << " needs per-channel quantisation (feature level 3)";
-      }
-      ANeuralNetworksSymmPerChannelQuantParams params{
-          *operand.channel_dim, static_cast<uint32_t>(operand.channel_scales.size()),
-          operand.channel_scales.data()};
-      Check(nnapi.ANeuralNetworksModel_setOperandSymmPerChannelQuantParams(
-                model_, static_cast<int32_t>(id), &params),
-            "ANeuralNetworksModel_setOperandSymmPerChannelQuantParams", operand.name);
-    }
-    switch (operand.kind) {
-      case GraphOperand::Kind::kConstant:
-        // Large values are referenced, not copied: the module keeps `constants` alive.
-        Check(nnapi.ANeuralNetworksModel_setOperandValue(model_, static_cast<int32_t>(id),
-                                                         constants.data() + operand.offset,
-                                                         operand.nbytes),
-              "ANeuralNetworksModel_setOperandValue", operand.name);
-        break;
-      case GraphOperand::Kind::kValue: {
-        std::vector<uint8_t> bytes;
-        switch (operand.type) {
-          case ANEURALNETWORKS_FLOAT32:
-          case ANEURALNETWORKS_TENSOR_FLOAT32:
-            for (double v : operand.float_values) AppendBytes(&bytes, static_cast<float>(v));
-            break;
-          case ANEURALNETWORKS_FLOAT16:
-          case ANEURALNETWORKS_TENSOR_FLOAT16:
-            for (double v : operand.float_values) {
-              AppendBytes(&bytes, nnapi_common::FloatToHalfBits(static_cast<float>(v)));
-            }
-            break;
-          case ANEURALNETWORKS_BOOL:
-          case ANEURALNETWORKS_TENSOR_BOOL8:
-            for (const DimExpr& v : operand.int_values) {
-              AppendBytes(&bytes,
-                          static_cast<uint8_t>(graph.EvaluateFor(v, binding, operand.name) != 0));
-            }
-            break;
-          case ANEURALNETWORKS_INT32:
-          case ANEURALNETWORKS_UINT32:
-          case ANEURALNETWORKS_TENSOR_INT32:
-            for (const DimExpr& v : operand.int_values) {
-              // A value that does not fit the operand's 32 bits is an error, not a wrap-around.
-              const int64_t value = graph.EvaluateFor(v, binding, operand.name);
-              const bool is_unsigned = operand.type == ANEURALNETWORKS_UINT32;
-              const int64_t low = is_unsigned ? 0 : std::numeric_limits<int32_t>::min();
-              const int64_t high = is_unsigned ? std::numeric_limits<uint32_t>::max()
-                                               : std::numeric_limits<int32_t>::max();
-              if (value < low || value > high) {
-                TVM_FFI_THROW(ValueError)
-                    << "NNAPI subgraph '" << graph.symbol << "': " << operand.name << " value "
-                    << value << " (" << v.ToString(graph.symbols) << ") does not fit in "
-                    << (is_unsigned ? "uint32" : "int32");
-              }
-              AppendBytes(&bytes, static_cast<uint32_t>(value));
-            }
-            break;
-          default:
-            TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << graph.symbol << "': " << operand.name
-                                      << " cannot hold an inline value";
-        }
-        values_.push_back(std::move(bytes));
-        Check(nnapi.ANeuralNetworksModel_setOperandValue(
-                  model_, static_cast<int32_t>(id), values_.back().data(), values_.back().size()),
-              "ANeuralNetworksModel_setOperandValue", operand.name);
-        break;
-      }
-      case GraphOperand::Kind::kOmitted:
-        Check(nnapi.ANeuralNetworksModel_setOperandValue(model_, static_cast<int32_t>(id), nullptr,
-                                                         0),
-              "ANeuralNetworksModel_setOperandValue", operand.name + " (omitted)");
-        break;
-      default:
-        break;
-    }
+  Check(nnapi_.ANeuralNetworksModel_create(&model_), "ANeuralNetworksModel_create", "");
+  values_.reserve(graph_.operands.size());
+  for (size_t id = 0; id < graph_.operands.size(); ++id) {
+    AddOperand(static_cast<uint32_t>(id), constants, binding);
   }
+  AddOperationsAndInterface();
+  Compile(config, cache_token);
+  for (uint32_t id : graph_.inputs) input_shapes_.push_back(graph_.ConcreteShape(id, binding));
+  for (uint32_t id : graph_.outputs) output_shapes_.push_back(graph_.ConcreteShape(id, binding));
+}
+
+void CompiledModel::AddOperand(uint32_t id, const std::string& constants,
+                               const std::vector<int64_t>& binding) {
+  const GraphOperand& operand = graph_.operands[id];
+  const int32_t index = static_cast<int32_t>(id);
+  uint64_t bytes = 0;
+  const std::vector<uint32_t> dims = NnapiDimensions(graph_, id, binding, &bytes);
+  ANeuralNetworksOperandType type{operand.type, static_cast<uint32_t>(dims.size()),
+                                  dims.empty() ? nullptr : dims.data(), operand.scale,
+                                  operand.zero_point};
+  if (operand.kind != GraphOperand::Kind::kConstant && operand.kind != GraphOperand::Kind::kValue) {
+    estimated_bytes_ += static_cast<size_t>(bytes);
+  }
+  Check(nnapi_.ANeuralNetworksModel_addOperand(model_, &type), "ANeuralNetworksModel_addOperand",
+        operand.name);
+  if (operand.channel_dim.has_value()) {
+    if (nnapi_.ANeuralNetworksModel_setOperandSymmPerChannelQuantParams == nullptr) {
+      TVM_FFI_THROW(RuntimeError) << SubgraphPrefix(graph_.symbol) << operand.name
+                                  << " needs per-channel quantisation (feature level 3)";
+    }
+    ANeuralNetworksSymmPerChannelQuantParams params{
+        *operand.channel_dim, static_cast<uint32_t>(operand.channel_scales.size()),
+        operand.channel_scales.data()};
+    Check(nnapi_.ANeuralNetworksModel_setOperandSymmPerChannelQuantParams(model_, index, &params),
+          "ANeuralNetworksModel_setOperandSymmPerChannelQuantParams", operand.name);
+  }
+  switch (operand.kind) {
+    case GraphOperand::Kind::kConstant:
+      // Large values are referenced, not copied: the module keeps `constants` alive.
+      Check(nnapi_.ANeuralNetworksModel_setOperandValue(
+                model_, index, constants.data() + operand.offset, operand.nbytes),
+            "ANeuralNetworksModel_setOperandValue", operand.name);
+      break;
+    case GraphOperand::Kind::kValue:
+      values_.push_back(InlineValueBytes(graph_, operand, binding));
+      Check(nnapi_.ANeuralNetworksModel_setOperandValue(model_, index, values_.back().data(),
+                                                        values_.back().size()),
+            "ANeuralNetworksModel_setOperandValue", operand.name);
+      break;
+    case GraphOperand::Kind::kOmitted:
+      Check(nnapi_.ANeuralNetworksModel_setOperandValue(model_, index, nullptr, 0),
+            "ANeuralNetworksModel_setOperandValue", operand.name + " (omitted)");
+      break;
+    default:
+      break;
+  }
+}
+
+void CompiledModel::AddOperationsAndInterface() {
+  const Graph& graph = graph_;
   for (const GraphOperation& operation : graph.operations) {
-    Check(nnapi.ANeuralNetworksModel_addOperation(
+    Check(nnapi_.ANeuralNetworksModel_addOperation(
               model_, operation.type, static_cast<uint32_t>(operation.inputs.size()),
               operation.inputs.data(), static_cast<uint32_t>(operation.outputs.size()),
               operation.outputs.data()),
           "ANeuralNetworksModel_addOperation", graph.Describe(operation));
   }
-  Check(nnapi.ANeuralNetworksModel_identifyInputsAndOutputs(
+  Check(nnapi_.ANeuralNetworksModel_identifyInputsAndOutputs(
             model_, static_cast<uint32_t>(graph.inputs.size()), graph.inputs.data(),
             static_cast<uint32_t>(graph.outputs.size()), graph.outputs.data()),
         "ANeuralNetworksModel_identifyInputsAndOutputs", "");
-  if (graph.relax_fp32_to_fp16 && nnapi.ANeuralNetworksModel_relaxComputationFloat32toFloat16) {
-    Check(nnapi.ANeuralNetworksModel_relaxComputationFloat32toFloat16(model_, true),
+  if (graph.relax_fp32_to_fp16 && nnapi_.ANeuralNetworksModel_relaxComputationFloat32toFloat16) {
+    Check(nnapi_.ANeuralNetworksModel_relaxComputationFloat32toFloat16(model_, true),
           "ANeuralNetworksModel_relaxComputationFloat32toFloat16", "");
   }
-  Check(nnapi.ANeuralNetworksModel_finish(model_), "ANeuralNetworksModel_finish", "");
-  const std::vector<ANeuralNetworksDevice*> devices = ChosenDevices(nnapi, config, graph.symbol);
+  Check(nnapi_.ANeuralNetworksModel_finish(model_), "ANeuralNetworksModel_finish", "");
+}
+
+void CompiledModel::Compile(const RuntimeConfig& config,
+                            const std::array<uint8_t, 32>* cache_token) {
+  const Nnapi& nnapi = nnapi_;
+  const std::vector<ANeuralNetworksDevice*> devices = ChosenDevices(nnapi, config, graph_.symbol);
   if (devices.empty()) {
     Check(nnapi.ANeuralNetworksCompilation_create(model_, &compilation_),
           "ANeuralNetworksCompilation_create", "");
@@ -360,8 +396,6 @@ void CompiledModel::Build(const std::string& constants, const std::vector<int64_
     Check(nnapi.ANeuralNetworksBurst_create(compilation_, &burst_), "ANeuralNetworksBurst_create",
           "");
   }
-  for (uint32_t id : graph.inputs) input_shapes_.push_back(graph.ConcreteShape(id, binding));
-  for (uint32_t id : graph.outputs) output_shapes_.push_back(graph.ConcreteShape(id, binding));
 }
 
 void CompiledModel::Release() {
@@ -456,12 +490,12 @@ ffi::Optional<ffi::Function> NnapiModuleObj::GetFunction(const ffi::String& name
       for (const std::string& symbol : graph_.symbols) {
         auto it = values.find(symbol);
         if (it == values.end()) {
-          TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << symbol_ << "': precompile needs a "
+          TVM_FFI_THROW(ValueError) << SubgraphPrefix(symbol_) << "precompile needs a "
                                     << "value for symbol '" << symbol << "'";
         }
         if ((*it).second < 0) {
-          TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << symbol_ << "': symbol '" << symbol
-                                    << "' must be non-negative";
+          TVM_FFI_THROW(ValueError)
+              << SubgraphPrefix(symbol_) << "symbol '" << symbol << "' must be non-negative";
         }
         binding.push_back((*it).second);
       }
@@ -476,14 +510,14 @@ std::array<uint8_t, 32> NnapiModuleObj::CacheToken(const Signature& binding,
                                                    const RuntimeConfig& config) {
   // Everything that changes the compiled result: the graph, its constants, the concrete shapes,
   // the compilation preference and the NNAPI implementation (library and feature level).
-  if (!constants_digest_.has_value()) {
+  std::call_once(constants_digest_once_, [this] {
     constants_digest_ = nnapi_common::Sha256::Of(constants_.data(), constants_.size());
-  }
+  });
   const Nnapi& nnapi = GetNnapi();
   nnapi_common::Sha256 token;
   token.UpdateString("tvm-nnapi compilation cache v1");
   token.UpdateString(graph_json_);
-  token.Update(constants_digest_->data(), constants_digest_->size());
+  token.Update(constants_digest_.data(), constants_digest_.size());
   for (int64_t value : binding) token.UpdateInteger(value);
   token.UpdateString(PreferenceName(config.preference));
   token.UpdateString(nnapi.library_path);
@@ -504,24 +538,55 @@ void NnapiModuleObj::EvictLocked(const RuntimeConfig& config) {
 }
 
 std::shared_ptr<const CompiledModel> NnapiModuleObj::GetCompiled(const Signature& binding) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = cache_.find(binding);
-  if (it != cache_.end()) {
-    lru_.splice(lru_.begin(), lru_, it->second.position);
-    cache_hits_++;
-    return it->second.compiled;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    // A signature another call is compiling is waited for, then found in the cache (a hit, as
+    // for a call that arrives once it is compiled). If that compilation failed, or the entry was
+    // already evicted, this call compiles it, as a later call would.
+    while (true) {
+      auto it = cache_.find(binding);
+      if (it != cache_.end()) {
+        lru_.splice(lru_.begin(), lru_, it->second.position);
+        cache_hits_++;
+        return it->second.compiled;
+      }
+      if (compiling_.count(binding) == 0) break;
+      compiled_.wait(lock);
+    }
+    compiling_.insert(binding);
   }
-  const RuntimeConfig config = GetRuntimeConfig();
-  const std::array<uint8_t, 32> token = CacheToken(binding, config);
-  auto compiled = std::make_shared<const CompiledModel>(GetNnapi(), graph_, constants_, binding,
-                                                        config, &token);
-  compilations_++;
-  compile_time_ns_ += compiled->compile_time_ns();
-  modelled_compile_time_ns_ += compiled->modelled_compile_time_ns();
-  lru_.push_front(binding);
-  cache_.emplace(binding, CacheEntry{compiled, lru_.begin()});
-  cached_bytes_ += compiled->estimated_bytes();
-  EvictLocked(config);
+  return CompileAndCache(binding);
+}
+
+std::shared_ptr<const CompiledModel> NnapiModuleObj::CompileAndCache(const Signature& binding) {
+  // Runs without mutex_; `binding` is in compiling_, so no other call compiles it meanwhile.
+  std::shared_ptr<const CompiledModel> compiled;
+  RuntimeConfig config;
+  try {
+    config = GetRuntimeConfig();
+    const std::array<uint8_t, 32> token = CacheToken(binding, config);
+    compiled = std::make_shared<const CompiledModel>(GetNnapi(), graph_, constants_, binding,
+                                                     config, &token);
+  } catch (...) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      compiling_.erase(binding);
+    }
+    compiled_.notify_all();
+    throw;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    compiling_.erase(binding);
+    compilations_++;
+    compile_time_ns_ += compiled->compile_time_ns();
+    modelled_compile_time_ns_ += compiled->modelled_compile_time_ns();
+    lru_.push_front(binding);
+    cache_.emplace(binding, CacheEntry{compiled, lru_.begin()});
+    cached_bytes_ += compiled->estimated_bytes();
+    EvictLocked(config);
+  }
+  compiled_.notify_all();
   return compiled;
 }
 
@@ -557,7 +622,7 @@ void NnapiModuleObj::Run(ffi::PackedArgs args) {
   const size_t num_outputs = graph_.outputs.size();
   const size_t num_skipped = graph_.skip_arguments.size();
   if (static_cast<size_t>(args.size()) != num_inputs + num_skipped + num_outputs) {
-    TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << symbol_ << "' takes " << num_inputs
+    TVM_FFI_THROW(ValueError) << SubgraphName(symbol_) << " takes " << num_inputs
                               << " tensor inputs, " << num_skipped << " shape arguments and "
                               << num_outputs << " outputs, got " << args.size() << " arguments";
   }
@@ -575,22 +640,21 @@ void NnapiModuleObj::Run(ffi::PackedArgs args) {
     const std::string role = (is_input ? "input " : "output ") + std::to_string(index);
     auto tensor = args[position].try_cast<DLTensor*>();
     if (!tensor.has_value()) {
-      TVM_FFI_THROW(TypeError) << "NNAPI subgraph '" << symbol_ << "': " << role
-                               << " is not a tensor";
+      TVM_FFI_THROW(TypeError) << SubgraphPrefix(symbol_) << role << " is not a tensor";
     }
     DLTensor* t = *tensor;
     const GraphOperand& operand =
         graph_.operands[is_input ? graph_.inputs[index] : graph_.outputs[index]];
     if (t->device.device_type != kDLCPU) {
-      TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << symbol_ << "': " << role
+      TVM_FFI_THROW(ValueError) << SubgraphPrefix(symbol_) << role
                                 << " must be in host (CPU) memory";
     }
     if (!DTypeMatches(operand.type, t->dtype)) {
-      TVM_FFI_THROW(TypeError) << "NNAPI subgraph '" << symbol_ << "': " << role
-                               << " has the wrong dtype for " << operand.name;
+      TVM_FFI_THROW(TypeError) << SubgraphPrefix(symbol_) << role << " has the wrong dtype for "
+                               << operand.name;
     }
     if (!IsCompact(*t)) {
-      TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << symbol_ << "': " << role
+      TVM_FFI_THROW(ValueError) << SubgraphPrefix(symbol_) << role
                                 << " must be a compact (row-major) tensor";
     }
     tensors.push_back(t);
@@ -605,8 +669,8 @@ void NnapiModuleObj::Run(ffi::PackedArgs args) {
     DLTensor* t = tensors[num_inputs + i];
     const std::vector<int64_t> actual(t->shape, t->shape + t->ndim);
     if (actual != expected) {
-      TVM_FFI_THROW(ValueError) << "NNAPI subgraph '" << symbol_ << "': output " << i
-                                << " has shape " << ShapeString(actual) << ", the graph produces "
+      TVM_FFI_THROW(ValueError) << SubgraphPrefix(symbol_) << "output " << i << " has shape "
+                                << ShapeString(actual) << ", the graph produces "
                                 << ShapeString(expected);
     }
   }
@@ -649,8 +713,7 @@ void NnapiModuleObj::RunNnapi(const Signature& binding, const std::vector<DLTens
   std::vector<size_t> output_bytes;
   for (size_t i = 0; i < tensors.size(); ++i) {
     DLTensor* t = tensors[i];
-    size_t bytes = (t->dtype.bits * t->dtype.lanes + 7) / 8;
-    for (int d = 0; d < t->ndim; ++d) bytes *= static_cast<size_t>(t->shape[d]);
+    const size_t bytes = TensorBytes(*t);
     uint8_t* data = static_cast<uint8_t*>(t->data) + t->byte_offset;
     if (i < num_inputs) {
       inputs.push_back(data);
@@ -716,8 +779,8 @@ bool NnapiModuleObj::HasHostFallback() {
 
 void NnapiModuleObj::RunHost(ffi::PackedArgs args, const std::vector<DLTensor*>& tensors) {
   if (!HasHostFallback()) {
-    TVM_FFI_THROW(RuntimeError) << "NNAPI subgraph '" << symbol_
-                                << "' has no host fallback (build with host_fallback=True)";
+    TVM_FFI_THROW(RuntimeError) << SubgraphName(symbol_)
+                                << " has no host fallback (build with host_fallback=True)";
   }
   const size_t num_inputs = graph_.inputs.size();
   const size_t num_outputs = graph_.outputs.size();
@@ -734,20 +797,19 @@ void NnapiModuleObj::RunHost(ffi::PackedArgs args, const std::vector<DLTensor*>&
     }
   }
   if (results.size() != num_outputs) {
-    TVM_FFI_THROW(RuntimeError) << "NNAPI subgraph '" << symbol_ << "': host fallback returned "
+    TVM_FFI_THROW(RuntimeError) << SubgraphPrefix(symbol_) << "host fallback returned "
                                 << results.size() << " outputs, expected " << num_outputs;
   }
   for (size_t i = 0; i < num_outputs; ++i) {
     const DLTensor* from = results[i].GetDLTensorPtr();
     DLTensor* to = tensors[num_inputs + i];
-    size_t bytes = (to->dtype.bits * to->dtype.lanes + 7) / 8;
-    for (int d = 0; d < to->ndim; ++d) bytes *= static_cast<size_t>(to->shape[d]);
+    const size_t bytes = TensorBytes(*to);
     const bool same_shape =
         from->ndim == to->ndim && std::equal(to->shape, to->shape + to->ndim, from->shape);
     if (!same_shape || from->dtype.code != to->dtype.code || from->dtype.bits != to->dtype.bits ||
         !IsCompact(*from)) {
-      TVM_FFI_THROW(RuntimeError) << "NNAPI subgraph '" << symbol_ << "': host fallback output "
-                                  << i << " does not match the destination tensor";
+      TVM_FFI_THROW(RuntimeError) << SubgraphPrefix(symbol_) << "host fallback output " << i
+                                  << " does not match the destination tensor";
     }
     std::memcpy(static_cast<uint8_t*>(to->data) + to->byte_offset,
                 static_cast<const uint8_t*>(from->data) + from->byte_offset, bytes);

@@ -6,6 +6,9 @@
 // (later calls reuse it, through an NNAPI burst where available), and runs one execution.
 // Compiled signatures are kept in a per-module LRU cache bounded in entries and estimated
 // bytes (runtime_config.h); evicting an entry frees its NNAPI objects once no call uses them.
+// A new signature is compiled outside the module's lock: calls on compiled signatures and
+// get_stats go on meanwhile, and calls asking for a signature being compiled wait for that one
+// compilation rather than compiling it again.
 // With a cache directory configured, compilations use NNAPI's compilation caching with a token
 // derived from everything that changes the compiled result.
 #ifndef TVM_NNAPI_RUNTIME_NNAPI_MODULE_H_
@@ -15,11 +18,12 @@
 
 #include <array>
 #include <atomic>
+#include <condition_variable>
 #include <list>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,6 +33,9 @@
 #include "runtime_config.h"
 
 namespace tvm_nnapi {
+
+// Bytes of a compact tensor's data (its element size times its element count).
+size_t TensorBytes(const DLTensor& tensor);
 
 // An NNAPI model and compilation for one concrete shape signature.
 class CompiledModel {
@@ -59,6 +66,11 @@ class CompiledModel {
  private:
   void Build(const std::string& constants, const std::vector<int64_t>& binding,
              const RuntimeConfig& config, const std::array<uint8_t, 32>* cache_token);
+  // The steps of Build: each operand with its value, the operations and the model's inputs and
+  // outputs, then the compilation (with caching and a burst where configured).
+  void AddOperand(uint32_t id, const std::string& constants, const std::vector<int64_t>& binding);
+  void AddOperationsAndInterface();
+  void Compile(const RuntimeConfig& config, const std::array<uint8_t, 32>* cache_token);
   void Check(int code, const char* function, const std::string& what) const;
   void Release();
 
@@ -106,7 +118,9 @@ class NnapiModuleObj : public tvm::ffi::ModuleObj {
   bool HasHostFallback();
   void RunHost(tvm::ffi::PackedArgs args, const std::vector<DLTensor*>& tensors);
   Placement PlacementFor(const Signature& binding, const RuntimeConfig& config);
+  // The compiled model of a signature: from the cache, else compiled (once, outside mutex_).
   std::shared_ptr<const CompiledModel> GetCompiled(const Signature& binding);
+  std::shared_ptr<const CompiledModel> CompileAndCache(const Signature& binding);
   void EvictLocked(const RuntimeConfig& config);
   std::array<uint8_t, 32> CacheToken(const Signature& binding, const RuntimeConfig& config);
   tvm::ffi::Map<tvm::ffi::String, int64_t> Stats();
@@ -115,12 +129,19 @@ class NnapiModuleObj : public tvm::ffi::ModuleObj {
   std::string graph_json_;
   std::string constants_;
   Graph graph_;
+  // Guards the cache, the LRU order, compiling_ and the placement decisions; never held while
+  // compiling.
   std::mutex mutex_;
   std::map<Signature, CacheEntry> cache_;
   std::list<Signature> lru_;
   size_t cached_bytes_ = 0;
+  // Signatures being compiled now (not yet in cache_); compiled_ is notified when one finishes
+  // or fails.
+  std::set<Signature> compiling_;
+  std::condition_variable compiled_;
   // Hash of the constant blob, computed once (the weights may be large).
-  std::optional<std::array<uint8_t, 32>> constants_digest_;
+  std::once_flag constants_digest_once_;
+  std::array<uint8_t, 32> constants_digest_{};
   std::atomic<int64_t> calls_{0};
   std::atomic<int64_t> compilations_{0};
   std::atomic<int64_t> cache_hits_{0};

@@ -1,5 +1,6 @@
 #include "runtime_config.h"
 
+#include <android/NeuralNetworksTypes.h>
 #include <tvm/ffi/error.h>
 
 #include <cstdlib>
@@ -38,11 +39,11 @@ void Apply(RuntimeConfig* config, const std::string& name, const std::string& va
     config->compilation_cache_dir = value;
   } else if (name == "preference") {
     if (value == "fast") {
-      config->preference = 1;
+      config->preference = ANEURALNETWORKS_PREFER_FAST_SINGLE_ANSWER;
     } else if (value == "low_power") {
-      config->preference = 0;
+      config->preference = ANEURALNETWORKS_PREFER_LOW_POWER;
     } else if (value == "sustained") {
-      config->preference = 2;
+      config->preference = ANEURALNETWORKS_PREFER_SUSTAINED_SPEED;
     } else {
       TVM_FFI_THROW(ValueError) << "NNAPI runtime option preference='" << value
                                 << "' must be fast, low_power or sustained";
@@ -107,9 +108,9 @@ void SetRuntimeOption(const std::string& name, const std::string& value) {
 
 std::string PreferenceName(int32_t preference) {
   switch (preference) {
-    case 0:
+    case ANEURALNETWORKS_PREFER_LOW_POWER:
       return "low_power";
-    case 2:
+    case ANEURALNETWORKS_PREFER_SUSTAINED_SPEED:
       return "sustained";
     default:
       return "fast";

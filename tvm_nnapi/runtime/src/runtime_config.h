@@ -11,6 +11,8 @@
 #ifndef TVM_NNAPI_RUNTIME_RUNTIME_CONFIG_H_
 #define TVM_NNAPI_RUNTIME_RUNTIME_CONFIG_H_
 
+#include <android/NeuralNetworksTypes.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -21,7 +23,7 @@ struct RuntimeConfig {
   size_t cache_max_entries = 16;
   size_t cache_max_bytes = size_t{1} << 30;
   std::string compilation_cache_dir;
-  int32_t preference = 1;  // ANEURALNETWORKS_PREFER_FAST_SINGLE_ANSWER
+  int32_t preference = ANEURALNETWORKS_PREFER_FAST_SINGLE_ANSWER;
   bool use_burst = true;
   std::string policy = "nnapi";
   bool log_debug = false;

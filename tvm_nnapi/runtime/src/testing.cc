@@ -72,12 +72,6 @@ int64_t ElapsedNs(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
-size_t TensorBytes(const DLTensor& tensor) {
-  size_t bytes = (tensor.dtype.bits * tensor.dtype.lanes + 7) / 8;
-  for (int d = 0; d < tensor.ndim; ++d) bytes *= static_cast<size_t>(tensor.shape[d]);
-  return bytes;
-}
-
 // Checks one argument of run_graph against its graph operand; `role` names it in messages.
 DLTensor* CheckTensor(ffi::AnyView arg, const GraphOperand& operand, const std::string& role) {
   auto tensor = arg.try_cast<DLTensor*>();
