@@ -1,6 +1,7 @@
 """NNAPI numeric constants (the NDK ABI values), mirrored from ``android/NeuralNetworksTypes.h``.
 
-A test parses the C header and checks these enums against it, so the two cannot drift apart.
+tests/mock_api/test_constants.py parses the C header and checks these enums (and the tables of
+common/*.inc) against it, so they cannot drift apart.
 """
 
 from __future__ import annotations
