@@ -7,6 +7,7 @@
 #include <set>
 
 #include "memory.h"
+#include "nnapi_facts.h"
 
 namespace mock_nnapi {
 namespace {
@@ -184,8 +185,8 @@ int Model::ValidateOperation(const Operation& operation, int64_t* feature_level)
 int Model::AddOperation(int32_t type, uint32_t input_count, const uint32_t* inputs,
                         uint32_t output_count, const uint32_t* outputs) {
   NN_RETURN_IF_ERROR(CheckMutable("ANeuralNetworksModel_addOperation"));
-  const bool known = (type >= ANEURALNETWORKS_ADD && type <= ANEURALNETWORKS_REVERSE) ||
-                     type == ANEURALNETWORKS_OEM_OPERATION;
+  const bool known =
+      nnapi_common::FindOperationFacts(type) != nullptr || type == ANEURALNETWORKS_OEM_OPERATION;
   NN_CHECK(known, ANEURALNETWORKS_BAD_DATA) << "addOperation: invalid operation type " << type;
   NN_CHECK(NullIffEmpty(inputs, input_count) && NullIffEmpty(outputs, output_count),
            ANEURALNETWORKS_BAD_DATA)

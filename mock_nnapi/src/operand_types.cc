@@ -4,244 +4,64 @@
 #include <sstream>
 
 #include "check.h"
+#include "nnapi_facts.h"
 
 namespace mock_nnapi {
 
+// The facts of each operand type are rows of common/nnapi_operand_types.inc; only the
+// deprecated OEM codes (NeuralNetworksOEM.h), which the list leaves out, are spelt out here.
+
 bool IsKnownOperandType(int32_t type) {
-  return (type >= ANEURALNETWORKS_FLOAT32 && type <= ANEURALNETWORKS_MODEL) ||
+  return nnapi_common::FindOperandTypeFacts(type) != nullptr ||
          type == ANEURALNETWORKS_OEM_SCALAR || type == ANEURALNETWORKS_TENSOR_OEM_BYTE;
 }
 
 bool IsScalarType(int32_t type) {
-  switch (type) {
-    case ANEURALNETWORKS_FLOAT32:
-    case ANEURALNETWORKS_INT32:
-    case ANEURALNETWORKS_UINT32:
-    case ANEURALNETWORKS_BOOL:
-    case ANEURALNETWORKS_FLOAT16:
-    case ANEURALNETWORKS_MODEL:
-    case ANEURALNETWORKS_OEM_SCALAR:
-      return true;
-    default:
-      return false;
-  }
+  if (type == ANEURALNETWORKS_OEM_SCALAR) return true;
+  const nnapi_common::OperandTypeFacts* facts = nnapi_common::FindOperandTypeFacts(type);
+  return facts != nullptr && facts->kind == nnapi_common::OperandKind::kScalar;
 }
 
 bool IsTensorType(int32_t type) { return IsKnownOperandType(type) && !IsScalarType(type); }
 
 bool IsQuantizedType(int32_t type) {
-  switch (type) {
-    case ANEURALNETWORKS_TENSOR_QUANT8_ASYMM:
-    case ANEURALNETWORKS_TENSOR_QUANT8_ASYMM_SIGNED:
-    case ANEURALNETWORKS_TENSOR_QUANT8_SYMM:
-    case ANEURALNETWORKS_TENSOR_QUANT8_SYMM_PER_CHANNEL:
-    case ANEURALNETWORKS_TENSOR_QUANT16_ASYMM:
-    case ANEURALNETWORKS_TENSOR_QUANT16_SYMM:
-      return true;
-    default:
-      return false;
-  }
+  const nnapi_common::OperandTypeFacts* facts = nnapi_common::FindOperandTypeFacts(type);
+  return facts != nullptr && facts->kind == nnapi_common::OperandKind::kQuantizedTensor;
 }
 
 size_t ElementSize(int32_t type) {
-  switch (type) {
-    case ANEURALNETWORKS_FLOAT32:
-    case ANEURALNETWORKS_INT32:
-    case ANEURALNETWORKS_UINT32:
-    case ANEURALNETWORKS_TENSOR_FLOAT32:
-    case ANEURALNETWORKS_TENSOR_INT32:
-      return 4;
-    case ANEURALNETWORKS_FLOAT16:
-    case ANEURALNETWORKS_TENSOR_FLOAT16:
-    case ANEURALNETWORKS_TENSOR_QUANT16_SYMM:
-    case ANEURALNETWORKS_TENSOR_QUANT16_ASYMM:
-      return 2;
-    case ANEURALNETWORKS_BOOL:
-    case ANEURALNETWORKS_TENSOR_BOOL8:
-    case ANEURALNETWORKS_TENSOR_QUANT8_ASYMM:
-    case ANEURALNETWORKS_TENSOR_QUANT8_ASYMM_SIGNED:
-    case ANEURALNETWORKS_TENSOR_QUANT8_SYMM:
-    case ANEURALNETWORKS_TENSOR_QUANT8_SYMM_PER_CHANNEL:
-    case ANEURALNETWORKS_TENSOR_OEM_BYTE:
-      return 1;
-    default:
-      return 0;  // MODEL, OEM_SCALAR (size given by the value) and unknown codes.
-  }
+  if (type == ANEURALNETWORKS_TENSOR_OEM_BYTE) return 1;
+  // MODEL, OEM_SCALAR (its size is given by the value) and unknown codes: 0.
+  const nnapi_common::OperandTypeFacts* facts = nnapi_common::FindOperandTypeFacts(type);
+  return facts == nullptr ? 0 : facts->element_bytes;
 }
 
 int64_t OperandTypeFeatureLevel(int32_t type) {
-  if (type <= ANEURALNETWORKS_TENSOR_QUANT8_ASYMM) return kFeatureLevel1;
-  if (type <= ANEURALNETWORKS_TENSOR_QUANT8_SYMM) return kFeatureLevel3;
-  if (type <= ANEURALNETWORKS_MODEL) return kFeatureLevel4;
-  return kFeatureLevel1;  // OEM codes
+  const nnapi_common::OperandTypeFacts* facts = nnapi_common::FindOperandTypeFacts(type);
+  return facts == nullptr ? kFeatureLevel1 : facts->feature_level;  // OEM codes: FL1
 }
 
 namespace {
-const char* const kOperandTypeNames[] = {
-    "FLOAT32",
-    "INT32",
-    "UINT32",
-    "TENSOR_FLOAT32",
-    "TENSOR_INT32",
-    "TENSOR_QUANT8_ASYMM",
-    "BOOL",
-    "TENSOR_QUANT16_SYMM",
-    "TENSOR_FLOAT16",
-    "TENSOR_BOOL8",
-    "FLOAT16",
-    "TENSOR_QUANT8_SYMM_PER_CHANNEL",
-    "TENSOR_QUANT16_ASYMM",
-    "TENSOR_QUANT8_SYMM",
-    "TENSOR_QUANT8_ASYMM_SIGNED",
-    "MODEL",
-};
-
-const char* const kOperationTypeNames[] = {
-    "ADD",
-    "AVERAGE_POOL_2D",
-    "CONCATENATION",
-    "CONV_2D",
-    "DEPTHWISE_CONV_2D",
-    "DEPTH_TO_SPACE",
-    "DEQUANTIZE",
-    "EMBEDDING_LOOKUP",
-    "FLOOR",
-    "FULLY_CONNECTED",
-    "HASHTABLE_LOOKUP",
-    "L2_NORMALIZATION",
-    "L2_POOL_2D",
-    "LOCAL_RESPONSE_NORMALIZATION",
-    "LOGISTIC",
-    "LSH_PROJECTION",
-    "LSTM",
-    "MAX_POOL_2D",
-    "MUL",
-    "RELU",
-    "RELU1",
-    "RELU6",
-    "RESHAPE",
-    "RESIZE_BILINEAR",
-    "RNN",
-    "SOFTMAX",
-    "SPACE_TO_DEPTH",
-    "SVDF",
-    "TANH",
-    "BATCH_TO_SPACE_ND",
-    "DIV",
-    "MEAN",
-    "PAD",
-    "SPACE_TO_BATCH_ND",
-    "SQUEEZE",
-    "STRIDED_SLICE",
-    "SUB",
-    "TRANSPOSE",
-    "ABS",
-    "ARGMAX",
-    "ARGMIN",
-    "AXIS_ALIGNED_BBOX_TRANSFORM",
-    "BIDIRECTIONAL_SEQUENCE_LSTM",
-    "BIDIRECTIONAL_SEQUENCE_RNN",
-    "BOX_WITH_NMS_LIMIT",
-    "CAST",
-    "CHANNEL_SHUFFLE",
-    "DETECTION_POSTPROCESSING",
-    "EQUAL",
-    "EXP",
-    "EXPAND_DIMS",
-    "GATHER",
-    "GENERATE_PROPOSALS",
-    "GREATER",
-    "GREATER_EQUAL",
-    "GROUPED_CONV_2D",
-    "HEATMAP_MAX_KEYPOINT",
-    "INSTANCE_NORMALIZATION",
-    "LESS",
-    "LESS_EQUAL",
-    "LOG",
-    "LOGICAL_AND",
-    "LOGICAL_NOT",
-    "LOGICAL_OR",
-    "LOG_SOFTMAX",
-    "MAXIMUM",
-    "MINIMUM",
-    "NEG",
-    "NOT_EQUAL",
-    "PAD_V2",
-    "POW",
-    "PRELU",
-    "QUANTIZE",
-    "QUANTIZED_16BIT_LSTM",
-    "RANDOM_MULTINOMIAL",
-    "REDUCE_ALL",
-    "REDUCE_ANY",
-    "REDUCE_MAX",
-    "REDUCE_MIN",
-    "REDUCE_PROD",
-    "REDUCE_SUM",
-    "ROI_ALIGN",
-    "ROI_POOLING",
-    "RSQRT",
-    "SELECT",
-    "SIN",
-    "SLICE",
-    "SPLIT",
-    "SQRT",
-    "TILE",
-    "TOPK_V2",
-    "TRANSPOSE_CONV_2D",
-    "UNIDIRECTIONAL_SEQUENCE_LSTM",
-    "UNIDIRECTIONAL_SEQUENCE_RNN",
-    "RESIZE_NEAREST_NEIGHBOR",
-    "QUANTIZED_LSTM",
-    "IF",
-    "WHILE",
-    "ELU",
-    "HARD_SWISH",
-    "FILL",
-    "RANK",
-    "BATCH_MATMUL",
-    "PACK",
-    "MIRROR_PAD",
-    "REVERSE",
-};
-
-const char* const kResultCodeNames[] = {
-    "NO_ERROR",
-    "OUT_OF_MEMORY",
-    "INCOMPLETE",
-    "UNEXPECTED_NULL",
-    "BAD_DATA",
-    "OP_FAILED",
-    "BAD_STATE",
-    "UNMAPPABLE",
-    "OUTPUT_INSUFFICIENT_SIZE",
-    "UNAVAILABLE_DEVICE",
-    "MISSED_DEADLINE_TRANSIENT",
-    "MISSED_DEADLINE_PERSISTENT",
-    "RESOURCE_EXHAUSTED_TRANSIENT",
-    "RESOURCE_EXHAUSTED_PERSISTENT",
-    "DEAD_OBJECT",
-};
-
-template <size_t N>
-std::string NameOrUnknown(const char* const (&names)[N], int code) {
-  if (code >= 0 && static_cast<size_t>(code) < N) return names[code];
-  return "UNKNOWN(" + std::to_string(code) + ")";
-}
+std::string UnknownName(int code) { return "UNKNOWN(" + std::to_string(code) + ")"; }
 }  // namespace
 
 std::string OperandTypeName(int32_t type) {
   if (type == ANEURALNETWORKS_OEM_SCALAR) return "OEM_SCALAR";
   if (type == ANEURALNETWORKS_TENSOR_OEM_BYTE) return "TENSOR_OEM_BYTE";
-  return NameOrUnknown(kOperandTypeNames, type);
+  const nnapi_common::OperandTypeFacts* facts = nnapi_common::FindOperandTypeFacts(type);
+  return facts != nullptr ? facts->name : UnknownName(type);
 }
 
 std::string OperationTypeName(int32_t type) {
   if (type == ANEURALNETWORKS_OEM_OPERATION) return "OEM_OPERATION";
-  return NameOrUnknown(kOperationTypeNames, type);
+  const nnapi_common::OperationFacts* facts = nnapi_common::FindOperationFacts(type);
+  return facts != nullptr ? facts->name : UnknownName(type);
 }
 
-std::string ResultCodeName(int code) { return NameOrUnknown(kResultCodeNames, code); }
+std::string ResultCodeName(int code) {
+  const nnapi_common::ResultCodeFacts* facts = nnapi_common::FindResultCodeFacts(code);
+  return facts != nullptr ? facts->name : UnknownName(code);
+}
 
 std::optional<uint64_t> ElementCount(const Dimensions& dimensions) {
   uint64_t count = 1;

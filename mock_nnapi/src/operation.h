@@ -9,10 +9,11 @@
 //                      outputs fit their buffers).
 //   execute(context)   computes the outputs; typically a switch on the input type.
 //
-// Each operation lives in one file under ops/ and registers itself with one line:
+// Each operation lives in one file under ops/ and registers itself with one line, naming the
+// operation as in common/nnapi_operations.inc (which holds its code, name, feature level and
+// cost kind, the facts the runtime shares):
 //
-//   NN_REGISTER_OPERATION(ANEURALNETWORKS_ADD, "ADD", ValidateBinary, PrepareBinary,
-//                         ExecuteAdd);
+//   NN_REGISTER_OPERATION(ADD, ValidateBinary, PrepareBinary, ExecuteAdd);
 #ifndef MOCK_NNAPI_SRC_OPERATION_H_
 #define MOCK_NNAPI_SRC_OPERATION_H_
 
@@ -131,7 +132,6 @@ class OperationContext {
 
 struct OperationRegistration {
   int32_t type;
-  const char* name;
   ValidateFunction validate;
   PrepareFunction prepare;
   ExecuteFunction execute;
@@ -174,8 +174,9 @@ int CheckFusedActivation(const OperationContext& context, uint32_t i);
 
 #define NN_OPERATION_CONCAT_INNER_(a, b) a##b
 #define NN_OPERATION_CONCAT_(a, b) NN_OPERATION_CONCAT_INNER_(a, b)
-#define NN_REGISTER_OPERATION(type, name, validate, prepare, execute)                       \
+// NAME: the operation without its ANEURALNETWORKS_ prefix ("CONV_2D").
+#define NN_REGISTER_OPERATION(NAME, validate, prepare, execute)                             \
   static const ::mock_nnapi::OperationRegistrar NN_OPERATION_CONCAT_(kRegistrar, __LINE__)( \
-      ::mock_nnapi::OperationRegistration{type, name, validate, prepare, execute})
+      ::mock_nnapi::OperationRegistration{ANEURALNETWORKS_##NAME, validate, prepare, execute})
 
 #endif  // MOCK_NNAPI_SRC_OPERATION_H_

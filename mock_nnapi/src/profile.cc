@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "json.h"
+#include "nnapi_facts.h"
 #include "operand_types.h"
 
 namespace mock_nnapi {
@@ -151,11 +152,9 @@ class ProfileReader {
   // An operation name ("CONV_2D") as its OperationCode.
   bool ReadOperationCode(const JsonValue& value, const std::string& path, int32_t* out) {
     if (!ExpectKind(value, JsonValue::Kind::kString, path)) return false;
-    for (int32_t code = 0; code <= ANEURALNETWORKS_REVERSE; ++code) {
-      if (OperationTypeName(code) == value.string_value()) {
-        *out = code;
-        return true;
-      }
+    if (const auto* facts = nnapi_common::FindOperationFacts(value.string_value())) {
+      *out = facts->code;
+      return true;
     }
     return Fail(path, "unknown NNAPI operation " + JsonQuote(value.string_value()) +
                           " (use the OperationCode name without prefix, e.g. \"CONV_2D\")");
@@ -183,10 +182,8 @@ class ProfileReader {
       const JsonValue& item = value.array_items()[i];
       const std::string item_path = Index(path, i);
       if (!ExpectKind(item, JsonValue::Kind::kString, item_path)) return false;
-      int32_t found = -1;
-      for (int32_t code = 0; code <= ANEURALNETWORKS_MODEL; ++code) {
-        if (OperandTypeName(code) == item.string_value()) found = code;
-      }
+      const auto* facts = nnapi_common::FindOperandTypeFacts(item.string_value());
+      const int32_t found = facts != nullptr ? facts->code : -1;
       if (found < 0) {
         return Fail(item_path, "unknown operand type " + JsonQuote(item.string_value()) +
                                    " (use the OperandCode name, e.g. \"TENSOR_FLOAT32\")");
@@ -267,8 +264,8 @@ class ProfileReader {
       if (!OperationList(*excluded, Join(path, "exclude_operations"), &codes)) return false;
       if (all && !codes.empty()) {
         // "all" means every operation the mock implements; list them to exclude some.
-        for (int32_t code = 0; code <= ANEURALNETWORKS_REVERSE; ++code) {
-          if (codes.count(code) == 0) device->supported_operations.insert(code);
+        for (const nnapi_common::OperationFacts& operation : nnapi_common::kOperations) {
+          if (codes.count(operation.code) == 0) device->supported_operations.insert(operation.code);
         }
       } else {
         for (int32_t code : codes) device->supported_operations.erase(code);
@@ -283,10 +280,8 @@ class ProfileReader {
       const std::string per_path = Join(path, "operation_data_types");
       if (!ExpectKind(*per_operation, JsonValue::Kind::kObject, per_path)) return false;
       for (const JsonValue::Member& member : per_operation->object_members()) {
-        int32_t code = -1;
-        for (int32_t c = 0; c <= ANEURALNETWORKS_REVERSE; ++c) {
-          if (OperationTypeName(c) == member.first) code = c;
-        }
+        const auto* facts = nnapi_common::FindOperationFacts(member.first);
+        const int32_t code = facts != nullptr ? facts->code : -1;
         if (code < 0) {
           return Fail(Join(per_path, member.first), "unknown NNAPI operation name");
         }

@@ -4,7 +4,9 @@
 
 #include <array>
 #include <atomic>
+#include <iterator>
 
+#include "nnapi_facts.h"
 #include "object_counter.h"
 
 namespace mock_nnapi {
@@ -25,7 +27,7 @@ constexpr NamedCounter kCounterNames[] = {
     {"operations_executed", Counter::kOperationsExecuted},
 };
 constexpr size_t kCounterCount = sizeof(kCounterNames) / sizeof(kCounterNames[0]);
-constexpr int32_t kOperationSlots = ANEURALNETWORKS_REVERSE + 1;
+constexpr int32_t kOperationSlots = static_cast<int32_t>(std::size(nnapi_common::kOperations));
 
 std::array<std::atomic<uint64_t>, kCounterCount>& Counters() {
   static std::array<std::atomic<uint64_t>, kCounterCount> counters{};

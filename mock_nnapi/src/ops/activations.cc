@@ -290,19 +290,13 @@ int ExecutePrelu(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_RELU, "RELU", ValidateActivation, PrepareActivation,
-                      ExecuteActivation);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_RELU1, "RELU1", ValidateActivation, PrepareActivation,
-                      ExecuteActivation);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_RELU6, "RELU6", ValidateActivation, PrepareActivation,
-                      ExecuteActivation);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_LOGISTIC, "LOGISTIC", ValidateActivation, PrepareActivation,
-                      ExecuteActivation);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_TANH, "TANH", ValidateActivation, PrepareActivation,
-                      ExecuteActivation);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_HARD_SWISH, "HARD_SWISH", ValidateActivation,
-                      PrepareActivation, ExecuteActivation);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_ELU, "ELU", ValidateElu, PrepareElu, ExecuteElu);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_PRELU, "PRELU", ValidatePrelu, PreparePrelu, ExecutePrelu);
+NN_REGISTER_OPERATION(RELU, ValidateActivation, PrepareActivation, ExecuteActivation);
+NN_REGISTER_OPERATION(RELU1, ValidateActivation, PrepareActivation, ExecuteActivation);
+NN_REGISTER_OPERATION(RELU6, ValidateActivation, PrepareActivation, ExecuteActivation);
+NN_REGISTER_OPERATION(LOGISTIC, ValidateActivation, PrepareActivation, ExecuteActivation);
+NN_REGISTER_OPERATION(TANH, ValidateActivation, PrepareActivation, ExecuteActivation);
+NN_REGISTER_OPERATION(HARD_SWISH, ValidateActivation, PrepareActivation, ExecuteActivation);
+NN_REGISTER_OPERATION(ELU, ValidateElu, PrepareElu, ExecuteElu);
+NN_REGISTER_OPERATION(PRELU, ValidatePrelu, PreparePrelu, ExecutePrelu);
 
 }  // namespace mock_nnapi

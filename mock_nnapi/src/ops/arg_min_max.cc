@@ -97,7 +97,7 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_ARGMAX, "ARGMAX", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_ARGMIN, "ARGMIN", Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(ARGMAX, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(ARGMIN, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

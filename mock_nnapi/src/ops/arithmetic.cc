@@ -192,9 +192,9 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_ADD, "ADD", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_SUB, "SUB", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_MUL, "MUL", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_DIV, "DIV", Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(ADD, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(SUB, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(MUL, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(DIV, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

@@ -205,6 +205,6 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_BATCH_MATMUL, "BATCH_MATMUL", Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(BATCH_MATMUL, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

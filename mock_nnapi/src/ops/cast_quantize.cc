@@ -270,10 +270,8 @@ int ExecuteDequantize(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_CAST, "CAST", ValidateCast, PrepareCast, ExecuteCast);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_QUANTIZE, "QUANTIZE", ValidateQuantize, PrepareQuantize,
-                      ExecuteQuantize);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_DEQUANTIZE, "DEQUANTIZE", ValidateDequantize,
-                      PrepareDequantize, ExecuteDequantize);
+NN_REGISTER_OPERATION(CAST, ValidateCast, PrepareCast, ExecuteCast);
+NN_REGISTER_OPERATION(QUANTIZE, ValidateQuantize, PrepareQuantize, ExecuteQuantize);
+NN_REGISTER_OPERATION(DEQUANTIZE, ValidateDequantize, PrepareDequantize, ExecuteDequantize);
 
 }  // namespace mock_nnapi

@@ -80,7 +80,6 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_CHANNEL_SHUFFLE, "CHANNEL_SHUFFLE", Validate, Prepare,
-                      Execute);
+NN_REGISTER_OPERATION(CHANNEL_SHUFFLE, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

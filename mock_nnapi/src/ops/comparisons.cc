@@ -106,11 +106,11 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_EQUAL, "EQUAL", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_NOT_EQUAL, "NOT_EQUAL", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_GREATER, "GREATER", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_GREATER_EQUAL, "GREATER_EQUAL", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_LESS, "LESS", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_LESS_EQUAL, "LESS_EQUAL", Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(EQUAL, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(NOT_EQUAL, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(GREATER, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(GREATER_EQUAL, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(LESS, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(LESS_EQUAL, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

@@ -238,8 +238,8 @@ int ExecutePack(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_CONCATENATION, "CONCATENATION", ValidateConcatenation,
-                      PrepareConcatenation, ExecuteConcatenation);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_PACK, "PACK", ValidatePack, PreparePack, ExecutePack);
+NN_REGISTER_OPERATION(CONCATENATION, ValidateConcatenation, PrepareConcatenation,
+                      ExecuteConcatenation);
+NN_REGISTER_OPERATION(PACK, ValidatePack, PreparePack, ExecutePack);
 
 }  // namespace mock_nnapi

@@ -394,8 +394,7 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_CONV_2D, "CONV_2D", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_GROUPED_CONV_2D, "GROUPED_CONV_2D", Validate, Prepare,
-                      Execute);
+NN_REGISTER_OPERATION(CONV_2D, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(GROUPED_CONV_2D, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

@@ -138,7 +138,7 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_DEPTH_TO_SPACE, "DEPTH_TO_SPACE", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_SPACE_TO_DEPTH, "SPACE_TO_DEPTH", Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(DEPTH_TO_SPACE, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(SPACE_TO_DEPTH, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

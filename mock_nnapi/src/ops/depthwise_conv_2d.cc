@@ -421,7 +421,6 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_DEPTHWISE_CONV_2D, "DEPTHWISE_CONV_2D", Validate, Prepare,
-                      Execute);
+NN_REGISTER_OPERATION(DEPTHWISE_CONV_2D, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

@@ -154,10 +154,10 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_POW, "POW", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_MAXIMUM, "MAXIMUM", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_MINIMUM, "MINIMUM", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_LOGICAL_AND, "LOGICAL_AND", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_LOGICAL_OR, "LOGICAL_OR", Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(POW, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(MAXIMUM, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(MINIMUM, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(LOGICAL_AND, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(LOGICAL_OR, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

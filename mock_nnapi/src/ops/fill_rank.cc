@@ -114,7 +114,7 @@ int ExecuteRank(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_FILL, "FILL", ValidateFill, PrepareFill, ExecuteFill);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_RANK, "RANK", ValidateRank, PrepareRank, ExecuteRank);
+NN_REGISTER_OPERATION(FILL, ValidateFill, PrepareFill, ExecuteFill);
+NN_REGISTER_OPERATION(RANK, ValidateRank, PrepareRank, ExecuteRank);
 
 }  // namespace mock_nnapi

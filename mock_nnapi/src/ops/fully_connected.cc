@@ -155,7 +155,6 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_FULLY_CONNECTED, "FULLY_CONNECTED", Validate, Prepare,
-                      Execute);
+NN_REGISTER_OPERATION(FULLY_CONNECTED, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

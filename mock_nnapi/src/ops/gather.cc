@@ -165,9 +165,8 @@ int ExecuteEmbeddingLookup(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_GATHER, "GATHER", ValidateGather, PrepareGather,
-                      ExecuteGather);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_EMBEDDING_LOOKUP, "EMBEDDING_LOOKUP", ValidateEmbeddingLookup,
-                      PrepareEmbeddingLookup, ExecuteEmbeddingLookup);
+NN_REGISTER_OPERATION(GATHER, ValidateGather, PrepareGather, ExecuteGather);
+NN_REGISTER_OPERATION(EMBEDDING_LOOKUP, ValidateEmbeddingLookup, PrepareEmbeddingLookup,
+                      ExecuteEmbeddingLookup);
 
 }  // namespace mock_nnapi

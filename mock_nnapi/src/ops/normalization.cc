@@ -309,13 +309,11 @@ int ExecuteLocalResponseNormalization(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_L2_NORMALIZATION, "L2_NORMALIZATION", ValidateL2Normalization,
-                      PrepareL2Normalization, ExecuteL2Normalization);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_INSTANCE_NORMALIZATION, "INSTANCE_NORMALIZATION",
-                      ValidateInstanceNormalization, PrepareInstanceNormalization,
-                      ExecuteInstanceNormalization);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_LOCAL_RESPONSE_NORMALIZATION, "LOCAL_RESPONSE_NORMALIZATION",
-                      ValidateLocalResponseNormalization, PrepareLocalResponseNormalization,
-                      ExecuteLocalResponseNormalization);
+NN_REGISTER_OPERATION(L2_NORMALIZATION, ValidateL2Normalization, PrepareL2Normalization,
+                      ExecuteL2Normalization);
+NN_REGISTER_OPERATION(INSTANCE_NORMALIZATION, ValidateInstanceNormalization,
+                      PrepareInstanceNormalization, ExecuteInstanceNormalization);
+NN_REGISTER_OPERATION(LOCAL_RESPONSE_NORMALIZATION, ValidateLocalResponseNormalization,
+                      PrepareLocalResponseNormalization, ExecuteLocalResponseNormalization);
 
 }  // namespace mock_nnapi

@@ -279,8 +279,8 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_PAD, "PAD", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_PAD_V2, "PAD_V2", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_MIRROR_PAD, "MIRROR_PAD", Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(PAD, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(PAD_V2, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(MIRROR_PAD, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

@@ -335,9 +335,8 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_AVERAGE_POOL_2D, "AVERAGE_POOL_2D", Validate, Prepare,
-                      Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_MAX_POOL_2D, "MAX_POOL_2D", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_L2_POOL_2D, "L2_POOL_2D", Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(AVERAGE_POOL_2D, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(MAX_POOL_2D, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(L2_POOL_2D, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

@@ -198,11 +198,8 @@ int ExecuteCopy(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_RESHAPE, "RESHAPE", ValidateReshape, PrepareReshape,
-                      ExecuteCopy);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_SQUEEZE, "SQUEEZE", ValidateSqueeze, PrepareSqueeze,
-                      ExecuteCopy);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_EXPAND_DIMS, "EXPAND_DIMS", ValidateExpandDims,
-                      PrepareExpandDims, ExecuteCopy);
+NN_REGISTER_OPERATION(RESHAPE, ValidateReshape, PrepareReshape, ExecuteCopy);
+NN_REGISTER_OPERATION(SQUEEZE, ValidateSqueeze, PrepareSqueeze, ExecuteCopy);
+NN_REGISTER_OPERATION(EXPAND_DIMS, ValidateExpandDims, PrepareExpandDims, ExecuteCopy);
 
 }  // namespace mock_nnapi

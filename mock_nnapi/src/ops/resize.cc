@@ -295,9 +295,7 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_RESIZE_BILINEAR, "RESIZE_BILINEAR", Validate, Prepare,
-                      Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_RESIZE_NEAREST_NEIGHBOR, "RESIZE_NEAREST_NEIGHBOR", Validate,
-                      Prepare, Execute);
+NN_REGISTER_OPERATION(RESIZE_BILINEAR, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(RESIZE_NEAREST_NEIGHBOR, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

@@ -71,6 +71,6 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_REVERSE, "REVERSE", Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(REVERSE, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

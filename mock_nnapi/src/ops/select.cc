@@ -103,6 +103,6 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_SELECT, "SELECT", Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(SELECT, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

@@ -216,8 +216,8 @@ int ExecuteStridedSlice(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_SLICE, "SLICE", ValidateSlice, PrepareSlice, ExecuteSlice);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_STRIDED_SLICE, "STRIDED_SLICE", ValidateStridedSlice,
-                      PrepareStridedSlice, ExecuteStridedSlice);
+NN_REGISTER_OPERATION(SLICE, ValidateSlice, PrepareSlice, ExecuteSlice);
+NN_REGISTER_OPERATION(STRIDED_SLICE, ValidateStridedSlice, PrepareStridedSlice,
+                      ExecuteStridedSlice);
 
 }  // namespace mock_nnapi

@@ -170,8 +170,7 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_SOFTMAX, "SOFTMAX", ValidateSoftmax, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_LOG_SOFTMAX, "LOG_SOFTMAX", ValidateLogSoftmax, Prepare,
-                      Execute);
+NN_REGISTER_OPERATION(SOFTMAX, ValidateSoftmax, Prepare, Execute);
+NN_REGISTER_OPERATION(LOG_SOFTMAX, ValidateLogSoftmax, Prepare, Execute);
 
 }  // namespace mock_nnapi

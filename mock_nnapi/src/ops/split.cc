@@ -91,6 +91,6 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_SPLIT, "SPLIT", Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(SPLIT, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

@@ -78,6 +78,6 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_TILE, "TILE", Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(TILE, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

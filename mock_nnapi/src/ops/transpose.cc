@@ -89,6 +89,6 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_TRANSPOSE, "TRANSPOSE", Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(TRANSPOSE, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

@@ -268,7 +268,6 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_TRANSPOSE_CONV_2D, "TRANSPOSE_CONV_2D", Validate, Prepare,
-                      Execute);
+NN_REGISTER_OPERATION(TRANSPOSE_CONV_2D, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

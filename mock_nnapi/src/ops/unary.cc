@@ -161,14 +161,14 @@ int Execute(OperationContext& context) {
 
 }  // namespace
 
-NN_REGISTER_OPERATION(ANEURALNETWORKS_ABS, "ABS", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_NEG, "NEG", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_EXP, "EXP", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_LOG, "LOG", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_SIN, "SIN", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_SQRT, "SQRT", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_RSQRT, "RSQRT", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_FLOOR, "FLOOR", Validate, Prepare, Execute);
-NN_REGISTER_OPERATION(ANEURALNETWORKS_LOGICAL_NOT, "LOGICAL_NOT", Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(ABS, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(NEG, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(EXP, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(LOG, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(SIN, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(SQRT, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(RSQRT, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(FLOOR, Validate, Prepare, Execute);
+NN_REGISTER_OPERATION(LOGICAL_NOT, Validate, Prepare, Execute);
 
 }  // namespace mock_nnapi

@@ -13,6 +13,8 @@
 #include <limits>
 #include <sstream>
 
+#include "nnapi_facts.h"
+
 namespace tvm_nnapi {
 
 namespace ffi = tvm::ffi;
@@ -21,144 +23,9 @@ namespace ffi = tvm::ffi;
 // ---------------------------------------------------------------------------------------
 
 namespace {
-const char* const kOperandTypeNames[] = {
-    "FLOAT32",
-    "INT32",
-    "UINT32",
-    "TENSOR_FLOAT32",
-    "TENSOR_INT32",
-    "TENSOR_QUANT8_ASYMM",
-    "BOOL",
-    "TENSOR_QUANT16_SYMM",
-    "TENSOR_FLOAT16",
-    "TENSOR_BOOL8",
-    "FLOAT16",
-    "TENSOR_QUANT8_SYMM_PER_CHANNEL",
-    "TENSOR_QUANT16_ASYMM",
-    "TENSOR_QUANT8_SYMM",
-    "TENSOR_QUANT8_ASYMM_SIGNED",
-};
-const size_t kElementSizes[] = {4, 4, 4, 4, 4, 1, 1, 2, 2, 1, 2, 1, 2, 1, 1};
-
-const char* const kOperationNames[] = {
-    "ADD",
-    "AVERAGE_POOL_2D",
-    "CONCATENATION",
-    "CONV_2D",
-    "DEPTHWISE_CONV_2D",
-    "DEPTH_TO_SPACE",
-    "DEQUANTIZE",
-    "EMBEDDING_LOOKUP",
-    "FLOOR",
-    "FULLY_CONNECTED",
-    "HASHTABLE_LOOKUP",
-    "L2_NORMALIZATION",
-    "L2_POOL_2D",
-    "LOCAL_RESPONSE_NORMALIZATION",
-    "LOGISTIC",
-    "LSH_PROJECTION",
-    "LSTM",
-    "MAX_POOL_2D",
-    "MUL",
-    "RELU",
-    "RELU1",
-    "RELU6",
-    "RESHAPE",
-    "RESIZE_BILINEAR",
-    "RNN",
-    "SOFTMAX",
-    "SPACE_TO_DEPTH",
-    "SVDF",
-    "TANH",
-    "BATCH_TO_SPACE_ND",
-    "DIV",
-    "MEAN",
-    "PAD",
-    "SPACE_TO_BATCH_ND",
-    "SQUEEZE",
-    "STRIDED_SLICE",
-    "SUB",
-    "TRANSPOSE",
-    "ABS",
-    "ARGMAX",
-    "ARGMIN",
-    "AXIS_ALIGNED_BBOX_TRANSFORM",
-    "BIDIRECTIONAL_SEQUENCE_LSTM",
-    "BIDIRECTIONAL_SEQUENCE_RNN",
-    "BOX_WITH_NMS_LIMIT",
-    "CAST",
-    "CHANNEL_SHUFFLE",
-    "DETECTION_POSTPROCESSING",
-    "EQUAL",
-    "EXP",
-    "EXPAND_DIMS",
-    "GATHER",
-    "GENERATE_PROPOSALS",
-    "GREATER",
-    "GREATER_EQUAL",
-    "GROUPED_CONV_2D",
-    "HEATMAP_MAX_KEYPOINT",
-    "INSTANCE_NORMALIZATION",
-    "LESS",
-    "LESS_EQUAL",
-    "LOG",
-    "LOGICAL_AND",
-    "LOGICAL_NOT",
-    "LOGICAL_OR",
-    "LOG_SOFTMAX",
-    "MAXIMUM",
-    "MINIMUM",
-    "NEG",
-    "NOT_EQUAL",
-    "PAD_V2",
-    "POW",
-    "PRELU",
-    "QUANTIZE",
-    "QUANTIZED_16BIT_LSTM",
-    "RANDOM_MULTINOMIAL",
-    "REDUCE_ALL",
-    "REDUCE_ANY",
-    "REDUCE_MAX",
-    "REDUCE_MIN",
-    "REDUCE_PROD",
-    "REDUCE_SUM",
-    "ROI_ALIGN",
-    "ROI_POOLING",
-    "RSQRT",
-    "SELECT",
-    "SIN",
-    "SLICE",
-    "SPLIT",
-    "SQRT",
-    "TILE",
-    "TOPK_V2",
-    "TRANSPOSE_CONV_2D",
-    "UNIDIRECTIONAL_SEQUENCE_LSTM",
-    "UNIDIRECTIONAL_SEQUENCE_RNN",
-    "RESIZE_NEAREST_NEIGHBOR",
-    "QUANTIZED_LSTM",
-    "IF",
-    "WHILE",
-    "ELU",
-    "HARD_SWISH",
-    "FILL",
-    "RANK",
-    "BATCH_MATMUL",
-    "PACK",
-    "MIRROR_PAD",
-    "REVERSE",
-};
-
-template <size_t N>
-int32_t IndexOf(const char* const (&names)[N], const std::string& name) {
-  for (size_t i = 0; i < N; ++i) {
-    if (name == names[i]) return static_cast<int32_t>(i);
-  }
-  return -1;
-}
-
 bool IsScalarCode(int32_t type) {
-  return type == 0 || type == 1 || type == 2 || type == 6 || type == 10;
+  const nnapi_common::OperandTypeFacts* facts = nnapi_common::FindOperandTypeFacts(type);
+  return facts != nullptr && facts->kind == nnapi_common::OperandKind::kScalar;
 }
 }  // namespace
 
@@ -178,11 +45,20 @@ std::string Printable(const std::string& text) {
   return result;
 }
 
-int32_t OperandTypeCode(const std::string& name) { return IndexOf(kOperandTypeNames, name); }
-int32_t OperationCode(const std::string& name) { return IndexOf(kOperationNames, name); }
+// Names, codes and element sizes are the rows of common/nnapi_operand_types.inc and
+// nnapi_operations.inc, shared with the mock.
+int32_t OperandTypeCode(const std::string& name) {
+  const nnapi_common::OperandTypeFacts* facts = nnapi_common::FindOperandTypeFacts(name);
+  // A graph has no control flow, so no MODEL operand.
+  return facts != nullptr && facts->code != ANEURALNETWORKS_MODEL ? facts->code : -1;
+}
+int32_t OperationCode(const std::string& name) {
+  const nnapi_common::OperationFacts* facts = nnapi_common::FindOperationFacts(name);
+  return facts != nullptr ? facts->code : -1;
+}
 size_t OperandElementSize(int32_t type) {
-  if (type < 0 || type >= static_cast<int32_t>(sizeof(kElementSizes) / sizeof(size_t))) return 0;
-  return kElementSizes[type];
+  const nnapi_common::OperandTypeFacts* facts = nnapi_common::FindOperandTypeFacts(type);
+  return facts != nullptr ? facts->element_bytes : 0;
 }
 
 // ---- Dimension expressions -------------------------------------------------------------------

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "nnapi_facts.h"
+
 namespace tvm_nnapi {
 namespace {
 
@@ -119,26 +121,9 @@ const Nnapi& GetNnapi() {
 }
 
 std::string ResultCodeString(int code) {
-  static const char* const kNames[] = {
-      "NO_ERROR",
-      "OUT_OF_MEMORY",
-      "INCOMPLETE",
-      "UNEXPECTED_NULL",
-      "BAD_DATA",
-      "OP_FAILED",
-      "BAD_STATE",
-      "UNMAPPABLE",
-      "OUTPUT_INSUFFICIENT_SIZE",
-      "UNAVAILABLE_DEVICE",
-      "MISSED_DEADLINE_TRANSIENT",
-      "MISSED_DEADLINE_PERSISTENT",
-      "RESOURCE_EXHAUSTED_TRANSIENT",
-      "RESOURCE_EXHAUSTED_PERSISTENT",
-      "DEAD_OBJECT",
-  };
-  std::string name = code >= 0 && code < static_cast<int>(sizeof(kNames) / sizeof(kNames[0]))
-                         ? std::string("ANEURALNETWORKS_") + kNames[code]
-                         : std::string("unknown result code");
+  const nnapi_common::ResultCodeFacts* facts = nnapi_common::FindResultCodeFacts(code);
+  std::string name = facts != nullptr ? std::string("ANEURALNETWORKS_") + facts->name
+                                      : std::string("unknown result code");
   return name + " (" + std::to_string(code) + ")";
 }
 
