@@ -7,6 +7,8 @@
 #include <map>
 #include <set>
 
+#include "nnapi_work.h"
+
 namespace mock_nnapi {
 
 // ---- Work per operation ------------------------------------------------------------------------
@@ -24,46 +26,30 @@ double TensorBytes(const OperandInfo& info) {
   return Elements(info) * static_cast<double>(ElementSize(info.type));
 }
 
-// The value of a scalar input, or `fallback` when absent or omitted.
-int32_t ScalarInt(const std::vector<const OperandInfo*>& inputs, size_t index, int32_t fallback) {
-  if (index >= inputs.size()) return fallback;
-  const OperandInfo& info = *inputs[index];
-  if (info.omitted || info.data == nullptr || info.length < sizeof(int32_t)) return fallback;
-  int32_t value;
-  std::memcpy(&value, info.data, sizeof(value));
-  return value;
-}
-
-bool ScalarBool(const std::vector<const OperandInfo*>& inputs, size_t index) {
-  if (index >= inputs.size()) return false;
-  const OperandInfo& info = *inputs[index];
-  if (info.omitted || info.data == nullptr || info.length < 1) return false;
-  return info.data[0] != 0;
-}
-
-uint32_t Dimension(const OperandInfo& info, size_t index) {
-  return index < info.dimensions.size() ? info.dimensions[index] : 1;
-}
-
-// Arithmetic per output element of element-wise operations (1 for add, compare, select, ...).
-double ElementwiseCost(int32_t operation_type) {
-  switch (operation_type) {
-    case ANEURALNETWORKS_EXP:
-    case ANEURALNETWORKS_LOG:
-    case ANEURALNETWORKS_LOGISTIC:
-    case ANEURALNETWORKS_TANH:
-    case ANEURALNETWORKS_SIN:
-    case ANEURALNETWORKS_SQRT:
-    case ANEURALNETWORKS_RSQRT:
-    case ANEURALNETWORKS_ELU:
-    case ANEURALNETWORKS_POW:
-    case ANEURALNETWORKS_HARD_SWISH:
-      return 4;
-    case ANEURALNETWORKS_RESIZE_BILINEAR:
-      return 8;  // four taps, weighted
-    default:
-      return 1;
+// The operation as the shared work formulas (nnapi_work.h) read it: shapes and scalar values.
+nnapi_common::WorkOperation WorkOperationOf(const std::vector<const OperandInfo*>& inputs,
+                                            const OperandInfo& output) {
+  nnapi_common::WorkOperation operation;
+  operation.inputs.resize(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const OperandInfo& info = *inputs[i];
+    nnapi_common::WorkOperand& operand = operation.inputs[i];
+    operand.shape.assign(info.dimensions.begin(), info.dimensions.end());
+    if (info.omitted || info.data == nullptr) continue;
+    if (info.type == ANEURALNETWORKS_BOOL && info.length >= 1) {
+      operand.value = info.data[0] != 0;
+    } else if (info.type == ANEURALNETWORKS_INT32 && info.length >= sizeof(int32_t)) {
+      int32_t value;
+      std::memcpy(&value, info.data, sizeof(value));
+      operand.value = value;
+    } else if (info.type == ANEURALNETWORKS_UINT32 && info.length >= sizeof(uint32_t)) {
+      uint32_t value;
+      std::memcpy(&value, info.data, sizeof(value));
+      operand.value = value;
+    }
   }
+  operation.output.assign(output.dimensions.begin(), output.dimensions.end());
+  return operation;
 }
 
 }  // namespace
@@ -75,72 +61,8 @@ OperationWork CountOperationWork(int32_t operation_type,
   for (const OperandInfo* info : inputs) work.bytes += TensorBytes(*info);
   for (const OperandInfo* info : outputs) work.bytes += TensorBytes(*info);
   if (inputs.empty() || outputs.empty()) return work;
-  const OperandInfo& input = *inputs[0];
-  const double output_elements = Elements(*outputs[0]);
-  switch (OperationClassOf(operation_type)) {
-    case OperationClass::kConvolution:
-      if (inputs.size() > 1) {
-        // Filter [C_out, kH, kW, C_in per group]; a transposed convolution scatters each input.
-        const OperandInfo& filter = *inputs[1];
-        const double kernel = static_cast<double>(Dimension(filter, 1)) * Dimension(filter, 2);
-        if (operation_type == ANEURALNETWORKS_TRANSPOSE_CONV_2D) {
-          work.flops = 2 * Elements(input) * kernel * Dimension(filter, 0);
-        } else {
-          work.flops = 2 * output_elements * kernel * Dimension(filter, 3);
-        }
-      }
-      break;
-    case OperationClass::kDepthwiseConvolution:
-      if (inputs.size() > 1) {  // filter [1, kH, kW, C_out]
-        work.flops = 2 * output_elements * Dimension(*inputs[1], 1) * Dimension(*inputs[1], 2);
-      }
-      break;
-    case OperationClass::kFullyConnected:
-      if (inputs.size() > 1) {  // weights [num_units, input_size]
-        work.flops = 2 * output_elements * Dimension(*inputs[1], 1);
-      }
-      break;
-    case OperationClass::kMatMul: {
-      const size_t rank = input.dimensions.size();
-      if (rank >= 2) {
-        const bool adjoint_x = ScalarBool(inputs, 2);
-        const double inner = adjoint_x ? input.dimensions[rank - 2] : input.dimensions[rank - 1];
-        work.flops = 2 * output_elements * inner;
-      }
-      break;
-    }
-    case OperationClass::kPooling: {
-      // Explicit padding (10 or 11 inputs): filter width/height are inputs 7 and 8; implicit
-      // padding (7 or 8 inputs): inputs 4 and 5.
-      const bool explicit_padding = inputs.size() >= 10;
-      const double window = static_cast<double>(ScalarInt(inputs, explicit_padding ? 7 : 4, 1)) *
-                            ScalarInt(inputs, explicit_padding ? 8 : 5, 1);
-      work.flops =
-          output_elements * window * (operation_type == ANEURALNETWORKS_L2_POOL_2D ? 2 : 1);
-      break;
-    }
-    case OperationClass::kElementwise:
-      work.flops = output_elements * ElementwiseCost(operation_type);
-      break;
-    case OperationClass::kSoftmax:
-      work.flops = 5 * Elements(input);  // max, subtract, exp, sum, divide
-      break;
-    case OperationClass::kReduction:
-      work.flops = Elements(input);
-      break;
-    case OperationClass::kNormalization:
-      if (operation_type == ANEURALNETWORKS_LOCAL_RESPONSE_NORMALIZATION) {
-        const double radius = std::max(0, ScalarInt(inputs, 1, 0));
-        work.flops = Elements(input) * (2 * (2 * radius + 1) + 3);
-      } else {
-        work.flops =
-            Elements(input) * (operation_type == ANEURALNETWORKS_INSTANCE_NORMALIZATION ? 5 : 3);
-      }
-      break;
-    case OperationClass::kDataMovement:
-    case OperationClass::kOther:
-      break;  // bytes only
-  }
+  // The one formula per operation, shared with the runtime's placement policy.
+  work.flops = nnapi_common::OperationFlops(operation_type, WorkOperationOf(inputs, *outputs[0]));
   return work;
 }
 

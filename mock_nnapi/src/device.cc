@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "check.h"
+#include "nnapi_facts.h"
 #include "object_counter.h"
 #include "profile.h"
 
@@ -76,104 +77,40 @@ std::optional<OperationClass> OperationClassFromName(const std::string& name) {
 }
 
 OperationClass OperationClassOf(int32_t operation_type) {
-  switch (operation_type) {
-    case ANEURALNETWORKS_CONV_2D:
-    case ANEURALNETWORKS_GROUPED_CONV_2D:
-    case ANEURALNETWORKS_TRANSPOSE_CONV_2D:
+  // The efficiency class follows from the operation's cost kind (common/nnapi_operations.inc).
+  const nnapi_common::OperationFacts* facts = nnapi_common::FindOperationFacts(operation_type);
+  if (facts == nullptr) return OperationClass::kOther;
+  switch (facts->cost) {
+    case nnapi_common::CostKind::kConvolution:
+    case nnapi_common::CostKind::kTransposeConvolution:
       return OperationClass::kConvolution;
-    case ANEURALNETWORKS_DEPTHWISE_CONV_2D:
+    case nnapi_common::CostKind::kDepthwiseConvolution:
       return OperationClass::kDepthwiseConvolution;
-    case ANEURALNETWORKS_FULLY_CONNECTED:
+    case nnapi_common::CostKind::kFullyConnected:
       return OperationClass::kFullyConnected;
-    case ANEURALNETWORKS_BATCH_MATMUL:
+    case nnapi_common::CostKind::kMatMul:
       return OperationClass::kMatMul;
-    case ANEURALNETWORKS_AVERAGE_POOL_2D:
-    case ANEURALNETWORKS_MAX_POOL_2D:
-    case ANEURALNETWORKS_L2_POOL_2D:
+    case nnapi_common::CostKind::kPooling:
+    case nnapi_common::CostKind::kL2Pooling:
       return OperationClass::kPooling;
-    case ANEURALNETWORKS_SOFTMAX:
-    case ANEURALNETWORKS_LOG_SOFTMAX:
-      return OperationClass::kSoftmax;
-    case ANEURALNETWORKS_MEAN:
-    case ANEURALNETWORKS_REDUCE_ALL:
-    case ANEURALNETWORKS_REDUCE_ANY:
-    case ANEURALNETWORKS_REDUCE_MAX:
-    case ANEURALNETWORKS_REDUCE_MIN:
-    case ANEURALNETWORKS_REDUCE_PROD:
-    case ANEURALNETWORKS_REDUCE_SUM:
-    case ANEURALNETWORKS_ARGMAX:
-    case ANEURALNETWORKS_ARGMIN:
-      return OperationClass::kReduction;
-    case ANEURALNETWORKS_L2_NORMALIZATION:
-    case ANEURALNETWORKS_INSTANCE_NORMALIZATION:
-    case ANEURALNETWORKS_LOCAL_RESPONSE_NORMALIZATION:
-      return OperationClass::kNormalization;
-    case ANEURALNETWORKS_BATCH_TO_SPACE_ND:
-    case ANEURALNETWORKS_CHANNEL_SHUFFLE:
-    case ANEURALNETWORKS_CONCATENATION:
-    case ANEURALNETWORKS_DEPTH_TO_SPACE:
-    case ANEURALNETWORKS_EMBEDDING_LOOKUP:
-    case ANEURALNETWORKS_EXPAND_DIMS:
-    case ANEURALNETWORKS_FILL:
-    case ANEURALNETWORKS_GATHER:
-    case ANEURALNETWORKS_MIRROR_PAD:
-    case ANEURALNETWORKS_PACK:
-    case ANEURALNETWORKS_PAD:
-    case ANEURALNETWORKS_PAD_V2:
-    case ANEURALNETWORKS_RANK:
-    case ANEURALNETWORKS_RESHAPE:
-    case ANEURALNETWORKS_RESIZE_NEAREST_NEIGHBOR:
-    case ANEURALNETWORKS_REVERSE:
-    case ANEURALNETWORKS_SLICE:
-    case ANEURALNETWORKS_SPACE_TO_BATCH_ND:
-    case ANEURALNETWORKS_SPACE_TO_DEPTH:
-    case ANEURALNETWORKS_SPLIT:
-    case ANEURALNETWORKS_SQUEEZE:
-    case ANEURALNETWORKS_STRIDED_SLICE:
-    case ANEURALNETWORKS_TILE:
-    case ANEURALNETWORKS_TRANSPOSE:
-      return OperationClass::kDataMovement;
-    case ANEURALNETWORKS_ABS:
-    case ANEURALNETWORKS_ADD:
-    case ANEURALNETWORKS_CAST:
-    case ANEURALNETWORKS_DEQUANTIZE:
-    case ANEURALNETWORKS_DIV:
-    case ANEURALNETWORKS_ELU:
-    case ANEURALNETWORKS_EQUAL:
-    case ANEURALNETWORKS_EXP:
-    case ANEURALNETWORKS_FLOOR:
-    case ANEURALNETWORKS_GREATER:
-    case ANEURALNETWORKS_GREATER_EQUAL:
-    case ANEURALNETWORKS_HARD_SWISH:
-    case ANEURALNETWORKS_LESS:
-    case ANEURALNETWORKS_LESS_EQUAL:
-    case ANEURALNETWORKS_LOG:
-    case ANEURALNETWORKS_LOGICAL_AND:
-    case ANEURALNETWORKS_LOGICAL_NOT:
-    case ANEURALNETWORKS_LOGICAL_OR:
-    case ANEURALNETWORKS_LOGISTIC:
-    case ANEURALNETWORKS_MAXIMUM:
-    case ANEURALNETWORKS_MINIMUM:
-    case ANEURALNETWORKS_MUL:
-    case ANEURALNETWORKS_NEG:
-    case ANEURALNETWORKS_NOT_EQUAL:
-    case ANEURALNETWORKS_POW:
-    case ANEURALNETWORKS_PRELU:
-    case ANEURALNETWORKS_QUANTIZE:
-    case ANEURALNETWORKS_RELU:
-    case ANEURALNETWORKS_RELU1:
-    case ANEURALNETWORKS_RELU6:
-    case ANEURALNETWORKS_RESIZE_BILINEAR:
-    case ANEURALNETWORKS_RSQRT:
-    case ANEURALNETWORKS_SELECT:
-    case ANEURALNETWORKS_SIN:
-    case ANEURALNETWORKS_SQRT:
-    case ANEURALNETWORKS_SUB:
-    case ANEURALNETWORKS_TANH:
+    case nnapi_common::CostKind::kElementwise:
+    case nnapi_common::CostKind::kTranscendental:
+    case nnapi_common::CostKind::kBilinear:
       return OperationClass::kElementwise;
-    default:
+    case nnapi_common::CostKind::kSoftmax:
+      return OperationClass::kSoftmax;
+    case nnapi_common::CostKind::kReduction:
+      return OperationClass::kReduction;
+    case nnapi_common::CostKind::kL2Normalization:
+    case nnapi_common::CostKind::kInstanceNormalization:
+    case nnapi_common::CostKind::kLocalResponseNormalization:
+      return OperationClass::kNormalization;
+    case nnapi_common::CostKind::kDataMovement:
+      return OperationClass::kDataMovement;
+    case nnapi_common::CostKind::kNotModelled:
       return OperationClass::kOther;
   }
+  return OperationClass::kOther;
 }
 
 // ---- Device ------------------------------------------------------------------------------------

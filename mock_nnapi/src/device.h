@@ -40,7 +40,8 @@ const char* DataClassName(DataClass data_class);
 std::optional<DataClass> DataClassFromName(const std::string& name);
 DataClass DataClassOf(int32_t operand_type, bool relaxed);
 
-// Operation classes: the granularity of the cost model's efficiency factors.
+// Operation classes: the granularity of the cost model's efficiency factors. An operation's
+// class follows from its cost kind (common/nnapi_operations.inc).
 enum class OperationClass {
   kConvolution,
   kDepthwiseConvolution,

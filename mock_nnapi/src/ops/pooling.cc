@@ -22,6 +22,7 @@
 
 #include "axis_helpers.h"
 #include "common.h"
+#include "nnapi_work.h"
 
 namespace mock_nnapi {
 namespace {
@@ -42,14 +43,14 @@ struct PoolParameters {
   bool nchw = false;
 };
 
-bool IsExplicitPadding(const OperationContext& context) { return context.InputCount() >= 10; }
-
-// Input index of each parameter for the two signatures.
-struct PoolInputs {
-  uint32_t stride_w, stride_h, filter_w, filter_h, activation, layout;
-};
-PoolInputs InputIndices(const OperationContext& context) {
-  return IsExplicitPadding(context) ? PoolInputs{5, 6, 7, 8, 9, 10} : PoolInputs{2, 3, 4, 5, 6, 7};
+// Input index of each parameter for the two signatures: one home, common/nnapi_work.h, which
+// the cost model's window size reads too.
+using nnapi_common::PoolingInputs;
+PoolingInputs InputIndices(const OperationContext& context) {
+  return nnapi_common::PoolingInputsFor(context.InputCount());
+}
+bool IsExplicitPadding(const OperationContext& context) {
+  return InputIndices(context).explicit_padding;
 }
 
 int64_t TypeFeatureLevel(int32_t operation, int32_t type) {
@@ -69,7 +70,7 @@ int64_t TypeFeatureLevel(int32_t operation, int32_t type) {
 
 // Checks the values of the scalars that are known; `code` is BAD_DATA at validation time.
 int CheckParameterValues(const OperationContext& context, int code) {
-  const PoolInputs at = InputIndices(context);
+  const PoolingInputs at = InputIndices(context);
   auto positive = [&](uint32_t i, const char* what) -> int {
     if (!context.HasInputValue(i)) return ANEURALNETWORKS_NO_ERROR;
     NN_CHECK_GT(context.InputScalar<int32_t>(i), 0, code) << context.name() << " " << what;
@@ -116,7 +117,7 @@ int Validate(OperationContext& context) {
   NN_CHECK(level > 0, ANEURALNETWORKS_BAD_DATA)
       << context.name() << " does not support " << OperandTypeName(input.type);
   context.RequireFeatureLevel(level);
-  const PoolInputs at = InputIndices(context);
+  const PoolingInputs at = InputIndices(context);
   for (uint32_t i = 1; i <= at.activation; ++i) {
     NN_RETURN_IF_ERROR(CheckInputType(context, i, {ANEURALNETWORKS_INT32}));
   }
@@ -148,7 +149,7 @@ void ImplicitPadding(int32_t size, int32_t stride, int32_t filter, int32_t schem
 // Reads every parameter (all values are known after validation) for the input's shape.
 int ReadParameters(const OperationContext& context, PoolParameters* params) {
   NN_RETURN_IF_ERROR(CheckParameterValues(context, ANEURALNETWORKS_OP_FAILED));
-  const PoolInputs at = InputIndices(context);
+  const PoolingInputs at = InputIndices(context);
   params->stride_w = context.InputScalar<int32_t>(at.stride_w);
   params->stride_h = context.InputScalar<int32_t>(at.stride_h);
   params->filter_w = context.InputScalar<int32_t>(at.filter_w);

@@ -1,10 +1,18 @@
 #include "policy.h"
 
+#include <tvm/ffi/container/array.h>
+#include <tvm/ffi/container/map.h>
 #include <tvm/ffi/error.h>
+#include <tvm/ffi/reflection/registry.h>
 
 #include <sstream>
 
+#include "nnapi_work.h"
+
 namespace tvm_nnapi {
+
+namespace ffi = tvm::ffi;
+
 namespace {
 
 double ParsePositive(const std::string& key, const std::string& value) {
@@ -91,20 +99,10 @@ std::string Policy::ToString() const {
 
 SubgraphCost EstimateCost(const Graph& graph, const std::vector<int64_t>& binding) {
   // The graph has not met NNAPI's validation yet (the model is built after this decision), so
-  // an operation may have too few inputs or a filter of the wrong rank: read shapes defensively
-  // (a missing one counts as a scalar) and multiply in double, which cannot overflow.
+  // an operation may have too few inputs or a filter of the wrong rank: the shared formulas read
+  // shapes defensively and multiply in double, which cannot overflow.
   SubgraphCost cost;
   auto shape = [&](uint32_t id) { return graph.ConcreteShape(id, binding); };
-  auto input_shape = [&](const GraphOperation& operation, size_t i) {
-    return i < operation.inputs.size() ? shape(operation.inputs[i]) : std::vector<int64_t>{};
-  };
-  auto dims = [](const std::vector<int64_t>& dimensions, size_t first, size_t last) {
-    double product = 1;
-    for (size_t d = first; d <= last && d < dimensions.size(); ++d) {
-      product *= static_cast<double>(dimensions[d]);
-    }
-    return product;
-  };
   for (uint32_t id : graph.inputs) {
     cost.io_bytes += Elements(shape(id)) * OperandElementSize(graph.operands[id].type);
   }
@@ -112,22 +110,23 @@ SubgraphCost EstimateCost(const Graph& graph, const std::vector<int64_t>& bindin
     cost.io_bytes += Elements(shape(id)) * OperandElementSize(graph.operands[id].type);
   }
   for (const GraphOperation& operation : graph.operations) {
-    const double out = Elements(shape(operation.outputs[0]));
-    const std::string& op = operation.op;
-    if (op == "FULLY_CONNECTED") {
-      cost.flops += 2 * out * dims(input_shape(operation, 1), 1, 1);
-    } else if (op == "BATCH_MATMUL") {
-      const std::vector<int64_t> a = input_shape(operation, 0);
-      cost.flops += 2 * out * (a.empty() ? 1.0 : static_cast<double>(a.back()));
-    } else if (op == "CONV_2D" || op == "GROUPED_CONV_2D") {
-      cost.flops += 2 * out * dims(input_shape(operation, 1), 1, 3);  // [O, kH, kW, I/g]
-    } else if (op == "DEPTHWISE_CONV_2D") {
-      cost.flops += 2 * out * dims(input_shape(operation, 1), 1, 2);  // [1, kH, kW, O]
-    } else if (op == "TRANSPOSE_CONV_2D") {
-      cost.flops += 2 * Elements(input_shape(operation, 0)) * dims(input_shape(operation, 1), 0, 2);
-    } else {
-      cost.flops += out;
+    // The one work formula per operation, shared with the mock's cost model (nnapi_work.h).
+    nnapi_common::WorkOperation work;
+    for (uint32_t id : operation.inputs) {
+      const GraphOperand& operand = graph.operands[id];
+      nnapi_common::WorkOperand& input = work.inputs.emplace_back();
+      if (!operand.is_scalar) {
+        input.shape = shape(id);
+      } else if (operand.kind == GraphOperand::Kind::kValue && operand.int_values.size() == 1) {
+        try {
+          input.value = operand.int_values[0].Evaluate(binding);
+        } catch (const ffi::Error&) {
+          // An unevaluable value stays unknown here; building the model reports it.
+        }
+      }
     }
+    work.output = shape(operation.outputs[0]);
+    cost.flops += nnapi_common::OperationFlops(operation.type, work);
   }
   return cost;
 }
@@ -158,6 +157,29 @@ Placement Decide(const Policy& policy, const SubgraphCost& cost, std::string* re
   }
   if (reason != nullptr) *reason = why.str();
   return placement;
+}
+
+// The estimate of a graph for concrete input shapes, for tests that compare it with the mock's
+// cost model: {"flops": ..., "io_bytes": ...}.
+TVM_FFI_STATIC_INIT_BLOCK() {
+  namespace refl = tvm::ffi::reflection;
+  refl::GlobalDef().def(
+      "tvm_nnapi.runtime.estimate_cost",
+      [](const ffi::String& graph_json, int64_t constants_size,
+         const ffi::Array<ffi::Array<int64_t>>& input_shapes) -> ffi::Map<ffi::String, double> {
+        const Graph graph = Graph::Parse(std::string(graph_json), constants_size);
+        std::vector<std::vector<int64_t>> shapes;
+        for (const ffi::Array<int64_t>& input : input_shapes) {
+          shapes.emplace_back(input.begin(), input.end());
+        }
+        if (shapes.size() != graph.inputs.size()) {
+          TVM_FFI_THROW(ValueError)
+              << "tvm_nnapi.runtime.estimate_cost: graph '" << graph.symbol << "' takes "
+              << graph.inputs.size() << " inputs, got " << shapes.size() << " shapes";
+        }
+        const SubgraphCost cost = EstimateCost(graph, graph.BindSymbols(shapes));
+        return ffi::Map<ffi::String, double>{{"flops", cost.flops}, {"io_bytes", cost.io_bytes}};
+      });
 }
 
 }  // namespace tvm_nnapi

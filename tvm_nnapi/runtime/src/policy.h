@@ -38,7 +38,9 @@ struct Policy {
   std::string ToString() const;
 };
 
-// Work estimate of a subgraph under a symbol binding.
+// Work estimate of a subgraph under a symbol binding: each operation's FLOPs from the formula the
+// mock's cost model uses too (common/nnapi_work.h), and the bytes of the subgraph's inputs and
+// outputs. tvm_nnapi.runtime.estimate_cost(graph_json, constants_size, input_shapes) returns it.
 struct SubgraphCost {
   double flops = 0;
   double io_bytes = 0;
