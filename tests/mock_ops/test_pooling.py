@@ -277,6 +277,18 @@ def test_quantized_rounding_and_saturation(dtype):
     np.testing.assert_array_equal(result.run()[0].reshape(-1), np.clip(x.reshape(-1), 0, 6))
 
 
+def test_quantized_activation_bounds_round_in_float_like_convolutions():
+    # The RELU6 bound is zero_point + round(6 / scale) in float arithmetic (Android's
+    # CalculateActivationRangeUint8, shared with CONV_2D and FULLY_CONNECTED): with scale
+    # float32(12 / 255), 6 / scale is exactly 127.5 in float (127.4999975 in double), so 128.
+    scale = float(np.float32(12 / 255))
+    assert np.float32(6) / np.float32(scale) == np.float32(127.5)
+    x = np.array([100, 127, 128, 129, 255], np.uint8).reshape(1, 1, 5, 1)
+    quant = {"scale": scale, "zero_point": 0}
+    tester = pool_tester(MAX, x, (1, 1), (1, 1), PaddingCode.VALID, FuseCode.RELU6, quant=quant)
+    np.testing.assert_array_equal(tester.run()[0].reshape(-1), [100, 127, 128, 128, 128])
+
+
 @pytest.mark.parametrize("op", [AVG, MAX, L2], ids=op_name)
 def test_dynamic_output_shape(op):
     x = np.random.default_rng(7).uniform(0, 1, (2, 5, 7, 3)).astype(np.float32)

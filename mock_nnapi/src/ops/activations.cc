@@ -99,14 +99,26 @@ int PrepareActivation(OperationContext& context) {
   return elementwise::PrepareSameShape(context);
 }
 
+// The FuseCode whose clamp is the RELU, RELU1 or RELU6 operation (the one helper of common.h).
+int32_t ReluFuseCode(int32_t operation) {
+  switch (operation) {
+    case ANEURALNETWORKS_RELU:
+      return ANEURALNETWORKS_FUSED_RELU;
+    case ANEURALNETWORKS_RELU1:
+      return ANEURALNETWORKS_FUSED_RELU1;
+    case ANEURALNETWORKS_RELU6:
+      return ANEURALNETWORKS_FUSED_RELU6;
+    default:
+      return ANEURALNETWORKS_FUSED_NONE;
+  }
+}
+
 float ApplyActivationFunction(int32_t operation, float x) {
   switch (operation) {
     case ANEURALNETWORKS_RELU:
-      return std::max(x, 0.f);
     case ANEURALNETWORKS_RELU1:
-      return std::min(std::max(x, -1.f), 1.f);
     case ANEURALNETWORKS_RELU6:
-      return std::min(std::max(x, 0.f), 6.f);
+      return ApplyActivation(x, ReluFuseCode(operation));
     case ANEURALNETWORKS_LOGISTIC:
       return 1.f / (1.f + std::exp(-x));
     case ANEURALNETWORKS_TANH:
@@ -130,16 +142,9 @@ void RunActivationFloat(OperationContext& context) {
 template <typename Q>
 void RunReluQuantized(OperationContext& context) {
   const OperandInfo& input = context.Input(0);
-  const float low_real = context.type() == ANEURALNETWORKS_RELU1 ? -1.f : 0.f;
-  const bool has_high = context.type() != ANEURALNETWORKS_RELU;
-  const float high_real = context.type() == ANEURALNETWORKS_RELU1 ? 1.f : 6.f;
-  const int32_t q_min = std::numeric_limits<Q>::min();
-  const int32_t q_max = std::numeric_limits<Q>::max();
-  auto to_quantized = [&](float value) {
-    return input.zero_point + static_cast<int32_t>(std::round(value / input.scale));
-  };
-  const int32_t low = std::max(q_min, to_quantized(low_real));
-  const int32_t high = has_high ? std::min(q_max, to_quantized(high_real)) : q_max;
+  int32_t low, high;
+  QuantizedActivationRange<Q>(ReluFuseCode(context.type()), input.scale, input.zero_point, &low,
+                              &high);
   const Q* x = input.Data<Q>();
   Q* y = context.Output(0).MutableData<Q>();
   const size_t count = elementwise::ElementCountOf(input.dimensions);

@@ -1,8 +1,7 @@
 // Helpers for the pooling, softmax, reduction, arg-min/max and normalisation operations:
 // axis resolution ([-rank, rank), negative counts from the end), viewing a tensor as
 // [outer, axis, inner], reading FLOAT32/FLOAT16/BOOL scalars, checks of required and quantised
-// operands, conversion of elements to and from real values, and the quantised range of a
-// fused activation.
+// operands, conversion of elements to and from real values.
 //
 // Everything lives in namespace axis_helpers so that helpers of other operation files cannot
 // collide with these inline definitions.
@@ -159,31 +158,6 @@ inline uint8_t StoreReal<uint8_t>(double real, const OperandInfo& info) {
 template <>
 inline int8_t StoreReal<int8_t>(double real, const OperandInfo& info) {
   return QuantizeReal<int8_t>(real, info);
-}
-
-// Range [*low, *high] of quantised values that a FuseCode leaves unchanged (like TFLite's
-// CalculateActivationRange for 8-bit types).
-template <typename Q>
-inline void QuantizedActivationRange(int32_t activation, const OperandInfo& info, int32_t* low,
-                                     int32_t* high) {
-  *low = std::numeric_limits<Q>::min();
-  *high = std::numeric_limits<Q>::max();
-  auto quantize = [&](double real) { return static_cast<int32_t>(QuantizeReal<Q>(real, info)); };
-  switch (activation) {
-    case ANEURALNETWORKS_FUSED_RELU:
-      *low = quantize(0.0);
-      break;
-    case ANEURALNETWORKS_FUSED_RELU1:
-      *low = quantize(-1.0);
-      *high = quantize(1.0);
-      break;
-    case ANEURALNETWORKS_FUSED_RELU6:
-      *low = quantize(0.0);
-      *high = quantize(6.0);
-      break;
-    default:
-      break;
-  }
 }
 
 }  // namespace axis_helpers

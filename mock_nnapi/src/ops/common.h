@@ -14,18 +14,58 @@ namespace mock_nnapi {
 
 using nnapi_common::Half;
 
-// Applies a FuseCode to a real value.
-inline float ApplyActivation(float value, int32_t activation) {
+// ---- Fused activations (FuseCode) ------------------------------------------------------------
+//
+// One rule, in the two forms the kernels need; they differ on purpose:
+//   * real values (float and half results, and the real value of a quantised result that a kernel
+//     computes before quantising it): clamp to the FuseCode's interval;
+//   * quantised results of accumulating kernels (convolutions, fully connected, pooling): clamp
+//     the quantised value to the interval's bounds quantised with the output's scale and zero
+//     point in float arithmetic, rounding half away from zero, within Q's range (Android's
+//     CalculateActivationRangeUint8/Int8).
+
+// The interval a FuseCode keeps: [0, inf) RELU, [-1, 1] RELU1, [0, 6] RELU6, everything NONE.
+inline void FloatActivationRange(int32_t activation, float* low, float* high) {
+  *low = -std::numeric_limits<float>::infinity();
+  *high = std::numeric_limits<float>::infinity();
   switch (activation) {
     case ANEURALNETWORKS_FUSED_RELU:
-      return std::max(value, 0.f);
+      *low = 0.f;
+      break;
     case ANEURALNETWORKS_FUSED_RELU1:
-      return std::min(std::max(value, -1.f), 1.f);
+      *low = -1.f;
+      *high = 1.f;
+      break;
     case ANEURALNETWORKS_FUSED_RELU6:
-      return std::min(std::max(value, 0.f), 6.f);
+      *low = 0.f;
+      *high = 6.f;
+      break;
     default:
-      return value;
+      break;
   }
+}
+
+// Applies a FuseCode to a real value.
+inline float ApplyActivation(float value, int32_t activation) {
+  float low, high;
+  FloatActivationRange(activation, &low, &high);
+  return std::min(std::max(value, low), high);
+}
+
+// The range [*low, *high] of quantised values of Q with (scale, zero_point) that a FuseCode
+// leaves unchanged.
+template <typename Q>
+inline void QuantizedActivationRange(int32_t activation, float scale, int32_t zero_point,
+                                     int32_t* low, int32_t* high) {
+  float real_low, real_high;
+  FloatActivationRange(activation, &real_low, &real_high);
+  auto quantize = [&](float real) {
+    return zero_point + static_cast<int32_t>(std::round(real / scale));
+  };
+  *low = std::numeric_limits<Q>::min();
+  *high = std::numeric_limits<Q>::max();
+  if (std::isfinite(real_low)) *low = std::max(*low, quantize(real_low));
+  if (std::isfinite(real_high)) *high = std::min(*high, quantize(real_high));
 }
 
 // Real value of a quantised element.

@@ -324,7 +324,7 @@ void ConvolveFloat(const Geometry& g, const float* input, const float* filter, c
   const size_t group_out = out_channels / g.groups;
   const size_t depth = size_t{g.filter_height} * g.filter_width * (g.input.channels / g.groups);
   float low, high;
-  gemm::FloatActivationRange(activation, &low, &high);
+  FloatActivationRange(activation, &low, &high);
   ForEachPatchTile(
       g, input,
       [&](uint32_t group, size_t first, size_t rows, const float* patch, size_t patch_stride) {

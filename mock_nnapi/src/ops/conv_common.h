@@ -431,7 +431,7 @@ class FloatOutput {
  private:
   void AddBias(const float* bias, int32_t activation) {
     float low, high;
-    gemm::FloatActivationRange(activation, &low, &high);
+    FloatActivationRange(activation, &low, &high);
     const size_t channels = shape_.channels;
     const size_t pixels = channels == 0 ? 0 : shape_.Elements() / channels;
     for (size_t p = 0; p < pixels; ++p) {
@@ -456,7 +456,7 @@ void StoreQuantized(const int32_t* accumulators, const Shape4& shape, const int3
                     const std::vector<double>& multipliers, int32_t activation,
                     const OperandInfo& output, bool nchw) {
   int32_t low, high;
-  gemm::QuantizedActivationRange<Q>(activation, output.scale, output.zero_point, &low, &high);
+  QuantizedActivationRange<Q>(activation, output.scale, output.zero_point, &low, &high);
   const size_t channels = shape.channels;
   const size_t pixels = channels == 0 ? 0 : shape.Elements() / channels;
   Q* out = output.MutableData<Q>();

@@ -397,7 +397,7 @@ int Execute(OperationContext& context) {
     }
     FloatKernelArguments arguments{&geometry, in.data(), weights.data(), bias_values.data(),
                                    0.f,       0.f,       out.data()};
-    gemm::FloatActivationRange(p.activation, &arguments.low, &arguments.high);
+    FloatActivationRange(p.activation, &arguments.low, &arguments.high);
     const size_t rows = size_t{geometry.output.batches} * geometry.output.height;
     const size_t cost = size_t{geometry.output.width} * geometry.filter_height *
                         geometry.filter_width * geometry.output.channels;

@@ -110,7 +110,7 @@ void FullyConnectedFloat(const float* input, const float* weights, const float* 
               input_size, weights, input_size, beta, out, num_units);
   if (activation == ANEURALNETWORKS_FUSED_NONE) return;
   float low, high;
-  gemm::FloatActivationRange(activation, &low, &high);
+  FloatActivationRange(activation, &low, &high);
   for (size_t i = 0; i < batch * num_units; ++i) out[i] = std::min(std::max(out[i], low), high);
 }
 

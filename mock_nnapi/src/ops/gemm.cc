@@ -319,25 +319,5 @@ void FloatToHalf(const float* data, size_t count, Half* out) {
   for (size_t i = 0; i < count; ++i) out[i] = Half(data[i]);
 }
 
-void FloatActivationRange(int32_t activation, float* low, float* high) {
-  *low = -std::numeric_limits<float>::infinity();
-  *high = std::numeric_limits<float>::infinity();
-  switch (activation) {
-    case ANEURALNETWORKS_FUSED_RELU:
-      *low = 0.f;
-      break;
-    case ANEURALNETWORKS_FUSED_RELU1:
-      *low = -1.f;
-      *high = 1.f;
-      break;
-    case ANEURALNETWORKS_FUSED_RELU6:
-      *low = 0.f;
-      *high = 6.f;
-      break;
-    default:
-      break;
-  }
-}
-
 }  // namespace gemm
 }  // namespace mock_nnapi

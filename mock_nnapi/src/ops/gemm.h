@@ -77,37 +77,6 @@ float MaxAbsOffset(int32_t zero_point) {
   return static_cast<float>(std::max(std::abs(low), std::abs(high)));
 }
 
-// Clamp bounds of a fused activation for real values.
-void FloatActivationRange(int32_t activation, float* low, float* high);
-
-// Clamp bounds of a fused activation in the quantised domain of Q with (scale, zero_point).
-template <typename Q>
-void QuantizedActivationRange(int32_t activation, float scale, int32_t zero_point, int32_t* low,
-                              int32_t* high) {
-  const int32_t qmin = std::numeric_limits<Q>::min();
-  const int32_t qmax = std::numeric_limits<Q>::max();
-  auto quantize = [&](float real) {
-    return zero_point + static_cast<int32_t>(std::round(real / scale));
-  };
-  *low = qmin;
-  *high = qmax;
-  switch (activation) {
-    case ANEURALNETWORKS_FUSED_RELU:
-      *low = std::max(qmin, zero_point);
-      break;
-    case ANEURALNETWORKS_FUSED_RELU1:
-      *low = std::max(qmin, quantize(-1.f));
-      *high = std::min(qmax, quantize(1.f));
-      break;
-    case ANEURALNETWORKS_FUSED_RELU6:
-      *low = std::max(qmin, zero_point);
-      *high = std::min(qmax, quantize(6.f));
-      break;
-    default:
-      break;
-  }
-}
-
 // round(accumulator * multiplier) + zero_point, clamped to [low, high].
 template <typename Q>
 inline Q Requantize(int64_t accumulator, double multiplier, int32_t zero_point, int32_t low,

@@ -288,7 +288,7 @@ void PoolQuantized(int32_t operation, const Geometry& g, const PoolParameters& p
                    const OperandInfo& output, const Q* in, Q* out) {
   int32_t low = 0;
   int32_t high = 0;
-  axis_helpers::QuantizedActivationRange<Q>(p.activation, output, &low, &high);
+  QuantizedActivationRange<Q>(p.activation, output.scale, output.zero_point, &low, &high);
   ForEachWindow(g, p, [&](size_t o, auto&& window) {
     int64_t result = 0;
     if (operation == ANEURALNETWORKS_MAX_POOL_2D) {
