@@ -279,7 +279,8 @@ def test_torch_export_file(tmp_path, capsys):
 
 def _estimate_engine():
     return pytest.importorskip(
-        "tvm_nnapi.estimate", reason="the estimation engine tvm_nnapi.estimate is not installed"
+        "tvm_nnapi.tools.estimate",
+        reason="the estimation engine tvm_nnapi.tools.estimate is not installed",
     )
 
 
@@ -305,6 +306,21 @@ def test_explain_with_a_profile_names_the_devices_of_each_subgraph():
         for d in json.loads(_cli("devices", "--profile", "tensor-g2", "--json").stdout)["devices"]
     }
     assert all(names and set(names) <= profile_devices for names in devices.values())
+
+
+def test_explain_reads_a_profile_file_whose_name_is_not_the_file_name(tmp_path):
+    # The partition options come from the profile the mock selected, not from a built-in
+    # profile looked up by the name inside the file.
+    from mock_nnapi import device_profiles
+
+    profile = device_profiles.load_profile("tensor-g2")
+    profile["name"] = "my-phone"
+    profile["runtime"]["feature_level"] = 6
+    path = tmp_path / "phone.json"
+    path.write_text(json.dumps(profile))
+    data = json.loads(_cli("explain", "residual", "--profile", str(path), "--json").stdout)
+    assert data["profile"] == "my-phone"
+    assert data["explain"]["feature_level"] == 1000006
 
 
 def test_estimate_llm_and_onnx(tmp_path):

@@ -7,11 +7,8 @@ import pytest
 
 from mock_nnapi import NnapiError, OperandCode, OperationCode, ResultCode
 
+from .helpers import S8, U8, expect_bad_data, quantize, run_on_zero_sized, run_unary
 from .op_tester import OpTester, assert_close
-from .test_unary import run_on_zero_sized
-
-U8 = OperandCode.TENSOR_QUANT8_ASYMM
-S8 = OperandCode.TENSOR_QUANT8_ASYMM_SIGNED
 
 
 def hard_swish(x):
@@ -32,26 +29,6 @@ ACTIVATIONS = {
     OperationCode.HARD_SWISH: hard_swish,
 }
 SHAPES = [(7,), (2, 5), (2, 1, 4), (1, 2, 3, 4)]
-
-
-def run_unary(op, x, out_code=None, dynamic=False, quant=None):
-    quant = quant or {}
-    code = out_code if out_code is not None else OpTester.default_code(x)
-    return (
-        OpTester(op)
-        .input(x, **quant.get("x", {}))
-        .output(code, x.shape, **quant.get("out", {}))
-        .dynamic_outputs(dynamic)
-        .run()[0]
-    )
-
-
-def quantize(real, scale, zero_point, dtype):
-    """Round half away from zero, then saturate (the NNAPI reference rule)."""
-    info = np.iinfo(dtype)
-    scaled = np.asarray(real, np.float64) / scale
-    rounded = np.sign(scaled) * np.floor(np.abs(scaled) + 0.5)
-    return np.clip(rounded + zero_point, info.min, info.max)
 
 
 def every_value(dtype):
@@ -332,13 +309,6 @@ def test_prelu_mismatched_types_rejected():
 
 
 # ---- validation and shapes -----------------------------------------------------------------------
-
-
-def expect_bad_data(tester: OpTester) -> NnapiError:
-    with pytest.raises(NnapiError) as error:
-        tester.build()
-    assert error.value.code == ResultCode.BAD_DATA
-    return error.value
 
 
 @pytest.mark.parametrize(

@@ -5,17 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mock_nnapi import NnapiError, OperandCode, OperationCode, ResultCode
+from mock_nnapi import OperandCode, OperationCode
 
+from .helpers import expect_bad_data, op_name
 from .op_tester import OpTester
 
 ARGMAX = OperationCode.ARGMAX
 ARGMIN = OperationCode.ARGMIN
 NUMPY = {ARGMAX: np.argmax, ARGMIN: np.argmin}
-
-
-def op_name(op):
-    return op.name
 
 
 def arg_reference(op, x, axis):
@@ -100,12 +97,6 @@ def test_extreme_values():
     np.testing.assert_array_equal(arg_tester(ARGMIN, x, 1).run()[0], [0])
     x = np.array([np.iinfo(np.int32).min, np.iinfo(np.int32).max], np.int32)
     np.testing.assert_array_equal(arg_tester(ARGMIN, x, 0).run()[0], [0])
-
-
-def expect_bad_data(tester):
-    with pytest.raises(NnapiError) as error:
-        tester.build()
-    assert error.value.code == ResultCode.BAD_DATA
 
 
 X = np.ones((2, 3), np.float32)

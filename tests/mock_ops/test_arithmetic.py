@@ -7,6 +7,7 @@ import pytest
 
 from mock_nnapi import FuseCode, NnapiError, OperandCode, OperationCode, ResultCode
 
+from .helpers import FUSED_ACTIVATIONS
 from .op_tester import OpTester, assert_close
 
 NUMPY_OPS = {
@@ -14,12 +15,6 @@ NUMPY_OPS = {
     OperationCode.SUB: np.subtract,
     OperationCode.MUL: np.multiply,
     OperationCode.DIV: np.divide,
-}
-ACTIVATIONS = {
-    FuseCode.NONE: lambda x: x,
-    FuseCode.RELU: lambda x: np.maximum(x, 0),
-    FuseCode.RELU1: lambda x: np.clip(x, -1, 1),
-    FuseCode.RELU6: lambda x: np.clip(x, 0, 6),
 }
 SHAPES = [
     ((2, 3), (2, 3)),
@@ -47,12 +42,12 @@ def run_binary(op, x, y, activation=FuseCode.NONE, out_code=None, dynamic=False,
 
 @pytest.mark.parametrize("op", list(NUMPY_OPS))
 @pytest.mark.parametrize("shapes", SHAPES)
-@pytest.mark.parametrize("activation", list(ACTIVATIONS))
+@pytest.mark.parametrize("activation", list(FUSED_ACTIVATIONS))
 def test_float32(op, shapes, activation):
     rng = np.random.default_rng(0)
     x = rng.uniform(-4, 4, shapes[0]).astype(np.float32)
     y = rng.uniform(0.5, 4, shapes[1]).astype(np.float32)
-    expected = ACTIVATIONS[activation](NUMPY_OPS[op](x, y))
+    expected = FUSED_ACTIVATIONS[activation](NUMPY_OPS[op](x, y))
     assert_close(run_binary(op, x, y, activation), expected)
 
 

@@ -13,9 +13,9 @@ import pytest
 
 from mock_nnapi import OperandCode, OperationCode
 
+from .helpers import expect_bad_data
 from .op_tester import OpTester, assert_close
 from .test_conv_2d import (
-    expect_bad_data,
     feature_level_profile,
     quantize,
     required_feature_level,

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
-from mock_nnapi import NnapiError, OperandCode, OperationCode, ResultCode
+from mock_nnapi import OperandCode, OperationCode
 
+from .helpers import F16, F32, I32, S8, U8, expect_bad_data, quantize, run_on_zero_sized
 from .op_tester import OpTester, assert_close
-from .test_unary import run_on_zero_sized
 
-F16 = OperandCode.TENSOR_FLOAT16
-F32 = OperandCode.TENSOR_FLOAT32
-I32 = OperandCode.TENSOR_INT32
-U8 = OperandCode.TENSOR_QUANT8_ASYMM
-S8 = OperandCode.TENSOR_QUANT8_ASYMM_SIGNED
-NUMPY = {F16: np.float16, F32: np.float32, I32: np.int32, U8: np.uint8, S8: np.int8}
+NUMPY: dict[int, Any] = {F16: np.float16, F32: np.float32, I32: np.int32, U8: np.uint8, S8: np.int8}
 # Quantisation parameters of quantised operands: CAST ignores them.
 QUANT_PARAMS = {U8: {"scale": 0.5, "zero_point": 7}, S8: {"scale": 0.5, "zero_point": -3}}
 
@@ -30,15 +27,6 @@ def run(op, x, in_code, out_code, dynamic=False, in_params=None, out_params=None
         .dynamic_outputs(dynamic)
         .run()[0]
     )
-
-
-def quantize(real, scale, zero_point, dtype):
-    """Round half away from zero, then saturate; NaN saturates to the maximum."""
-    info = np.iinfo(dtype)
-    scaled = np.asarray(real, np.float64) / scale
-    rounded = np.sign(scaled) * np.floor(np.abs(scaled) + 0.5)
-    with np.errstate(invalid="ignore"):
-        return np.clip(np.nan_to_num(rounded + zero_point, nan=info.max), info.min, info.max)
 
 
 # ---- CAST ----------------------------------------------------------------------------------------
@@ -287,13 +275,6 @@ def test_dequantize_unsupported_types_rejected(in_code, out_code):
 
 
 # ---- counts --------------------------------------------------------------------------------------
-
-
-def expect_bad_data(tester: OpTester) -> NnapiError:
-    with pytest.raises(NnapiError) as error:
-        tester.build()
-    assert error.value.code == ResultCode.BAD_DATA
-    return error.value
 
 
 @pytest.mark.parametrize(

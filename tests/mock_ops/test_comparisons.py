@@ -7,12 +7,9 @@ import pytest
 
 from mock_nnapi import NnapiError, OperandCode, OperationCode, ResultCode
 
+from .helpers import BOOL8, S8, U8, expect_bad_data, run_on_zero_sized
 from .op_tester import OpTester
-from .test_unary import run_on_zero_sized
 
-U8 = OperandCode.TENSOR_QUANT8_ASYMM
-S8 = OperandCode.TENSOR_QUANT8_ASYMM_SIGNED
-BOOL8 = OperandCode.TENSOR_BOOL8
 COMPARISONS = {
     OperationCode.EQUAL: np.equal,
     OperationCode.NOT_EQUAL: np.not_equal,
@@ -125,13 +122,6 @@ def test_dynamic_output_shape(op):
 
 
 # ---- validation ----------------------------------------------------------------------------------
-
-
-def expect_bad_data(tester: OpTester) -> NnapiError:
-    with pytest.raises(NnapiError) as error:
-        tester.build()
-    assert error.value.code == ResultCode.BAD_DATA
-    return error.value
 
 
 def compare_tester(op, a, b, out_code=BOOL8, out_shape=None):

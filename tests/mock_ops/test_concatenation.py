@@ -5,27 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mock_nnapi import Compilation, Model, NnapiError, OperandCode, OperationCode, ResultCode
+from mock_nnapi import Compilation, Model, OperandCode, OperationCode, ResultCode
 
+from .helpers import expect_error, sample
 from .op_tester import OpTester, assert_close
 
 FLOAT_TYPES = [np.float32, np.float16]
-
-
-def sample(shape, dtype, seed=0):
-    rng = np.random.default_rng(seed)
-    if np.issubdtype(dtype, np.integer):
-        info = np.iinfo(dtype)
-        return rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
-    return rng.uniform(-4, 4, shape).astype(dtype)
-
-
-def expect_error(action, code=ResultCode.BAD_DATA):
-    with pytest.raises(NnapiError) as error:
-        action()
-    assert error.value.code == code, str(error.value)
-    if code == ResultCode.BAD_DATA:  # the operation's validation, not a later step, refused it
-        assert error.value.function == "ANeuralNetworksModel_addOperation", str(error.value)
 
 
 def requantize(q, scale_in, zero_in, scale_out, zero_out, dtype):

@@ -19,14 +19,9 @@ import pytest
 
 from mock_nnapi import FuseCode, NnapiError, OperandCode, OperationCode, PaddingCode, ResultCode
 
+from .helpers import FUSED_ACTIVATIONS, expect_bad_data
 from .op_tester import OpTester, assert_close
 
-ACTIVATIONS = {
-    FuseCode.NONE: lambda x: x,
-    FuseCode.RELU: lambda x: np.maximum(x, 0),
-    FuseCode.RELU1: lambda x: np.clip(x, -1, 1),
-    FuseCode.RELU6: lambda x: np.clip(x, 0, 6),
-}
 I32 = OperandCode.INT32
 PER_CHANNEL = OperandCode.TENSOR_QUANT8_SYMM_PER_CHANNEL
 
@@ -167,7 +162,7 @@ def run_float_conv(
     if groups is not None and nchw is None:
         nchw = False
     pads = resolve_pads(padding, x.shape, w.shape[1:3], strides, dilations or (1, 1))
-    expected = ACTIVATIONS[activation](
+    expected = FUSED_ACTIVATIONS[activation](
         conv_reference(x, w, b, pads, strides, dilations or (1, 1), groups or 1)
     )
     op_x = to_nchw(x) if nchw else x
@@ -219,7 +214,7 @@ def test_conv_float32(case):
     assert_close(actual, expected)
 
 
-@pytest.mark.parametrize("activation", list(ACTIVATIONS))
+@pytest.mark.parametrize("activation", list(FUSED_ACTIVATIONS))
 def test_conv_float32_activations(activation):
     rng = np.random.default_rng(3)
     x = rng.uniform(-3, 3, (1, 4, 5, 3)).astype(np.float32)
@@ -312,7 +307,7 @@ def run_quant_conv(
         dilations or (1, 1),
         groups or 1,
     )
-    real = ACTIVATIONS[activation](real)
+    real = FUSED_ACTIVATIONS[activation](real)
     # By default about a tenth of the outputs saturate at each end of the range.
     out_scale = out_scale or float(np.percentile(np.abs(real), 80) / 100)
     out_zp = int(info.min) + 128 if dtype == np.uint8 else -3
@@ -469,10 +464,6 @@ def expect_error(code, function, *args):
         assert error.code == code, str(error)
         return str(error)
     raise AssertionError(f"expected {ResultCode(code).name}")
-
-
-def expect_bad_data(tester):
-    return expect_error(ResultCode.BAD_DATA, tester.build)
 
 
 @pytest.mark.parametrize(

@@ -15,15 +15,14 @@ import pytest
 
 from mock_nnapi import FuseCode, OperandCode, OperationCode, PaddingCode
 
+from .helpers import FUSED_ACTIVATIONS, expect_bad_data
 from .op_tester import OpTester, assert_close
 from .test_conv_2d import (
-    ACTIVATIONS,
     I32,
     PER_CHANNEL,
     QUANT_TYPES,
     build,
     conv_scalars,
-    expect_bad_data,
     feature_level_profile,
     quantize,
     random_float,
@@ -72,7 +71,7 @@ def run_float(
     dynamic=False,
 ):
     pads = resolve_pads(padding, x.shape, w.shape[1:3], strides, dilations or (1, 1))
-    expected = ACTIVATIONS[activation](
+    expected = FUSED_ACTIVATIONS[activation](
         depthwise_reference(x, w, b, pads, strides, dilations or (1, 1), multiplier)
     )
     scalars = conv_scalars(padding, strides, activation, nchw, dilations, extra=multiplier)
@@ -118,7 +117,7 @@ def test_depthwise_float32(case):
 
 
 @pytest.mark.parametrize("multiplier", [1, 2])
-@pytest.mark.parametrize("activation", list(ACTIVATIONS))
+@pytest.mark.parametrize("activation", list(FUSED_ACTIVATIONS))
 def test_depthwise_float32_activations(activation, multiplier):
     rng = np.random.default_rng(1)
     x = rng.uniform(-3, 3, (1, 4, 4, 40 // multiplier)).astype(np.float32)
@@ -192,7 +191,7 @@ def run_quant(
     b = rng.integers(-500, 500, c_out).astype(np.int32)
     x_real = (x.astype(np.float64) - x_zp) * x_scale
     pads = resolve_pads(padding, x_shape, kernel, strides, dilations or (1, 1))
-    real = ACTIVATIONS[activation](
+    real = FUSED_ACTIVATIONS[activation](
         depthwise_reference(
             x_real,
             w_real,

@@ -5,13 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mock_nnapi import NnapiError, OperandCode, OperationCode, ResultCode
+from mock_nnapi import OperandCode, OperationCode
 
+from .helpers import S8, U8, expect_bad_data, quantize, run_on_zero_sized
 from .op_tester import OpTester, assert_close
-from .test_unary import run_on_zero_sized
 
-U8 = OperandCode.TENSOR_QUANT8_ASYMM
-S8 = OperandCode.TENSOR_QUANT8_ASYMM_SIGNED
 SHAPES = [
     ((2, 3), (2, 3)),
     ((2, 3), (3,)),
@@ -34,14 +32,6 @@ def run_binary(op, a, b, out_code=None, dynamic=False, quant=None):
         .dynamic_outputs(dynamic)
         .run()[0]
     )
-
-
-def quantize(real, scale, zero_point, dtype):
-    """Round half away from zero, then saturate (the NNAPI reference rule)."""
-    info = np.iinfo(dtype)
-    scaled = np.asarray(real, np.float64) / scale
-    rounded = np.sign(scaled) * np.floor(np.abs(scaled) + 0.5)
-    return np.clip(rounded + zero_point, info.min, info.max)
 
 
 # ---- POW -----------------------------------------------------------------------------------------
@@ -184,13 +174,6 @@ def test_dynamic_output_shape(op, a, b):
     }[op]
     assert result.shape == np.broadcast_shapes(a.shape, b.shape)
     assert_close(result, reference(a, b))
-
-
-def expect_bad_data(tester: OpTester) -> NnapiError:
-    with pytest.raises(NnapiError) as error:
-        tester.build()
-    assert error.value.code == ResultCode.BAD_DATA
-    return error.value
 
 
 def binary_tester(op, a, b, out_code=None, out_shape=None):

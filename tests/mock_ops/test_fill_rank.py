@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mock_nnapi import NnapiError, OperandCode, OperationCode, ResultCode
+from mock_nnapi import OperandCode, OperationCode, ResultCode
 
+from .helpers import expect_error
 from .op_tester import NUMPY_DTYPES, OpTester
 
 VALUE_TYPES = [
@@ -14,14 +15,6 @@ VALUE_TYPES = [
     (OperandCode.TENSOR_FLOAT16, OperandCode.FLOAT16, -1.25, np.float16),
     (OperandCode.TENSOR_INT32, OperandCode.INT32, -7, np.int32),
 ]
-
-
-def expect_error(action, code=ResultCode.BAD_DATA):
-    with pytest.raises(NnapiError) as error:
-        action()
-    assert error.value.code == code, str(error.value)
-    if code == ResultCode.BAD_DATA:  # the operation's validation, not a later step, refused it
-        assert error.value.function == "ANeuralNetworksModel_addOperation", str(error.value)
 
 
 def fill_tester(shape, tensor, scalar, value, as_input=True, out_shape=None):

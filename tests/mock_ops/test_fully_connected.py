@@ -14,11 +14,10 @@ import pytest
 
 from mock_nnapi import FuseCode, OperandCode, OperationCode
 
+from .helpers import FUSED_ACTIVATIONS, expect_bad_data
 from .op_tester import OpTester, assert_close
 from .test_conv_2d import (
-    ACTIVATIONS,
     QUANT_TYPES,
-    expect_bad_data,
     feature_level_profile,
     quantize,
     required_feature_level,
@@ -73,14 +72,14 @@ def test_fully_connected_float32(x_shape, w_shape, weights_as_inputs):
     assert_close(result, reference(x, w, b))
 
 
-@pytest.mark.parametrize("activation", list(ACTIVATIONS))
+@pytest.mark.parametrize("activation", list(FUSED_ACTIVATIONS))
 def test_fully_connected_activations(activation):
     rng = np.random.default_rng(1)
     x = rng.uniform(-2, 2, (3, 6)).astype(np.float32)
     w = rng.uniform(-2, 2, (5, 6)).astype(np.float32)
     b = rng.uniform(-1, 1, 5).astype(np.float32)
     result = fc_tester(x, w, b, activation).run()[0]
-    assert_close(result, ACTIVATIONS[activation](reference(x, w, b)))
+    assert_close(result, FUSED_ACTIVATIONS[activation](reference(x, w, b)))
 
 
 def test_fully_connected_float16():
@@ -128,7 +127,7 @@ def run_quantized(
         (w.astype(np.float64) - w_zp) * w_scale,
         b * np.float64(b_scale),
     )
-    real = ACTIVATIONS[activation](real)
+    real = FUSED_ACTIVATIONS[activation](real)
     if out_scale is None:
         # The 10th and 90th percentiles map to the ends of the range: both ends saturate.
         low, high = np.percentile(real, [10, 90])

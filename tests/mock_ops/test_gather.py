@@ -5,33 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mock_nnapi import NnapiError, OperandCode, OperationCode, ResultCode
+from mock_nnapi import OperandCode, OperationCode, ResultCode
 
+from .helpers import DTYPES_AND_INT32, expect_error, sample
 from .op_tester import OpTester
-
-DTYPES = [
-    (np.float32, 0.0, 0),
-    (np.float16, 0.0, 0),
-    (np.int32, 0.0, 0),
-    (np.uint8, 0.5, 3),
-    (np.int8, 0.25, -7),
-]
-
-
-def sample(shape, dtype, seed=0):
-    rng = np.random.default_rng(seed)
-    if np.issubdtype(dtype, np.integer):
-        info = np.iinfo(dtype)
-        return rng.integers(max(info.min, -1000), min(info.max, 1000), shape, dtype=dtype)
-    return rng.uniform(-4, 4, shape).astype(dtype)
-
-
-def expect_error(action, code=ResultCode.BAD_DATA):
-    with pytest.raises(NnapiError) as error:
-        action()
-    assert error.value.code == code, str(error.value)
-    if code == ResultCode.BAD_DATA:  # the operation's validation, not a later step, refused it
-        assert error.value.function == "ANeuralNetworksModel_addOperation", str(error.value)
 
 
 def gather_tester(x, axis, indices, out_shape, scale=0.0, zero_point=0, constant=False):
@@ -45,7 +22,7 @@ def gather_tester(x, axis, indices, out_shape, scale=0.0, zero_point=0, constant
     return tester.output(OpTester.default_code(x), out_shape, scale, zero_point)
 
 
-@pytest.mark.parametrize(("dtype", "scale", "zero_point"), DTYPES)
+@pytest.mark.parametrize(("dtype", "scale", "zero_point"), DTYPES_AND_INT32)
 @pytest.mark.parametrize(
     ("shape", "axis", "indices"),
     [
@@ -105,7 +82,7 @@ def lookup_tester(lookups, values, out_shape, scale=0.0, zero_point=0):
     )
 
 
-@pytest.mark.parametrize(("dtype", "scale", "zero_point"), DTYPES)
+@pytest.mark.parametrize(("dtype", "scale", "zero_point"), DTYPES_AND_INT32)
 @pytest.mark.parametrize("shape", [(6, 4), (5, 2, 3)])
 def test_embedding_lookup(dtype, scale, zero_point, shape):
     values = sample(shape, dtype)

@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mock_nnapi import NnapiError, OperandCode, OperationCode, ResultCode
+from mock_nnapi import OperandCode, OperationCode
 
+from .helpers import expect_bad_data
 from .op_tester import OpTester, assert_close
 
 L2_NORM = OperationCode.L2_NORMALIZATION
@@ -244,12 +245,6 @@ def test_dynamic_output_shapes():
     assert_close(result, instance_reference(x, 1.0, 0.0, 1e-3).astype(np.float32))
     result = lrn_tester(x, 1, 1.0, 0.5, 0.5, -2, dynamic=True).run()[0]
     assert_close(result, lrn_reference(x, 1, 1.0, 0.5, 0.5, -2).astype(np.float32))
-
-
-def expect_bad_data(tester):
-    with pytest.raises(NnapiError) as error:
-        tester.build()
-    assert error.value.code == ResultCode.BAD_DATA
 
 
 X = np.ones((2, 3, 2, 2), np.float32)

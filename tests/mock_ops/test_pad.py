@@ -5,38 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mock_nnapi import NnapiError, OperandCode, OperationCode, ResultCode
+from mock_nnapi import OperandCode, OperationCode, ResultCode
 
+from .helpers import DTYPES, expect_error, sample
 from .op_tester import OpTester
 
-DTYPES = [
-    (np.float32, 0.0, 0),
-    (np.float16, 0.0, 0),
-    (np.uint8, 0.5, 3),
-    (np.int8, 0.25, -7),
-]
 PADDINGS = [
     ((5,), [[2, 1]]),
     ((2, 3), [[0, 1], [2, 0]]),
     ((2, 3, 4), [[1, 1], [0, 0], [3, 2]]),
     ((1, 2, 3, 2), [[0, 0], [1, 2], [2, 2], [0, 1]]),
 ]
-
-
-def sample(shape, dtype, seed=0):
-    rng = np.random.default_rng(seed)
-    if np.issubdtype(dtype, np.integer):
-        info = np.iinfo(dtype)
-        return rng.integers(max(info.min, -1000), min(info.max, 1000), shape, dtype=dtype)
-    return rng.uniform(-4, 4, shape).astype(dtype)
-
-
-def expect_error(action, code=ResultCode.BAD_DATA):
-    with pytest.raises(NnapiError) as error:
-        action()
-    assert error.value.code == code, str(error.value)
-    if code == ResultCode.BAD_DATA:  # the operation's validation, not a later step, refused it
-        assert error.value.function == "ANeuralNetworksModel_addOperation", str(error.value)
 
 
 def pad_tester(op, x, paddings, out_shape, extra=None, scale=0.0, zero_point=0, as_input=False):

@@ -25,22 +25,12 @@ from mock_nnapi import (
     api,
 )
 
+from .helpers import FUSED_ACTIVATIONS, expect_bad_data, op_name
 from .op_tester import OpTester, assert_close
-
-
-def op_name(op):
-    return op.name
-
 
 AVG = OperationCode.AVERAGE_POOL_2D
 MAX = OperationCode.MAX_POOL_2D
 L2 = OperationCode.L2_POOL_2D
-ACTIVATIONS = {
-    FuseCode.NONE: lambda x: x,
-    FuseCode.RELU: lambda x: np.maximum(x, 0),
-    FuseCode.RELU1: lambda x: np.clip(x, -1, 1),
-    FuseCode.RELU6: lambda x: np.clip(x, 0, 6),
-}
 
 
 def round_away(x):
@@ -181,16 +171,16 @@ def test_float32(op, case, activation):
     rng = np.random.default_rng(len(case))
     x = rng.uniform(-3, 8, shape).astype(np.float32)
     pads = explicit_pads(shape, filter_hw, stride_hw, padding)
-    expected = ACTIVATIONS[activation](pool_reference(op, x, filter_hw, stride_hw, pads))
+    expected = FUSED_ACTIVATIONS[activation](pool_reference(op, x, filter_hw, stride_hw, pads))
     result = pool_tester(op, x, filter_hw, stride_hw, padding, activation).run()[0]
     assert_close(result, expected.astype(np.float32))
 
 
-@pytest.mark.parametrize("activation", list(ACTIVATIONS))
+@pytest.mark.parametrize("activation", list(FUSED_ACTIVATIONS))
 def test_activations(activation):
     x = np.linspace(-4, 9, 2 * 4 * 4 * 2).astype(np.float32).reshape(2, 4, 4, 2)
     pads = explicit_pads(x.shape, (2, 2), (2, 2), PaddingCode.VALID)
-    expected = ACTIVATIONS[activation](pool_reference(AVG, x, (2, 2), (2, 2), pads))
+    expected = FUSED_ACTIVATIONS[activation](pool_reference(AVG, x, (2, 2), (2, 2), pads))
     result = pool_tester(AVG, x, (2, 2), (2, 2), PaddingCode.VALID, activation).run()[0]
     assert_close(result, expected.astype(np.float32))
 
@@ -247,7 +237,7 @@ QUANT = {
 
 @pytest.mark.parametrize("op", [AVG, MAX], ids=op_name)
 @pytest.mark.parametrize("dtype", [np.uint8, np.int8])
-@pytest.mark.parametrize("activation", list(ACTIVATIONS))
+@pytest.mark.parametrize("activation", list(FUSED_ACTIVATIONS))
 @pytest.mark.parametrize("case", ["same_odd_nonsquare", "explicit_one_sided"])
 def test_quantized(op, dtype, activation, case):
     shape, filter_hw, stride_hw, padding = CASES[case]
@@ -369,13 +359,6 @@ def test_filter_larger_than_padded_input_fails_at_execution():
     with pytest.raises(NnapiError) as error:
         pool_tester(AVG, x, (3, 3), (1, 1), PaddingCode.VALID, out_shape=(1, 1, 1, 1)).run()
     assert error.value.code == ResultCode.OP_FAILED
-
-
-def expect_bad_data(tester):
-    with pytest.raises(NnapiError) as error:
-        tester.build()
-    assert error.value.code == ResultCode.BAD_DATA
-    return error.value
 
 
 X = np.ones((1, 4, 4, 2), np.float32)

@@ -13,12 +13,8 @@ import pytest
 
 from mock_nnapi import NnapiError, OperandCode, OperationCode, ResultCode
 
+from .helpers import expect_bad_data, op_name
 from .op_tester import OpTester, assert_close
-
-
-def op_name(op):
-    return op.name
-
 
 MEAN = OperationCode.MEAN
 SUM = OperationCode.REDUCE_SUM
@@ -205,13 +201,6 @@ def test_all_dimensions_without_keep_dims_is_shape_one():
     result = reduce_tester(SUM, x, [0, 1, 2], False, dynamic=True).run()[0]
     assert result.shape == (1,)
     assert result[0] == pytest.approx(276.0)
-
-
-def expect_bad_data(tester):
-    with pytest.raises(NnapiError) as error:
-        tester.build()
-    assert error.value.code == ResultCode.BAD_DATA
-    return str(error.value)
 
 
 F = np.ones((2, 3), np.float32)

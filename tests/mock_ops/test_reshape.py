@@ -5,37 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mock_nnapi import NnapiError, OperandCode, OperationCode, ResultCode
+from mock_nnapi import OperandCode, OperationCode, ResultCode
 
+from .helpers import DTYPES, expect_error, sample
 from .op_tester import OpTester
 
+
 # (dtype, scale, zero point) of every tensor type these operations take.
-DTYPES = [
-    (np.float32, 0.0, 0),
-    (np.float16, 0.0, 0),
-    (np.uint8, 0.5, 3),
-    (np.int8, 0.25, -7),
-]
-
-
-def sample(shape, dtype, seed=0):
-    rng = np.random.default_rng(seed)
-    if np.issubdtype(dtype, np.integer):
-        info = np.iinfo(dtype)
-        return rng.integers(max(info.min, -1000), min(info.max, 1000) + 1, shape, dtype=dtype)
-    return rng.uniform(-4, 4, shape).astype(dtype)
-
-
 def quant(scale, zero_point):
     return {"scale": scale, "zero_point": zero_point}
-
-
-def expect_error(action, code=ResultCode.BAD_DATA):
-    with pytest.raises(NnapiError) as error:
-        action()
-    assert error.value.code == code, str(error.value)
-    if code == ResultCode.BAD_DATA:  # the operation's validation, not a later step, refused it
-        assert error.value.function == "ANeuralNetworksModel_addOperation", str(error.value)
 
 
 # ---- RESHAPE -----------------------------------------------------------------------------------

@@ -15,10 +15,8 @@ from mock_nnapi import (
     ResultCode,
 )
 
+from .helpers import S8, U8, expect_bad_data, quantize
 from .op_tester import OpTester, assert_close
-
-U8 = OperandCode.TENSOR_QUANT8_ASYMM
-S8 = OperandCode.TENSOR_QUANT8_ASYMM_SIGNED
 
 
 def run_select(condition, a, b, dynamic=False, quant=None, out_code=None):
@@ -33,14 +31,6 @@ def run_select(condition, a, b, dynamic=False, quant=None, out_code=None):
         .dynamic_outputs(dynamic)
         .run()[0]
     )
-
-
-def quantize(real, scale, zero_point, dtype):
-    """Round half away from zero, then saturate (the NNAPI reference rule)."""
-    info = np.iinfo(dtype)
-    scaled = np.asarray(real, np.float64) / scale
-    rounded = np.sign(scaled) * np.floor(np.abs(scaled) + 0.5)
-    return np.clip(rounded + zero_point, info.min, info.max)
 
 
 @pytest.mark.parametrize("shape", [(5,), (2, 3), (2, 2, 3), (1, 2, 3, 2), (2, 1, 2, 1, 2)])
@@ -107,13 +97,6 @@ def select_tester(condition, a, b, out_code=None, out_shape=None):
     tester = OpTester(OperationCode.SELECT).input(condition)
     tester.input(a, **params).input(b, **({"scale": 0.5} if b.dtype in (np.uint8, np.int8) else {}))
     return tester.output(code, out_shape if out_shape is not None else a.shape, **params)
-
-
-def expect_bad_data(tester: OpTester) -> NnapiError:
-    with pytest.raises(NnapiError) as error:
-        tester.build()
-    assert error.value.code == ResultCode.BAD_DATA
-    return error.value
 
 
 def test_no_broadcasting():

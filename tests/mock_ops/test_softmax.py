@@ -22,12 +22,8 @@ from mock_nnapi import (
     api,
 )
 
+from .helpers import expect_bad_data, op_name
 from .op_tester import OpTester, assert_close
-
-
-def op_name(op):
-    return op.name
-
 
 SOFTMAX = OperationCode.SOFTMAX
 LOG_SOFTMAX = OperationCode.LOG_SOFTMAX
@@ -192,13 +188,6 @@ def test_softmax_beta_as_model_input_checked_at_execution():
     with pytest.raises(NnapiError) as error:
         api.call("ANeuralNetworksExecution_compute", execution.handle)
     assert error.value.code == ResultCode.OP_FAILED
-
-
-def expect_bad_data(tester):
-    with pytest.raises(NnapiError) as error:
-        tester.build()
-    assert error.value.code == ResultCode.BAD_DATA
-    return str(error.value)
 
 
 X = np.ones((2, 3), np.float32)

@@ -16,13 +16,12 @@ import pytest
 
 from mock_nnapi import FuseCode, OperandCode, OperationCode, PaddingCode
 
+from .helpers import FUSED_ACTIVATIONS, expect_bad_data
 from .op_tester import OpTester, assert_close
 from .test_conv_2d import (
-    ACTIVATIONS,
     I32,
     PER_CHANNEL,
     QUANT_TYPES,
-    expect_bad_data,
     feature_level_profile,
     quantize,
     random_float,
@@ -121,7 +120,7 @@ def run_float(
         pads = padding
     else:
         pads = implicit_pads(padding, requested[1:3], w.shape[1:3], strides)
-    expected = ACTIVATIONS[activation](transpose_conv_reference(x, w, b, pads, strides))
+    expected = FUSED_ACTIVATIONS[activation](transpose_conv_reference(x, w, b, pads, strides))
     result = build(
         to_nchw(x) if nchw else x,
         w,
@@ -179,7 +178,7 @@ def test_transpose_conv_implicit_float32(case, nchw):
     assert_close(actual, expected)
 
 
-@pytest.mark.parametrize("activation", list(ACTIVATIONS))
+@pytest.mark.parametrize("activation", list(FUSED_ACTIVATIONS))
 def test_transpose_conv_activations(activation):
     rng = np.random.default_rng(1)
     x = rng.uniform(-2, 2, (1, 3, 3, 3)).astype(np.float32)

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 import pytest
-from mock_nnapi.api import call
 
 from mock_nnapi import (
-    Compilation,
-    Execution,
-    Model,
     NnapiError,
     OperandCode,
     OperationCode,
     ResultCode,
 )
 
+from .helpers import expect_bad_data, quantize, run_on_zero_sized, run_unary
 from .op_tester import OpTester, assert_close
 
 FLOAT_OPS = {
@@ -35,31 +30,10 @@ POSITIVE_ONLY = {OperationCode.LOG, OperationCode.SQRT, OperationCode.RSQRT}
 SHAPES = [(5,), (2, 3), (2, 1, 3), (1, 2, 3, 2)]
 
 
-def run_unary(op, x, out_code=None, dynamic=False, quant=None):
-    quant = quant or {}
-    code = out_code if out_code is not None else OpTester.default_code(x)
-    return (
-        OpTester(op)
-        .input(x, **quant.get("x", {}))
-        .output(code, x.shape, **quant.get("out", {}))
-        .dynamic_outputs(dynamic)
-        .run()[0]
-    )
-
-
 def sample(op, shape, dtype, seed=0):
     rng = np.random.default_rng(seed)
     low = 0.05 if op in POSITIVE_ONLY else -4.0
     return rng.uniform(low, 4.0, shape).astype(dtype)
-
-
-def quantize(real, scale, zero_point, dtype):
-    """Round half away from zero, then saturate (the NNAPI reference rule)."""
-    info = np.iinfo(dtype)
-    scaled = np.asarray(real, np.float64) / scale
-    rounded = np.sign(scaled) * np.floor(np.abs(scaled) + 0.5)
-    with np.errstate(invalid="ignore"):
-        return np.clip(np.nan_to_num(rounded + zero_point, nan=info.max), info.min, info.max)
 
 
 @pytest.mark.parametrize("op", list(FLOAT_OPS))
@@ -188,13 +162,6 @@ def test_dynamic_output_shape(op, x):
 # ---- validation ----------------------------------------------------------------------------------
 
 
-def expect_bad_data(tester: OpTester) -> NnapiError:
-    with pytest.raises(NnapiError) as error:
-        tester.build()
-    assert error.value.code == ResultCode.BAD_DATA
-    return error.value
-
-
 @pytest.mark.parametrize(
     ("op", "x", "code"),
     [
@@ -264,40 +231,6 @@ def test_declared_output_shape_mismatch_fails_execution():
 
 
 # ---- zero-sized inputs ---------------------------------------------------------------------------
-
-
-def run_on_zero_sized(op, scalars=(), constants=(), out_code=None, out_params=None):
-    """Runs `op` on a zero-sized [0, 3] TENSOR_FLOAT32 made inside the model by SLICE.
-
-    Model inputs cannot be zero-sized, so SLICE (size 0 along axis 0) produces one. The output
-    buffer is 4 bytes, like CTS's at-least-one-byte buffers for zero-sized outputs. Returns the
-    output dimensions the mock reports; raises NnapiError when the execution fails.
-    """
-    model = Model()
-    source = model.add_operand(OperandCode.TENSOR_FLOAT32, (2, 3))
-    begin = model.add_constant(OperandCode.TENSOR_INT32, np.array([0, 0], np.int32))
-    size = model.add_constant(OperandCode.TENSOR_INT32, np.array([0, 3], np.int32))
-    empty = model.add_operand(OperandCode.TENSOR_FLOAT32, (0, 3))
-    try:
-        model.add_operation(OperationCode.SLICE, [source, begin, size], [empty])
-    except NnapiError as error:
-        pytest.skip(f"SLICE is needed to make a zero-sized tensor: {error}")
-    inputs = [empty]
-    inputs += [model.add_constant(OperandCode.TENSOR_FLOAT32, value) for value in constants]
-    inputs += [model.add_scalar(code, value) for code, value in scalars]
-    out_code = out_code if out_code is not None else OperandCode.TENSOR_FLOAT32
-    output = model.add_operand(out_code, (0, 3), **(out_params or {}))
-    model.add_operation(op, inputs, [output])
-    model.identify_inputs_and_outputs([source], [output])
-    model.finish()
-    execution = Execution(Compilation(model).finish())
-    data = np.ones((2, 3), np.float32)
-    buffer = (ctypes.c_uint8 * 4)()
-    handle = execution.handle
-    call("ANeuralNetworksExecution_setInput", handle, 0, None, data.ctypes.data, data.nbytes)
-    call("ANeuralNetworksExecution_setOutput", handle, 0, None, buffer, len(buffer))
-    call("ANeuralNetworksExecution_compute", handle)
-    return execution.output_dimensions(0)
 
 
 @pytest.mark.parametrize(

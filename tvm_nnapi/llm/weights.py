@@ -18,9 +18,11 @@ import os
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from ..errors import WeightError
 from .config import LlamaConfig
 
 # Suffixes of fused parameters and the Hugging Face tensors concatenated into them (axis 0).
@@ -41,10 +43,6 @@ _FUSED: dict[str, tuple[str, ...]] = {
 ParamSpec = Sequence[tuple[str, Sequence[int]]]
 
 
-class WeightError(ValueError):
-    """A checkpoint does not fit the model: a tensor is missing or has the wrong shape."""
-
-
 def hf_sources(param_name: str) -> tuple[str, ...]:
     """The Hugging Face tensor names that make up one model parameter."""
     for suffix, parts in _FUSED.items():
@@ -55,16 +53,19 @@ def hf_sources(param_name: str) -> tuple[str, ...]:
 
 
 def param_specs(
-    source: Iterable[tuple[str, object]] | LlamaConfig,
+    source: Iterable[tuple[str, Any]] | LlamaConfig,
 ) -> list[tuple[str, list[int]]]:
     """``(name, shape)`` of the model's parameters, in the order of the packed parameter tuple
     of ``embed``/``prefill``/``decode``: from the ``named_params`` that ``export_model``
     returns, or from a configuration (without exporting)."""
+    named: Iterable[tuple[str, Any]]
     if isinstance(source, LlamaConfig):
         from .model import LlamaForCausalLM
 
-        source = LlamaForCausalLM(source).named_parameters()
-    return [(name, [int(d) for d in param.shape]) for name, param in source]  # type: ignore[attr-defined]
+        named = LlamaForCausalLM(source).named_parameters()
+    else:
+        named = source
+    return [(name, [int(d) for d in param.shape]) for name, param in named]
 
 
 # ---- reading safetensors -------------------------------------------------------------------------

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..errors import TargetUnavailableError
+
 #: Android ABI -> LLVM target triple (the NDK's clang prefixes use the same triples).
 ABI_TRIPLES = {
     "arm64-v8a": "aarch64-linux-android",
@@ -49,10 +51,6 @@ DEVICE_DIRECTORY = "/data/local/tmp/tvm_nnapi"
 RUNTIME_LIBRARY = "libtvm_nnapi_runtime.so"
 
 T = TypeVar("T")
-
-
-class TargetUnavailableError(RuntimeError):
-    """A target cannot be used here; the message says what is missing and how to provide it."""
 
 
 # ---- which device a worker uses ---------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 - :mod:`mock_nnapi.api`: build models, compile and execute with numpy arrays.
 - :mod:`mock_nnapi.control`: the mock-only controls (counters, fault injection, last error).
+- :mod:`mock_nnapi.device_profiles`: reading device profile files (no library needed).
 - :mod:`mock_nnapi.constants`: the NNAPI enums with their ABI values.
 """
 

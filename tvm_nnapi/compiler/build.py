@@ -11,6 +11,7 @@ from tvm import IRModule, relax
 
 from .codegen import drop_codegen_constants
 from .flops import call_flops
+from .ir_utils import calls_in, operator_calls
 from .partition import CODEGEN_NAME, nnapi_subgraphs, partition
 from .patterns import PartitionOptions
 
@@ -26,7 +27,7 @@ def build(
 
     ``host_fallback=True`` also compiles every NNAPI subgraph for the host, so that the runtime
     can run it there when the device-selection policy prefers the host for a shape (see
-    :mod:`tvm_nnapi.runtime_api`) or when NNAPI fails; it costs one more TVM compilation per
+    :mod:`tvm_nnapi.runtime`) or when NNAPI fails; it costs one more TVM compilation per
     subgraph.
     """
     if not nnapi_subgraphs(mod):
@@ -45,7 +46,7 @@ class OffloadSummary:
 
     subgraphs: dict[str, Counter] = field(default_factory=dict)
     host: Counter = field(default_factory=Counter)
-    # Estimated FLOPs (see tvm_nnapi.flops) in NNAPI subgraphs and on the host.
+    # Estimated FLOPs (see tvm_nnapi.compiler.flops) in NNAPI subgraphs and on the host.
     offloaded_flops: int = 0
     host_flops: int = 0
 
@@ -63,39 +64,6 @@ class OffloadSummary:
         return sum(self.host.values())
 
 
-def _calls(expr: relax.Expr) -> list[relax.Call]:
-    found: list[relax.Call] = []
-    relax.analysis.post_order_visit(
-        expr, lambda node: found.append(node) if isinstance(node, relax.Call) else None
-    )
-    return found
-
-
-def _operator_calls(func: relax.Function) -> list[relax.Call]:
-    """The operator calls of a function, once per execution.
-
-    MergeCompositeFunctions inlines a composite used several times in one subgraph (e.g. the
-    RMSNorm of every decoder layer) as one local function called several times; its operators
-    count once per call.
-    """
-    local: dict[relax.Var, relax.Function] = {}
-    found: list[relax.Call] = []
-    body = func.body
-    blocks = body.blocks if isinstance(body, relax.SeqExpr) else []
-    for block in blocks:
-        for binding in block.bindings:
-            value = binding.value
-            if isinstance(value, relax.Function):
-                local[binding.var] = value
-            elif isinstance(value, relax.Call) and value.op in local:
-                found.extend(_operator_calls(local[value.op]))
-            else:
-                found.extend(c for c in _calls(value) if isinstance(c.op, tvm.ir.Op))
-    if not blocks:
-        found.extend(c for c in _calls(body) if isinstance(c.op, tvm.ir.Op))
-    return found
-
-
 def offload_summary(mod: IRModule) -> OffloadSummary:
     """Count Relax operators (and their estimated FLOPs) inside NNAPI subgraphs and in the host
     functions.
@@ -107,14 +75,14 @@ def offload_summary(mod: IRModule) -> OffloadSummary:
     call_sites: Counter = Counter()
     for func in mod.functions.values():
         if isinstance(func, relax.Function) and CODEGEN_NAME != (func.attrs or {}).get("Codegen"):
-            for call in _calls(func.body):
+            for call in calls_in(func.body):
                 if isinstance(call.op, tvm.ir.GlobalVar):
                     call_sites[call.op.name_hint] += 1
     for gvar, func in mod.functions.items():
         if not isinstance(func, relax.Function):
             continue
         attrs = func.attrs or {}
-        calls = _operator_calls(func)
+        calls = operator_calls(func)
         ops = Counter(str(call.op.name) for call in calls)
         flops = sum(call_flops(call) for call in calls)
         if attrs.get("Codegen") == CODEGEN_NAME:

@@ -1,6 +1,6 @@
 """Modelled latency of a Relax program on a phone profile: NNAPI-offloaded vs all on the host.
 
-    from tvm_nnapi.estimate import estimate
+    from tvm_nnapi.tools.estimate import estimate
     result = estimate(mod, "snapdragon-8-gen-2", shapes={"seq_len": 128}, entry="prefill")
     print(result.format())
     json.dump(result.to_dict(), file)
@@ -33,15 +33,16 @@ import mmap
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence, Set
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import tvm
 from tvm import IRModule, relax
 
-from .flops import call_flops
-from .partition import CODEGEN_NAME, partition_with_report
-from .patterns import PartitionOptions
+from ..compiler.flops import call_flops
+from ..compiler.ir_utils import bindings, located_operator_calls
+from ..compiler.partition import CODEGEN_NAME, partition_with_report
+from ..compiler.patterns import PartitionOptions
 
 #: Relax operators TVM lowers to views of their input (no kernel, no memory traffic).
 VIEW_OPERATORS = frozenset({"relax.reshape", "relax.expand_dims", "relax.squeeze", "relax.flatten"})
@@ -105,7 +106,7 @@ class HostModel:
     @classmethod
     def from_profile(cls, profile: str, preset: str = "profile-cpu") -> HostModel:
         """The host model of ``profile`` (a built-in name or a path) with a preset."""
-        from .runtime_api import host_cpu_device, load_profile
+        from mock_nnapi.device_profiles import host_cpu_device, load_profile
 
         if preset not in HOST_MODELS:
             raise ValueError(f"unknown host model {preset!r}; known: {HOST_MODELS}")
@@ -172,7 +173,7 @@ def _tensor_bytes(ty: object) -> float:
     dims = [getattr(v, "value", None) for v in ty.shape.values]
     if any(d is None for d in dims):
         return 0.0
-    return float(math.prod(dims)) * tvm.runtime.DataType(str(ty.dtype)).bits / 8
+    return float(math.prod(cast(list[int], dims))) * tvm.runtime.DataType(str(ty.dtype)).bits / 8
 
 
 def _data_class(ty: object) -> str:
@@ -239,7 +240,7 @@ def _absorbed_transposes(bindings: Sequence[relax.Binding]) -> set[relax.Var]:
 
 
 def operator_work(call: relax.Call, absorbed: Set[relax.Var] = frozenset()) -> HostWork:
-    """FLOPs (:func:`tvm_nnapi.flops.call_flops`) and bytes (every tensor argument and the
+    """FLOPs (:func:`tvm_nnapi.compiler.flops.call_flops`) and bytes (every tensor argument and the
     result) of one Relax operator; views cost nothing, a transpose absorbed by its matmul
     nothing either."""
     name = str(call.op.name)
@@ -437,32 +438,15 @@ class _Subgraph:
     call_args: list[relax.Expr] = field(default_factory=list)
 
 
-def _bindings(func: relax.Function) -> list[relax.Binding]:
-    body = func.body
-    if not isinstance(body, relax.SeqExpr):
-        return []
-    return [b for block in body.blocks for b in block.bindings]
-
-
 def _operator_calls(func: relax.Function) -> list[tuple[relax.Call, set[relax.Var]]]:
     """Operator calls of a subgraph, once per execution (inlined composites once per call), each
     with the transposes its function absorbs."""
+    absorbed: dict[relax.Function, set[relax.Var]] = {}
     found: list[tuple[relax.Call, set[relax.Var]]] = []
-    local: dict[relax.Var, relax.Function] = {}
-    bindings = _bindings(func)
-    absorbed = _absorbed_transposes(bindings)
-    for binding in bindings:
-        value = binding.value
-        if isinstance(value, relax.Function):
-            local[binding.var] = value
-        elif isinstance(value, relax.Call) and value.op in local:
-            found.extend(_operator_calls(local[value.op]))
-        elif isinstance(value, relax.Call) and isinstance(value.op, tvm.ir.Op):
-            found.append((value, absorbed))
-    if not bindings and isinstance(func.body, relax.SeqExpr):
-        body = func.body.body
-        if isinstance(body, relax.Call) and isinstance(body.op, tvm.ir.Op):
-            found.append((body, absorbed))
+    for call, owner in located_operator_calls(func):
+        if owner not in absorbed:
+            absorbed[owner] = _absorbed_transposes(bindings(owner))
+        found.append((call, absorbed[owner]))
     return found
 
 
@@ -507,7 +491,7 @@ class PreparedEstimate:
         options: PartitionOptions | None = None,
         extern_work: Mapping[str, ExternWork] | None = None,
     ) -> None:
-        from .codegen import lower_function
+        from ..compiler.codegen import lower_function
 
         self.entry = entry or _default_entry(mod)
         if not any(g.name_hint == self.entry for g in mod.get_global_vars()):
@@ -543,10 +527,10 @@ class PreparedEstimate:
                 self._graphs[name] = (builder.symbol, builder.to_json(), bytes(builder.constants))
 
     def _analyse(self, func: relax.Function) -> None:
-        bindings = _bindings(func)
-        weights = _weight_vars(func, bindings)
-        absorbed = _absorbed_transposes(bindings)
-        for binding in bindings:
+        func_bindings = bindings(func)
+        weights = _weight_vars(func, func_bindings)
+        absorbed = _absorbed_transposes(func_bindings)
+        for binding in func_bindings:
             value = binding.value
             if not isinstance(value, relax.Call):
                 continue
@@ -641,7 +625,7 @@ class PreparedEstimate:
     def _trace(self, sub: _Subgraph) -> dict[str, Any]:
         from mock_nnapi import control
 
-        from ._runtime import runtime_function
+        from ..runtime._library import runtime_function
 
         symbol, graph_json, constants = self._graphs[sub.gvar.name_hint]
         create = runtime_function("tvm_nnapi.runtime.create")
@@ -827,15 +811,15 @@ def _profile_selected(profile: str) -> Iterator[None]:
 def _cost_only() -> Iterator[None]:
     from mock_nnapi import control
 
-    from . import runtime_api
+    from .. import runtime
 
-    options = runtime_api.options_in_effect()
-    runtime_api.configure(policy="nnapi", cache_dir="")
+    options = runtime.options_in_effect()
+    runtime.configure(policy="nnapi", cache_dir="")
     try:
         with control.CostOnlyExecution():
             yield
     finally:
-        runtime_api.configure(
+        runtime.configure(
             policy=options.get("policy", "nnapi"), cache_dir=options.get("cache_dir", "")
         )
 

@@ -8,7 +8,8 @@ kind "nnapi".
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import tvm
@@ -16,12 +17,29 @@ import tvm_ffi
 from tvm import relax, tirx
 from tvm.relax.expr_functor import PyExprMutator, mutator
 
-from . import converters, ops  # noqa: F401  (ops registers the converters)
-from ._runtime import runtime_function
+from ..errors import CodegenError, UnsupportedShapeError
+from ..runtime._library import runtime_function
+from . import converters, lowerings  # noqa: F401  (lowerings registers the converters)
 from .converters import ConvertContext, Value
-from .errors import CodegenError
 from .graph_json import Dim, GraphBuilder
 from .ir_utils import prefix_prim_funcs_pass
+
+# Errors raised in the codegen reach Python again through tvm-ffi (RunCodegen calls it from C++):
+# registered, they keep their class there instead of becoming a bare RuntimeError.
+for _error in (CodegenError, UnsupportedShapeError):
+    tvm_ffi.register_error(f"tvm_nnapi.{_error.__name__}", _error)
+
+
+@contextlib.contextmanager
+def _locating(symbol: str, operator: str) -> Iterator[None]:
+    """Name the subgraph and the operator of a shape the graph JSON cannot express (the graph
+    builder knows only the expression)."""
+    try:
+        yield
+    except UnsupportedShapeError as error:
+        if error.subgraph:
+            raise
+        raise UnsupportedShapeError(symbol, operator, error.reason) from None
 
 
 def lower_function(func: relax.Function) -> GraphBuilder:
@@ -31,7 +49,8 @@ def lower_function(func: relax.Function) -> GraphBuilder:
     ctx = ConvertContext(builder)
     for index, param in enumerate(func.params):
         if isinstance(param.ty, relax.TensorType):
-            ctx.values[param] = builder.add_input(ctx.dtype(param), ctx.shape(param))
+            with _locating(symbol, param.name):
+                ctx.values[param] = builder.add_input(ctx.dtype(param), ctx.shape(param))
         elif isinstance(param.ty, relax.ShapeType | tvm.ir.PrimType):
             # Shape information only (e.g. a reshape target), already in the operand shapes.
             builder.skip_arguments.append(index)
@@ -46,7 +65,9 @@ def lower_function(func: relax.Function) -> GraphBuilder:
             if isinstance(value, relax.Function):
                 composites[binding.var] = value
             elif isinstance(value, relax.Call) and value.op in composites:
-                ctx.values[binding.var] = _lower_composite(ctx, composites[value.op], value)
+                composite = composites[value.op]
+                with _locating(symbol, str(composite.attrs["Composite"])):
+                    ctx.values[binding.var] = _lower_composite(ctx, composite, value)
             else:
                 ctx.values[binding.var] = _lower_plumbing(ctx, binding)
     for field in _fields(body.body):
@@ -101,7 +122,8 @@ def _lower_composite(ctx: ConvertContext, composite: relax.Function, call: relax
                     convert = converters.find_converter(str(value.op.name))
                     if convert is None:
                         raise ctx.fail(value, f"no converter (composite {name})")
-                    ctx.values[binding.var] = convert(ctx, value)
+                    with _locating(ctx.symbol, converters.describe(value)):
+                        ctx.values[binding.var] = convert(ctx, value)
                 else:
                     ctx.values[binding.var] = _lower_plumbing(ctx, binding)
         result = composite.body.body

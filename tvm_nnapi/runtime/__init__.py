@@ -1,6 +1,6 @@
 """Controls and statistics of the NNAPI runtime modules in a built program.
 
-    import tvm_nnapi.runtime_api as rt
+    import tvm_nnapi.runtime as rt
     rt.configure(cache_max_entries=8, cache_dir="/data/local/tmp/nnapi-cache")
     executable = tvm_nnapi.build(mod)
     rt.precompile(executable, seq_len=[32, 64, 128])   # compile ahead for expected shapes
@@ -24,7 +24,10 @@ from typing import Any
 
 import tvm
 
-from ._runtime import runtime_function
+# The one Python reader of device profiles (re-exported here, where they were defined before).
+from mock_nnapi.device_profiles import host_cpu_device, load_profile
+
+from ._library import runtime_function
 
 OPTIONS = (
     "cache_max_entries",
@@ -107,35 +110,6 @@ def precompile(program: Any, **symbols: int | Iterable[int]) -> int:
             count += 1
         lengths = {len(v) for v in values.values()}
     return count
-
-
-def load_profile(profile: str) -> dict[str, Any]:
-    """A mock_nnapi device profile (docs/device-profiles.md) by built-in name or file path."""
-    import json
-    import os
-    from pathlib import Path
-
-    from mock_nnapi._library import find_packaged_file
-
-    path = Path(profile)
-    if not path.is_file():
-        directory = os.environ.get("MOCK_NNAPI_PROFILE_DIR")  # the mock's own search order
-        candidate = Path(directory, f"{profile}.json") if directory else None
-        if candidate is not None and candidate.is_file():
-            path = candidate
-        else:
-            path = find_packaged_file("mock_nnapi", f"profiles/{profile}.json")
-    with open(path, encoding="utf-8") as file:
-        return json.load(file)
-
-
-def host_cpu_device(data: dict[str, Any]) -> dict[str, Any]:
-    """The CPU device of a loaded profile that models TVM's host code: the one marked
-    ``runtime_cpu`` (Android's own CPU fallback), else the first CPU device."""
-    cpus = [d for d in data["devices"] if d["type"] == "CPU"]
-    if not cpus:
-        raise ValueError(f"profile {data.get('name')!r} has no CPU device to model the host")
-    return next((d for d in cpus if d.get("runtime_cpu")), cpus[0])
 
 
 def cost_policy_from_profile(

@@ -1,4 +1,5 @@
-"""Small IRModule utilities: renaming global functions consistently."""
+"""Small IRModule utilities: walking a function's bindings and operator calls, and renaming
+global functions consistently."""
 
 from __future__ import annotations
 
@@ -7,6 +8,54 @@ from collections.abc import Callable
 import tvm
 from tvm import IRModule, relax
 from tvm.relax.expr_functor import PyExprMutator, mutator
+
+
+def bindings(func: relax.Function) -> list[relax.Binding]:
+    """Every binding of a function's body, block after block (none when the body is not a
+    ``SeqExpr``)."""
+    body = func.body
+    if not isinstance(body, relax.SeqExpr):
+        return []
+    return [b for block in body.blocks for b in block.bindings]
+
+
+def calls_in(expr: relax.Expr) -> list[relax.Call]:
+    """Every call inside an expression (nested ones included), in post order."""
+    found: list[relax.Call] = []
+    relax.analysis.post_order_visit(
+        expr, lambda node: found.append(node) if isinstance(node, relax.Call) else None
+    )
+    return found
+
+
+def located_operator_calls(func: relax.Function) -> list[tuple[relax.Call, relax.Function]]:
+    """The operator calls of a function, once per execution, each with the function whose body
+    holds it (``func`` or one of its local functions).
+
+    MergeCompositeFunctions inlines a composite used several times in one subgraph (e.g. the
+    RMSNorm of every decoder layer) as one local function called several times; its operators
+    count once per call. A function without bindings contributes the calls of its body.
+    """
+    local: dict[relax.Var, relax.Function] = {}
+    found: list[tuple[relax.Call, relax.Function]] = []
+    func_bindings = bindings(func)
+    for binding in func_bindings:
+        value = binding.value
+        if isinstance(value, relax.Function):
+            local[binding.var] = value
+        elif isinstance(value, relax.Call) and value.op in local:
+            found.extend(located_operator_calls(local[value.op]))
+        else:
+            found.extend((c, func) for c in calls_in(value) if isinstance(c.op, tvm.ir.Op))
+    if not func_bindings:
+        found.extend((c, func) for c in calls_in(func.body) if isinstance(c.op, tvm.ir.Op))
+    return found
+
+
+def operator_calls(func: relax.Function) -> list[relax.Call]:
+    """The operator calls of a function, once per execution (see
+    :func:`located_operator_calls`)."""
+    return [call for call, _ in located_operator_calls(func)]
 
 
 @mutator

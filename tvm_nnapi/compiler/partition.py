@@ -15,7 +15,7 @@ import tvm
 from tvm import IRModule, relax
 from tvm.relax.expr_functor import PyExprMutator, mutator
 
-from .ir_utils import rename_functions
+from .ir_utils import bindings, rename_functions
 from .patterns import (
     PartitionOptions,
     Refusal,
@@ -89,7 +89,7 @@ def _merge_composites(mod: IRModule) -> IRModule:
 
 def _remove_unused_composites(mod: IRModule) -> IRModule:
     """Drop the composite functions no function calls any more (they were merged)."""
-    used = set()
+    used: set[str] = set()
     for func in mod.functions.values():
         if isinstance(func, relax.Function) and "Composite" not in (func.attrs or {}):
             used.update(g.name_hint for g in relax.analysis.all_global_vars(func))
@@ -149,7 +149,7 @@ def _hide_opaque_calls(
         return func, opaque
     blocks = []
     for block in body.blocks:
-        bindings = []
+        block_bindings = []
         for binding in block.bindings:
             value = binding.value
             if (
@@ -168,11 +168,11 @@ def _hide_opaque_calls(
                 opaque[name] = (value, leaves)
                 call = relax.Call(builder.add_func(placeholder, name), leaves)
                 binding = relax.VarBinding(binding.var, call)
-            bindings.append(binding)
+            block_bindings.append(binding)
         if isinstance(block, relax.DataflowBlock):
-            blocks.append(relax.DataflowBlock(bindings))
+            blocks.append(relax.DataflowBlock(block_bindings))
         else:
-            blocks.append(relax.BindingBlock(bindings))
+            blocks.append(relax.BindingBlock(block_bindings))
     if not opaque:
         return func, opaque
     new_body = relax.SeqExpr(blocks, body.body)
@@ -203,7 +203,7 @@ def _rename_subgraphs(mod: IRModule, prefix: str) -> IRModule:
     main = mod["main"]
     order = [
         binding.value.op
-        for binding in _bindings(main)
+        for binding in bindings(main)
         if isinstance(binding.value, relax.Call) and isinstance(binding.value.op, tvm.ir.GlobalVar)
     ]
     subgraphs = [g for g in order if (mod[g].attrs or {}).get("Codegen") == CODEGEN_NAME]
@@ -222,7 +222,7 @@ def _unsupported_operators(
             continue
         if entry_functions and gvar.name_hint not in entry_functions:
             continue
-        for binding in _bindings(func):
+        for binding in bindings(func):
             value = binding.value
             if not (isinstance(value, relax.Call) and isinstance(value.op, tvm.ir.Op)):
                 continue
@@ -238,13 +238,6 @@ def _unsupported_operators(
                 reason = f"no NNAPI pattern for {name} (in {gvar.name_hint})"
             refusals.append(Refusal(name, binding.var.name, kind, reason))
     return refusals
-
-
-def _bindings(func: relax.Function) -> list[relax.Binding]:
-    body = func.body
-    if not isinstance(body, relax.SeqExpr):
-        return []
-    return [b for block in body.blocks for b in block.bindings]
 
 
 def partition_with_report(

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import UnsupportedShapeError
+
 GRAPH_FORMAT = "tvm-nnapi-graph"
 GRAPH_VERSION = 1
 
@@ -32,10 +34,6 @@ TENSOR_TYPES: dict[str, str] = {
 CONSTANT_ALIGNMENT = 64
 
 Dim = int | str
-
-
-class UnsupportedShapeError(ValueError):
-    """A shape expression cannot be expressed in the graph JSON."""
 
 
 def dimension(expr: Any, symbols: list[str], var_map: dict[Any, Dim] | None = None) -> Dim:
@@ -174,7 +172,7 @@ class GraphBuilder:
         self.constants.extend(b"\0" * padding)
         offset = len(self.constants)
         self.constants.extend(array.tobytes())
-        shape = [int(d) for d in array.shape] or [1]
+        shape: list[Dim] = [int(d) for d in array.shape] or [1]
         return self._add(Operand(tensor_type(dtype), shape, constant=(offset, array.nbytes)))
 
     def add_scalar(self, type: str, value: Any) -> int:

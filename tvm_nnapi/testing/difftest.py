@@ -26,6 +26,19 @@ from typing import Any
 
 import numpy as np
 
+try:
+    from ..errors import ReportError
+except ImportError:  # loaded by file path (tests/difftest_plugin.py, which must not import TVM)
+    import importlib.util
+
+    _spec = importlib.util.spec_from_file_location(
+        "tvm_nnapi_errors", Path(__file__).resolve().parents[1] / "errors.py"
+    )
+    assert _spec is not None and _spec.loader is not None
+    _errors = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_errors)
+    ReportError = _errors.ReportError  # type: ignore[misc]
+
 REPORT_FORMAT = "tvm-nnapi-difftest"
 REPORT_VERSION = 1
 
@@ -33,10 +46,6 @@ REPORT_VERSION = 1
 OUTCOMES = ("passed", "xfailed", "skipped", "xpassed", "failed", "error")
 _GOOD = {"passed", "xfailed"}
 _BAD = {"failed", "error"}
-
-
-class ReportError(ValueError):
-    """A report file that cannot be read (names the file and what is wrong)."""
 
 
 @dataclass
@@ -336,6 +345,7 @@ def compare_reports(
         a = base_tests.get(nodeid)
         b = other_tests.get(nodeid)
         if a is None:
+            assert b is not None  # nodeid is in one of the two reports
             changes.append(Change(nodeid, "new", f"only in B ({b.outcome})", False))
             continue
         if b is None:
@@ -459,8 +469,8 @@ def add_subcommands(subparsers: Any) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m tvm_nnapi.difftest A.json B.json`` (same as ``tvm-nnapi compare-reports``)."""
-    parser = argparse.ArgumentParser(prog="python -m tvm_nnapi.difftest")
+    """``python -m tvm_nnapi.testing.difftest A.json B.json`` (= ``tvm-nnapi compare-reports``)."""
+    parser = argparse.ArgumentParser(prog="python -m tvm_nnapi.testing.difftest")
     add_subcommands(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["compare-reports", *(argv if argv is not None else sys.argv[1:])])
     return int(args.handler(args))
