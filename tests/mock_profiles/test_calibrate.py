@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from mock_nnapi.device_profiles import load_profile
 
 from mock_nnapi import control
 from tvm_nnapi.cli import main
@@ -164,3 +165,40 @@ def test_workload_weight_bytes_match_the_published_shapes():
     assert workloads.build("mobilenet_v2", "float16").weight_bytes == pytest.approx(
         2 * 3.5e6, rel=0.02
     )
+
+
+def test_the_calibrated_profile_reproduces_every_published_row_within_1_5x():
+    rows = calibrate.read_measurements(PUBLISHED)
+    _, parameters, modelled = calibrate.model_rows("snapdragon-8-gen-2", rows)
+    values = parameters.vector()
+    for row in modelled:
+        ratio = row.value(values) / row.measurement.measured
+        assert 1 / 1.5 <= ratio <= 1.5, (row.measurement.id, ratio)
+
+
+@pytest.mark.parametrize("name", ["tensor-g2", "dimensity-9000"])
+def test_uncalibrated_phones_carry_the_fitted_parameters_as_labelled_estimates(name):
+    calibrated = load_profile("snapdragon-8-gen-2")
+    profile = load_profile(name)
+    like = {device["type"]: device for device in reversed(calibrated["devices"])}
+    for i, device in enumerate(profile["devices"]):
+        source = like[device["type"]]
+        for key in calibrate.DERIVED_FIELDS:
+            assert device.get(key) == source.get(key), (name, device["name"], key)
+        fraction = source["memory_bandwidth_gbps"] / calibrated["soc"]["dram_peak_gbps"]
+        assert device["memory_bandwidth_gbps"] == pytest.approx(
+            fraction * profile["soc"]["dram_peak_gbps"]
+        )
+        cited = [s for s in profile["sources"] if f"devices[{i}].compute_efficiency" in s["fields"]]
+        assert cited and all(s["estimate"] for s in cited)
+        assert "carried over from the calibrated snapdragon-8-gen-2" in cited[0]["source"]
+
+
+def test_derive_is_what_the_cli_does(tmp_path):
+    out = tmp_path / "derived.json"
+    argv = ["calibrate", "tensor-g2", "--derive-from", "snapdragon-8-gen-2", "-o", str(out)]
+    assert main(argv) == 0
+    derived = json.loads(out.read_text())
+    expected = calibrate.derive(load_profile("snapdragon-8-gen-2"), load_profile("tensor-g2"))
+    assert derived == expected
+    control.set_profile(str(out))  # passes the mock's strict reader

@@ -59,6 +59,16 @@ UNITS = ("ms", "us", "GB/s", "GOP/s")
 TIMINGS = ("wall", "in_driver", "on_hardware")
 
 
+#: A parameter counts as fitted to a row when the row's modelled value changes by at least
+#: this fraction of a relative change of the parameter (d log m / d log p).
+INFORMED_ELASTICITY = 0.01
+
+#: Operation classes fitted as one: a class -> the class whose parameters it shares. NNAPI's
+#: FULLY_CONNECTED and BATCH_MATMUL run the same GEMM/GEMV kernels on these devices, and the
+#: host model costs TVM's matmuls under `matmul`.
+TIES = {"matmul": "fully_connected"}
+
+
 class CalibrationError(ValueError):
     """A measurement file, row or profile the calibration cannot use (names it)."""
 
@@ -486,7 +496,7 @@ def _modelled_row(
             transfers += float(event["duration_us"])
         elif event["kind"] == "operation":
             i, device = device_parameters(event["device"])
-            k, c = event["operation_class"], event["data_class"]
+            k, c = TIES.get(event["operation_class"], event["operation_class"]), event["data_class"]
             prefix = f"devices[{i}]"
             ce = parameters.add(
                 f"{prefix}.compute_efficiency.{k}.{c}",
@@ -494,8 +504,9 @@ def _modelled_row(
                 0.01,
                 1.0,
             )
+            # Streaming efficiency is one per class: the memory system does not see the dtype.
             me = parameters.add(
-                f"{prefix}.memory_efficiency.{k}.{c}",
+                f"{prefix}.memory_efficiency.{k}",
                 device_efficiency(device, "memory", k, c),
                 0.05,
                 1.0,
@@ -720,7 +731,9 @@ def fit(
     values = values_of(x)
     r = residuals(x)
 
-    # Which rows inform each parameter: a nonzero sensitivity of the row's modelled value.
+    # Which rows inform each parameter: those whose modelled value moves by at least
+    # INFORMED_ELASTICITY percent per percent of the parameter. A parameter no row informs keeps
+    # its starting value exactly (the prior held it there anyway).
     informed: dict[str, list[str]] = {}
     for j, path in enumerate(names):
         if fixed[j]:
@@ -728,32 +741,57 @@ def fit(
         probe = values.copy()
         probe[j] *= 1.01
         for row in modelled:
-            if abs(math.log(row.value(probe) / row.value(values))) > 1e-6:
+            elasticity = abs(math.log(row.value(probe) / row.value(values))) / math.log(1.01)
+            if elasticity >= INFORMED_ELASTICITY:
                 informed.setdefault(path, []).append(row.measurement.id)
+    values = np.where([path in informed for path in names], values, start)
 
     calibrated = copy.deepcopy(data)
     if name:
         calibrated["name"] = name
     fitted: dict[str, tuple[float, float]] = {}
+    tied: dict[str, list[str]] = {}
     for j, path in enumerate(names):
         if path not in informed:
             continue
         _set_path(calibrated, path, values[j])
         fitted[path] = (float(start[j]), float(values[j]))
+        for tie, canonical in TIES.items():
+            marker = f"_efficiency.{canonical}"
+            if marker in path:
+                copy_path = path.replace(marker, f"_efficiency.{tie}")
+                _set_path(calibrated, copy_path, values[j])
+                tied.setdefault(path, []).append(copy_path)
     by_id = {row.measurement.id: row.measurement for row in modelled}
-    for path, ids in informed.items():
-        cited = "; ".join(
-            f"{i} ({by_id[i].workload} {by_id[i].precision} on {by_id[i].device}: "
-            f"{_g(by_id[i].measured)} {by_id[i].unit}, {by_id[i].source})"
-            for i in ids
-        )
+    if informed:
+        cited_rows = sorted({i for ids in informed.values() for i in ids})
         calibrated["sources"].append(
             {
-                "fields": [path],
+                "fields": sorted({f for p in informed for f in (p, *tied.get(p, []))}),
+                "value": "the measurement rows the fitted parameters below cite",
+                "source": "; ".join(
+                    f"{i} = {by_id[i].workload} {by_id[i].precision} on {by_id[i].device}: "
+                    f"{_g(by_id[i].measured)} {by_id[i].unit} ({by_id[i].configuration}; "
+                    f"{by_id[i].source})"
+                    for i in cited_rows
+                ),
+                "estimate": False,
+            }
+        )
+    for path, ids in informed.items():
+        cited = ", ".join(ids)
+        calibrated["sources"].append(
+            {
+                "fields": [path, *tied.get(path, [])],
                 "value": f"{_g(fitted[path][1])} (before calibration {_g(fitted[path][0])})",
                 "source": (
                     "Fitted by tvm-nnapi calibrate (least squares on log time, prior weight "
                     f"{prior_weight:g} towards the value before) to measurement rows: {cited}"
+                    + (
+                        f"; {', '.join(tied[path])} shares the value (same kernels)"
+                        if path in tied
+                        else ""
+                    )
                 ),
                 "estimate": True,
             }
@@ -777,8 +815,34 @@ def fit(
     return FitResult(calibrated, results, fitted, iterations, float(r @ r))
 
 
+def _format(value: Any, indent: int = 0) -> str:
+    """JSON in the built-in profiles' style: an object or array whose members are all
+    scalars stays on one line when it fits in 100 columns."""
+    pad = " " * (indent + 2)
+    if isinstance(value, dict) and value:
+        inline = (
+            "{" + ", ".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in value.items()) + "}"
+        )
+        scalar = all(not isinstance(v, (dict, list)) for v in value.values())
+        if scalar and indent + len(inline) <= 96:
+            return inline
+        items = [f"{pad}{json.dumps(k)}: {_format(v, indent + 2)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
+    if isinstance(value, list) and value:
+        inline = "[" + ", ".join(json.dumps(v) for v in value) + "]"
+        scalar = all(not isinstance(v, (dict, list)) for v in value)
+        if scalar and indent + len(inline) <= 96:
+            return inline
+        items = [f"{pad}{_format(v, indent + 2)}" for v in value]
+        return "[\n" + ",\n".join(items) + "\n" + " " * indent + "]"
+    return json.dumps(value)
+
+
 def write_profile(profile: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
-    Path(path).write_text(json.dumps(profile, indent=2) + "\n")
+    """Writes a profile document (the same data as ``json.dumps``, laid out for review)."""
+    text = _format(profile) + "\n"
+    assert json.loads(text) == profile
+    Path(path).write_text(text)
 
 
 def fit_summary(result: FitResult) -> dict[str, Any]:
@@ -790,6 +854,62 @@ def fit_summary(result: FitResult) -> dict[str, Any]:
         "rows": [{**asdict(row), "ratio": row.ratio} for row in result.rows],
         "fitted": {k: {"before": a, "after": b} for k, (a, b) in result.fitted.items()},
     }
+
+
+# ---- carrying a calibration over to another SoC ------------------------------------------------
+
+#: What :func:`derive` copies from a calibrated device to a device of the same type.
+DERIVED_FIELDS = ("compute_efficiency", "memory_efficiency", "fuse_elementwise", "overhead_us")
+
+
+def derive(calibrated: Mapping[str, Any], target: Mapping[str, Any]) -> dict[str, Any]:
+    """``target`` with the timing parameters of ``calibrated``'s device of the same type
+    (ACCELERATOR, GPU, CPU), for a SoC with no published measurement: the compute and memory
+    efficiency tables, ``fuse_elementwise`` and the overheads are copied, ``memory_bandwidth_gbps``
+    is the same fraction of the target's ``soc.dram_peak_gbps`` as in the calibrated profile
+    (when both state it), and ``runtime.overhead_us`` (the same Android runtime) is copied. Each
+    changed field gets a ``sources`` entry saying it is an estimate carried over."""
+    result = copy.deepcopy(dict(target))
+    by_type = {}
+    for device in calibrated["devices"]:
+        by_type.setdefault(device["type"], device)
+    source_dram, target_dram = _dram_peak(calibrated), _dram_peak(target)
+    name = calibrated.get("name")
+    changed: dict[str, list[str]] = {}
+    for i, device in enumerate(result["devices"]):
+        like = by_type.get(device["type"])
+        if like is None:
+            continue
+        fields = changed.setdefault(like["name"], [])
+        for key in DERIVED_FIELDS:
+            if key in like:
+                device[key] = copy.deepcopy(like[key])
+                fields.append(f"devices[{i}].{key}")
+        if source_dram and target_dram:
+            fraction = float(like["memory_bandwidth_gbps"]) / source_dram
+            device["memory_bandwidth_gbps"] = round(fraction * target_dram, 6)
+            fields.append(f"devices[{i}].memory_bandwidth_gbps")
+    if "overhead_us" in calibrated.get("runtime", {}):
+        result.setdefault("runtime", {})["overhead_us"] = calibrated["runtime"]["overhead_us"]
+        changed.setdefault("the runtime", []).append("runtime.overhead_us")
+    for like_name, fields in changed.items():
+        if not fields:
+            continue
+        result["sources"].append(
+            {
+                "fields": fields,
+                "source": (
+                    f"Estimate carried over from the calibrated {name} profile ({like_name}, the "
+                    "same device kind): no latency or throughput of these workloads is published "
+                    "for this SoC. Bandwidths keep the calibrated fraction of the DRAM peak."
+                    if like_name != "the runtime"
+                    else f"Estimate carried over from the calibrated {name} profile (the same "
+                    "Android NNAPI runtime)."
+                ),
+                "estimate": True,
+            }
+        )
+    return result
 
 
 # ---- command line ------------------------------------------------------------------------------
@@ -813,10 +933,24 @@ def cmd_calibrate(args: Any) -> int:
     fit per row. Every modelled number is labelled modelled (docs/cost-model.md)."""
     import sys
 
+    from mock_nnapi.device_profiles import ProfileNotFoundError, load_profile
+
     try:
+        if args.derive_from:
+            derived = derive(load_profile(args.derive_from), load_profile(args.profile))
+            if args.name:
+                derived["name"] = args.name
+            if not args.measurements:
+                write_profile(derived, args.output)
+                print(f"derived profile: {args.output} (estimates carried over, no fit)")
+                return 0
+            write_profile(derived, args.output)
+            args.profile = args.output
+        if not args.measurements:
+            raise CalibrationError("give measurement files to fit (or --derive-from)")
         rows = [row for path in args.measurements for row in read_measurements(path)]
         result = fit(args.profile, rows, prior_weight=args.prior_weight, name=args.name)
-    except (CalibrationError, FileNotFoundError) as error:
+    except (CalibrationError, ProfileNotFoundError, FileNotFoundError) as error:
         print(f"tvm-nnapi calibrate: {error}", file=sys.stderr)
         return 2
     write_profile(result.profile, args.output)
@@ -871,7 +1005,13 @@ def add_subcommands(commands: Any) -> None:
     )
     calibrate.add_argument("profile", help="starting profile (a name or a .json path)")
     calibrate.add_argument(
-        "measurements", nargs="+", help="measurement files (.csv or tvm_nnapi.measurements/1 .json)"
+        "measurements", nargs="*", help="measurement files (.csv or tvm_nnapi.measurements/1 .json)"
+    )
+    calibrate.add_argument(
+        "--derive-from",
+        metavar="CALIBRATED",
+        help="first copy the timing parameters of this calibrated profile's devices of the same "
+        "kind (for a SoC without measurements; labelled estimates)",
     )
     calibrate.add_argument("-o", "--output", required=True, help="calibrated profile to write")
     calibrate.add_argument("--name", help="name of the calibrated profile (default: unchanged)")
