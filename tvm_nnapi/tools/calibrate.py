@@ -69,6 +69,30 @@ INFORMED_ELASTICITY = 0.01
 TIES = {"matmul": "fully_connected"}
 
 
+#: Data classes whose compute efficiency is fitted as one (the representative's): the float
+#: kernels of one device share their design, their peaks differ and are in `throughput`.
+DTYPE_FAMILIES = {"float32": "float16", "relaxed_float32": "float16", "quant16": "quant8"}
+
+
+def _aliases(path: str) -> list[str]:
+    """The other profile paths a fitted parameter's value is written to: tied operation
+    classes (:data:`TIES`) and, for a compute efficiency, the data classes of its family."""
+    parts = path.split(".")
+    if len(parts) < 3 or not parts[1].endswith("_efficiency"):
+        return []
+    classes = [parts[2], *[tie for tie, canonical in TIES.items() if canonical == parts[2]]]
+    dtypes = [None]
+    if parts[1] == "compute_efficiency" and len(parts) == 4:
+        dtypes = [parts[3], *[d for d, family in DTYPE_FAMILIES.items() if family == parts[3]]]
+    aliases = []
+    for k in classes:
+        for c in dtypes:
+            alias = ".".join([parts[0], parts[1], k] + ([c] if c else []))
+            if alias != path:
+                aliases.append(alias)
+    return aliases
+
+
 class CalibrationError(ValueError):
     """A measurement file, row or profile the calibration cannot use (names it)."""
 
@@ -496,10 +520,11 @@ def _modelled_row(
             transfers += float(event["duration_us"])
         elif event["kind"] == "operation":
             i, device = device_parameters(event["device"])
-            k, c = TIES.get(event["operation_class"], event["operation_class"]), event["data_class"]
+            k = TIES.get(event["operation_class"], event["operation_class"])
+            c = event["data_class"]
             prefix = f"devices[{i}]"
             ce = parameters.add(
-                f"{prefix}.compute_efficiency.{k}.{c}",
+                f"{prefix}.compute_efficiency.{k}.{DTYPE_FAMILIES.get(c, c)}",
                 device_efficiency(device, "compute", k, c),
                 0.01,
                 1.0,
@@ -756,12 +781,9 @@ def fit(
             continue
         _set_path(calibrated, path, values[j])
         fitted[path] = (float(start[j]), float(values[j]))
-        for tie, canonical in TIES.items():
-            marker = f"_efficiency.{canonical}"
-            if marker in path:
-                copy_path = path.replace(marker, f"_efficiency.{tie}")
-                _set_path(calibrated, copy_path, values[j])
-                tied.setdefault(path, []).append(copy_path)
+        for alias in _aliases(path):
+            _set_path(calibrated, alias, values[j])
+            tied.setdefault(path, []).append(alias)
     by_id = {row.measurement.id: row.measurement for row in modelled}
     if informed:
         cited_rows = sorted({i for ids in informed.values() for i in ids})
@@ -788,7 +810,7 @@ def fit(
                     "Fitted by tvm-nnapi calibrate (least squares on log time, prior weight "
                     f"{prior_weight:g} towards the value before) to measurement rows: {cited}"
                     + (
-                        f"; {', '.join(tied[path])} shares the value (same kernels)"
+                        f"; {', '.join(tied[path])} take the value (tied class, dtype family)"
                         if path in tied
                         else ""
                     )
