@@ -129,6 +129,10 @@ def test_measure_on_the_mock_writes_rows_calibrate_reads(tmp_path):
     assert document["mock"] is True and document["profile"] == "snapdragon-8-gen-2"
     (_, _, (modelled,)) = calibrate.model_rows("snapdragon-8-gen-2", [row])
     assert row.measured == pytest.approx(modelled.trace_in_driver_us / 1e3, rel=1e-6)
+    # On the mock the wall column is the modelled total, not the host's clock.
+    (timing,) = [calibrate.Timing(**t) for t in document["timings"]]
+    assert timing.wall_us == pytest.approx(modelled.trace_total_us, rel=1e-9)
+    assert timing.on_hardware_us == pytest.approx(modelled.trace_on_hardware_us, rel=1e-6)
     # The same rows as CSV read back identically.
     calibrate.write_measurements(tmp_path / "phone.csv", [row])
     assert calibrate.read_measurements(tmp_path / "phone.csv") == [row]
