@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mock_nnapi.device_profiles import load_profile
@@ -18,8 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "mock_nnapi" / "profiles" / "measurements" / "snapdragon-8-gen-2.csv"
 
 
-def _row(**fields) -> Measurement:
-    base = dict(
+def _row(**fields: Any) -> Measurement:
+    base: dict[str, Any] = dict(
         id="r1", workload="mobilenet_v2", precision="float16", device="qti-dsp", measured=1.5
     )
     base.update(fields)

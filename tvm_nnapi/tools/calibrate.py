@@ -36,6 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import CalibrationError
+
 #: The JSON document of measurements (what :func:`measure` writes).
 MEASUREMENTS_SCHEMA = "tvm_nnapi.measurements/1"
 #: The columns of a measurement row, in CSV order (the JSON rows have the same keys).
@@ -81,7 +83,7 @@ def _aliases(path: str) -> list[str]:
     if len(parts) < 3 or not parts[1].endswith("_efficiency"):
         return []
     classes = [parts[2], *[tie for tie, canonical in TIES.items() if canonical == parts[2]]]
-    dtypes = [None]
+    dtypes: list[str | None] = [None]
     if parts[1] == "compute_efficiency" and len(parts) == 4:
         dtypes = [parts[3], *[d for d, family in DTYPE_FAMILIES.items() if family == parts[3]]]
     aliases = []
@@ -91,10 +93,6 @@ def _aliases(path: str) -> list[str]:
             if alias != path:
                 aliases.append(alias)
     return aliases
-
-
-class CalibrationError(ValueError):
-    """A measurement file, row or profile the calibration cannot use (names it)."""
 
 
 # ---- measurements ------------------------------------------------------------------------------
@@ -333,8 +331,9 @@ def measure(
                 _timed_execution(compilation, inputs)
             for _ in range(repeats):
                 wall, in_driver, on_hardware = _timed_execution(compilation, inputs)
-                if on_mock:  # the host's clock says nothing of the phone: the modelled total
-                    wall = float(control.last_execution_trace()["modelled_total_us"])
+                trace = control.last_execution_trace() if on_mock else None
+                if trace is not None:  # the host's clock says nothing of the phone: modelled
+                    wall = float(trace["modelled_total_us"])
                 samples.append((wall, in_driver, on_hardware))
         wall, in_driver, on_hardware = (statistics.median(s[i] for s in samples) for i in range(3))
         timings.append(
@@ -896,7 +895,7 @@ def derive(calibrated: Mapping[str, Any], target: Mapping[str, Any]) -> dict[str
     (when both state it), and ``runtime.overhead_us`` (the same Android runtime) is copied. Each
     changed field gets a ``sources`` entry saying it is an estimate carried over."""
     result = copy.deepcopy(dict(target))
-    by_type = {}
+    by_type: dict[str, Mapping[str, Any]] = {}
     for device in calibrated["devices"]:
         by_type.setdefault(device["type"], device)
     source_dram, target_dram = _dram_peak(calibrated), _dram_peak(target)

@@ -136,11 +136,12 @@ def device_efficiency(
         raise ValueError(f"side must be 'compute' or 'memory', got {side!r}")
     single = device["efficiency"]
     value = float(single.get(operation_class, single["default"]))
-    table = device.get(f"{side}_efficiency", {})
+    table: dict[str, Any] = device.get(f"{side}_efficiency", {})
     for key in ("default", operation_class):
         entry = table.get(key)
         if isinstance(entry, dict):
-            value = float(entry.get(data_class, entry.get("default", value)))
-        elif entry is not None:
+            picked: Any = entry.get(data_class, entry.get("default", value))
+            value = float(picked)
+        elif isinstance(entry, (int, float)):
             value = float(entry)
     return value
