@@ -1154,6 +1154,9 @@ def build_parser() -> argparse.ArgumentParser:
     from tvm_nnapi.testing import difftest
 
     difftest.add_subcommands(commands)  # compare-reports
+    from tvm_nnapi.tools import calibrate
+
+    calibrate.add_subcommands(commands)  # calibrate, measure
     return parser
 
 

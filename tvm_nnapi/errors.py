@@ -6,6 +6,7 @@
     ├── ModelLoadError               + ValueError: a MODEL argument cannot be loaded
     ├── WeightError                  + ValueError: a checkpoint does not fit the model
     ├── ReportError                  + ValueError: a differential report cannot be read
+    ├── CalibrationError             + ValueError: a measurement row or file cannot be used
     └── TargetUnavailableError       a test target cannot be used here
 
 The second bases are those the classes had before they joined the hierarchy, kept so that
@@ -65,6 +66,10 @@ class WeightError(NnapiBackendError, ValueError):
 
 class ReportError(NnapiBackendError, ValueError):
     """A report file that cannot be read (names the file and what is wrong)."""
+
+
+class CalibrationError(NnapiBackendError, ValueError):
+    """A measurement file, row or profile the calibration cannot use (the message names it)."""
 
 
 class TargetUnavailableError(NnapiBackendError):

@@ -210,7 +210,7 @@ class TimelineBuilder {
   }
 
   void Operation(const Device& device, int32_t type, uint32_t index, const OperationWork& work,
-                 DataClass data_class, bool cpu_fallback) {
+                 DataClass data_class, bool cpu_fallback, double fused_bytes) {
     const DeviceTiming& timing = device.timing;
     const int data_index = static_cast<int>(data_class);
     TimelineEvent event;
@@ -225,9 +225,20 @@ class TimelineBuilder {
     event.bytes = work.bytes;
     event.compute_us = work.flops / (timing.peak_gops[data_index] * 1e3);
     event.memory_us = work.bytes / (timing.memory_bandwidth_gbps * 1e3);
-    event.efficiency = timing.efficiency[static_cast<int>(OperationClassOf(type))];
-    event.busy_us = std::max(event.compute_us, event.memory_us) / event.efficiency / device.speed;
-    event.overhead_us = timing.operation_overhead_us;
+    const int class_index = static_cast<int>(OperationClassOf(type));
+    event.compute_efficiency = timing.compute_efficiency[class_index][data_index];
+    event.memory_efficiency = timing.memory_efficiency[class_index][data_index];
+    const double compute_busy = event.compute_us / event.compute_efficiency;
+    const double memory_busy = event.memory_us / event.memory_efficiency;
+    // With one efficiency the comparison is the roofline's (exactly as before the split).
+    event.compute_bound = event.compute_efficiency == event.memory_efficiency
+                              ? event.compute_us >= event.memory_us
+                              : compute_busy >= memory_busy;
+    event.efficiency = event.compute_bound ? event.compute_efficiency : event.memory_efficiency;
+    event.busy_us = std::max(compute_busy, memory_busy) / device.speed;
+    event.fused = fused_bytes > 0;
+    event.fused_bytes = fused_bytes;
+    event.overhead_us = event.fused ? 0 : timing.operation_overhead_us;
     event.duration_us = event.busy_us + event.overhead_us;
     event.energy_uj = (work.flops * timing.energy_pj_per_op[data_index] +
                        work.bytes * timing.energy_pj_per_byte) *
@@ -278,11 +289,60 @@ class TimelineBuilder {
 
 }  // namespace
 
+namespace {
+
+// Whether operations of `type` can run inside their producer's kernel (fuse_elementwise):
+// element-wise arithmetic and activations, not the resampling of RESIZE_BILINEAR.
+bool FusibleElementwise(int32_t type) {
+  const nnapi_common::OperationFacts* facts = nnapi_common::FindOperationFacts(type);
+  return facts != nullptr && (facts->cost == nnapi_common::CostKind::kElementwise ||
+                              facts->cost == nnapi_common::CostKind::kTranscendental);
+}
+
+}  // namespace
+
+std::vector<double> CostRecorder::FusedBytes() const {
+  // An element-wise operation on a fusing device runs in the kernel of the operation executed
+  // just before it on the same device when one of its inputs is that operation's output, a
+  // temporary no other operation reads: the tensor stays on chip (docs/cost-model.md).
+  const Model& model = compilation_.model();
+  std::map<uint32_t, int> readers;
+  for (const Operation& operation : model.operations()) {
+    for (uint32_t input : std::set<uint32_t>(operation.inputs.begin(), operation.inputs.end())) {
+      ++readers[input];
+    }
+  }
+  std::vector<double> fused(records_.size(), 0);
+  for (size_t i = 1; i < records_.size(); ++i) {
+    const Record& record = records_[i];
+    const Record& producer = records_[i - 1];
+    const Device& device = ModelledDevice(compilation_, record.operation_index);
+    if (!device.timing.fuse_elementwise ||
+        &ModelledDevice(compilation_, producer.operation_index) != &device ||
+        !FusibleElementwise(model.operations()[record.operation_index].type)) {
+      continue;
+    }
+    for (const auto& [operand, bytes] : record.inputs) {
+      const bool made_by_producer =
+          std::any_of(producer.outputs.begin(), producer.outputs.end(),
+                      [operand = operand](const auto& output) { return output.first == operand; });
+      if (made_by_producer && model.operands()[operand].lifetime == OperandLifetime::kTemporary &&
+          readers[operand] == 1) {
+        fused[i] = bytes;
+        break;
+      }
+    }
+  }
+  return fused;
+}
+
 ModelledExecution CostRecorder::Finish() const {
   TimelineBuilder timeline;
   timeline.Runtime(RuntimeOverheadUs());
   std::map<uint32_t, double> produced_bytes;
-  for (const Record& record : records_) {
+  const std::vector<double> fused = FusedBytes();
+  for (size_t i = 0; i < records_.size(); ++i) {
+    const Record& record = records_[i];
     const Device& device = ModelledDevice(compilation_, record.operation_index);
     timeline.Step(device);
     const Device* domain = TimelineBuilder::Domain(device);
@@ -291,8 +351,12 @@ ModelledExecution CostRecorder::Finish() const {
     const std::vector<int>& assignment = compilation_.operation_devices();
     const bool cpu_fallback = record.operation_index >= assignment.size() ||
                               assignment[record.operation_index] == kRuntimeCpuFallback;
-    timeline.Operation(device, type, record.operation_index, record.work, record.data_class,
-                       cpu_fallback);
+    // A fused input is neither written by the producer nor read back by this operation.
+    OperationWork work = record.work;
+    work.bytes -= fused[i];
+    if (i + 1 < records_.size()) work.bytes -= fused[i + 1];
+    timeline.Operation(device, type, record.operation_index, work, record.data_class, cpu_fallback,
+                       fused[i]);
     for (const auto& [operand, bytes] : record.outputs) {
       timeline.Produced(operand, domain);
       produced_bytes[operand] = bytes;

@@ -41,9 +41,17 @@ struct TimelineEvent {
   double bytes = 0;
   double compute_us = 0;   // flops / peak
   double memory_us = 0;    // bytes / bandwidth
-  double busy_us = 0;      // max(compute, memory) / efficiency / speed
-  double overhead_us = 0;  // per-operation driver overhead
+  double busy_us = 0;      // max(compute / compute_eff, memory / memory_eff) / speed
+  double overhead_us = 0;  // per-operation driver overhead (0 when fused)
+  double compute_efficiency = 1;
+  double memory_efficiency = 1;
+  // The efficiency of the side that bounds the operation.
   double efficiency = 1;
+  bool compute_bound = true;
+  // Run inside the kernel of the operation before it (fuse_elementwise): `fused_bytes` of its
+  // input never went through memory (not counted in `bytes`, nor in the producer's).
+  bool fused = false;
+  double fused_bytes = 0;
   double energy_uj = 0;
   DataClass data_class = DataClass::kFloat32;
   // Run by the runtime's CPU fallback (no device of the compilation supports it).
@@ -88,6 +96,9 @@ class CostRecorder : public ExecutionObserver {
     std::vector<std::pair<uint32_t, double>> inputs;
     std::vector<std::pair<uint32_t, double>> outputs;
   };
+  // Per record: the bytes of the input it reads on chip from the operation before it (0: not
+  // fused).
+  std::vector<double> FusedBytes() const;
   const Compilation& compilation_;
   ExecutionObserver* next_;
   std::vector<Record> records_;

@@ -169,6 +169,8 @@ std::unique_ptr<Device> MakeReferenceDevice() {
   timing.energy_pj_per_byte = 50;
   timing.memory_bandwidth_gbps = 10;
   timing.efficiency.fill(1);
+  for (auto& row : timing.compute_efficiency) row.fill(1);
+  for (auto& row : timing.memory_efficiency) row.fill(1);
   timing.execution_overhead_us = 10;
   timing.operation_overhead_us = 1;
   timing.compilation_fixed_us = 100;

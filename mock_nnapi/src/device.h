@@ -72,8 +72,17 @@ struct DeviceTiming {
   double energy_pj_per_byte = 0;
   // Sustained memory bandwidth of the device (GB/s).
   double memory_bandwidth_gbps = 1;
-  // Fraction of the roofline an operation class achieves, in (0, 1].
+  // Fraction of the roofline an operation class achieves, in (0, 1] (the profile's
+  // `efficiency`: one factor for compute and memory time).
   std::array<double, kOperationClassCount> efficiency{};
+  // Fractions of peak compute and of memory bandwidth reached, per operation class and data
+  // class (the profile's `compute_efficiency` / `memory_efficiency`; each entry the profile
+  // leaves out is `efficiency` of the class, so a profile with one factor models as before).
+  std::array<std::array<double, kDataClassCount>, kOperationClassCount> compute_efficiency{};
+  std::array<std::array<double, kDataClassCount>, kOperationClassCount> memory_efficiency{};
+  // Element-wise operations run inside the kernel of the operation that produced their input
+  // (on chip): the intermediate tensor is neither written nor read back (`fuse_elementwise`).
+  bool fuse_elementwise = false;
   // Driver cost of each execution step on the device, and of each operation (us).
   double execution_overhead_us = 0;
   double operation_overhead_us = 0;

@@ -306,7 +306,8 @@ class ProfileReader {
     if (!CheckKeys(value, path,
                    {"name", "type", "version", "feature_level", "runtime_cpu", "notes", "support",
                     "performance", "throughput", "memory_bandwidth_gbps", "efficiency",
-                    "overhead_us", "transfer", "compilation_us", "energy"})) {
+                    "compute_efficiency", "memory_efficiency", "fuse_elementwise", "overhead_us",
+                    "transfer", "compilation_us", "energy"})) {
       return false;
     }
     if (!String(value, path, "name", &device->name)) return false;
@@ -378,6 +379,13 @@ class ProfileReader {
       return false;
     }
     if (!Efficiency(value, path, &timing)) return false;
+    if (!SplitEfficiency(value, path, "compute_efficiency", timing.efficiency,
+                         &timing.compute_efficiency) ||
+        !SplitEfficiency(value, path, "memory_efficiency", timing.efficiency,
+                         &timing.memory_efficiency) ||
+        !Bool(value, path, "fuse_elementwise", &timing.fuse_elementwise)) {
+      return false;
+    }
 
     const JsonValue* overhead = Required(value, path, "overhead_us");
     if (overhead == nullptr) return false;
@@ -450,6 +458,77 @@ class ProfileReader {
       }
       if (!Number(member.second, Join(efficiency_path, member.first), Range::kFraction,
                   &timing->efficiency[static_cast<int>(*operation_class)])) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // `compute_efficiency` or `memory_efficiency` (optional): per operation class (and `default`)
+  // a fraction, or a data-class object of fractions (with its own optional `default`). An entry
+  // left out falls back to the class's `default` entry, then to the table's `default`, then to
+  // `efficiency` of the class (`fallback`).
+  using SplitTable = std::array<std::array<double, kDataClassCount>, kOperationClassCount>;
+  bool SplitEfficiency(const JsonValue& device, const std::string& path, const char* key,
+                       const std::array<double, kOperationClassCount>& fallback, SplitTable* out) {
+    for (int k = 0; k < kOperationClassCount; ++k) out->at(k).fill(fallback[k]);
+    const JsonValue* table = device.Find(key);
+    if (table == nullptr) return true;
+    const std::string table_path = Join(path, key);
+    if (!ExpectKind(*table, JsonValue::Kind::kObject, table_path)) return false;
+    // Reads one entry (a number or a data-class object) into `row`.
+    auto entry = [&](const JsonValue& value, const std::string& entry_path,
+                     std::array<double, kDataClassCount>* row) {
+      if (value.is_number()) {
+        double number = 0;
+        if (!Number(value, entry_path, Range::kFraction, &number)) return false;
+        row->fill(number);
+        return true;
+      }
+      if (!value.is_object()) {
+        return Fail(entry_path,
+                    "expected a number in (0, 1] or an object keyed by data class, "
+                    "found " +
+                        Describe(value));
+      }
+      if (const JsonValue* fallback_value = value.Find("default")) {
+        double number = 0;
+        if (!Number(*fallback_value, Join(entry_path, "default"), Range::kFraction, &number)) {
+          return false;
+        }
+        row->fill(number);
+      }
+      for (const JsonValue::Member& member : value.object_members()) {
+        if (member.first == "default") continue;
+        const std::optional<DataClass> data_class = DataClassFromName(member.first);
+        if (!data_class) {
+          return Fail(Join(entry_path, member.first),
+                      "unknown data class (expected default, float32, relaxed_float32, float16, "
+                      "quant8, quant16, int32 or bool8)");
+        }
+        if (!Number(member.second, Join(entry_path, member.first), Range::kFraction,
+                    &row->at(static_cast<int>(*data_class)))) {
+          return false;
+        }
+      }
+      return true;
+    };
+    if (const JsonValue* fallback_value = table->Find("default")) {
+      for (int k = 0; k < kOperationClassCount; ++k) {
+        if (!entry(*fallback_value, Join(table_path, "default"), &out->at(k))) return false;
+      }
+    }
+    for (const JsonValue::Member& member : table->object_members()) {
+      if (member.first == "default") continue;
+      const std::optional<OperationClass> operation_class = OperationClassFromName(member.first);
+      if (!operation_class) {
+        return Fail(Join(table_path, member.first),
+                    "unknown operation class (expected default, convolution, "
+                    "depthwise_convolution, fully_connected, matmul, pooling, elementwise, "
+                    "softmax, reduction, normalization, data_movement or other)");
+      }
+      if (!entry(member.second, Join(table_path, member.first),
+                 &out->at(static_cast<int>(*operation_class)))) {
         return false;
       }
     }

@@ -72,7 +72,11 @@ void WriteEvent(const TimelineEvent& event, const std::vector<std::string>& lane
          << ",\"busy_us\":" << JsonNumber(event.busy_us)
          << ",\"overhead_us\":" << JsonNumber(event.overhead_us)
          << ",\"efficiency\":" << JsonNumber(event.efficiency)
-         << ",\"bound\":" << JsonQuote(event.compute_us >= event.memory_us ? "compute" : "memory")
+         << ",\"compute_efficiency\":" << JsonNumber(event.compute_efficiency)
+         << ",\"memory_efficiency\":" << JsonNumber(event.memory_efficiency)
+         << ",\"bound\":" << JsonQuote(event.compute_bound ? "compute" : "memory")
+         << ",\"fused\":" << (event.fused ? "true" : "false")
+         << ",\"fused_bytes\":" << JsonNumber(event.fused_bytes, 15)
          << ",\"cpu_fallback\":" << (event.cpu_fallback ? "true" : "false")
          << ",\"energy_uj\":" << JsonNumber(event.energy_uj);
   } else if (event.kind == TimelineEvent::Kind::kTransfer) {

@@ -18,6 +18,7 @@ from tvm_nnapi.compiler.graph_json import UnsupportedShapeError
 from tvm_nnapi.llm.weights import WeightError
 from tvm_nnapi.testing.android import TargetUnavailableError
 from tvm_nnapi.testing.difftest import ReportError
+from tvm_nnapi.tools.calibrate import CalibrationError
 from tvm_nnapi.tools.sources import ModelLoadError
 
 PACKAGE = Path(tvm_nnapi.__file__).parent
@@ -42,6 +43,7 @@ def test_every_error_class_of_the_package_is_defined_in_errors_py():
         (ModelLoadError, ValueError),
         (WeightError, ValueError),
         (ReportError, ValueError),
+        (CalibrationError, ValueError),
         (TargetUnavailableError, RuntimeError),
     ],
 )

@@ -119,6 +119,24 @@ MUTATIONS = [
     ),
     (_set("devices.0.efficiency.convolutions", 0.5), "devices[0].efficiency.convolutions: unknown"),
     (_delete("devices.0.efficiency.default"), "devices[0].efficiency.default: required field"),
+    (
+        _set("devices.0.compute_efficiency", {"matmul": 0}),
+        "devices[0].compute_efficiency.matmul: expected a number in (0, 1]",
+    ),
+    (
+        _set("devices.0.memory_efficiency", {"pool": 0.5}),
+        "devices[0].memory_efficiency.pool: unknown operation class",
+    ),
+    (
+        _set("devices.0.memory_efficiency", {"default": {"float64": 0.5}}),
+        "devices[0].memory_efficiency.default.float64: unknown data class",
+    ),
+    (
+        _set("devices.0.compute_efficiency", {"matmul": {"float16": 2}}),
+        "devices[0].compute_efficiency.matmul.float16: expected a number in (0, 1]",
+    ),
+    (_set("devices.0.compute_efficiency", [0.5]), "devices[0].compute_efficiency: expected"),
+    (_set("devices.0.fuse_elementwise", 1), "devices[0].fuse_elementwise: expected true or false"),
     (_set("devices.0.overhead_us.execution", -1), "devices[0].overhead_us.execution"),
     (_delete("devices.0.transfer"), "devices[0].transfer: required field is missing"),
     (_set("devices.0.transfer.bandwidth_gbps", 0), "devices[0].transfer.bandwidth_gbps"),

@@ -25,7 +25,7 @@ from typing import Any
 import tvm
 
 # The one Python reader of device profiles (re-exported here, where they were defined before).
-from mock_nnapi.device_profiles import host_cpu_device, load_profile
+from mock_nnapi.device_profiles import device_efficiency, host_cpu_device, load_profile
 
 from ._library import runtime_function
 
@@ -136,7 +136,7 @@ def cost_policy_from_profile(
     """A ``cost:`` device-selection policy from a device profile (see :func:`configure`).
 
     NNAPI side: the named ``device`` (default: the non-CPU device with the highest throughput
-    for ``dtype``) at its throughput times its matmul efficiency, with the runtime's and the
+    for ``dtype``) at its throughput times its matmul compute efficiency, with the runtime's and the
     device's per-execution overheads plus the transfer latency as the per-call cost and the
     transfer bandwidth for inputs and outputs. Host side: TVM's CPU code, modelled with the
     profile's CPU device throughput times ``host_efficiency``. All figures are modelled.
@@ -152,10 +152,10 @@ def cost_policy_from_profile(
     if not candidates:
         candidates = [d for d in devices if d["type"] == "CPU"]
     chosen = max(candidates, key=lambda d: d["throughput"].get(dtype, 0))
-    efficiency = chosen.get("efficiency", {})
-    nnapi_gflops = chosen["throughput"][dtype] * efficiency.get(
-        "matmul", efficiency.get("default", 1)
+    efficiency = (
+        device_efficiency(chosen, "compute", "matmul", dtype) if "efficiency" in chosen else 1.0
     )
+    nnapi_gflops = chosen["throughput"][dtype] * efficiency
     transfer = chosen.get("transfer") or {"latency_us": 0, "bandwidth_gbps": 1e6}
     call_us = (
         data.get("runtime", {}).get("overhead_us", 0)

@@ -81,8 +81,12 @@ class HostModel:
     """The modelled time of TVM's CPU code for one Relax operator (docs/cost-model.md, "Host
     code")::
 
-        busy = max(F / peak[c], B / bandwidth) / efficiency[k]
+        busy = max(F / (peak[c] x compute_efficiency[k][c]),
+                   B / (bandwidth x memory_efficiency[k][c]))
         time = busy + operation_overhead
+
+    (with one ``efficiency[k]`` for both sides when the profile gives no split, which is
+    ``max(F / peak[c], B / bandwidth) / efficiency[k]``).
 
     ``peak`` (GFLOP/s per data class) and ``bandwidth`` (GB/s) are the profile's runtime CPU
     device (its ``throughput`` and ``memory_bandwidth_gbps``); ``efficiency`` per operation
@@ -102,6 +106,9 @@ class HostModel:
     bandwidth_gbps: float
     efficiency: Mapping[str, float]
     operation_overhead_us: float = 0.0
+    #: ``compute_efficiency`` / ``memory_efficiency`` tables of the CPU device (profile-cpu
+    #: only; docs/device-profiles.md), refining ``efficiency`` per side and data class.
+    split_efficiency: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_profile(cls, profile: str, preset: str = "profile-cpu") -> HostModel:
@@ -114,8 +121,12 @@ class HostModel:
         cpu = host_cpu_device(data)
         peak = dict(cpu["throughput"])
         peak.setdefault("relaxed_float32", peak["float32"])
+        split: dict[str, Any] = {}
         if preset == "profile-cpu":
             efficiency = dict(cpu["efficiency"])
+            split = {
+                key: cpu[key] for key in ("compute_efficiency", "memory_efficiency") if key in cpu
+            }
         else:
             efficiency = {"default": TVM_DEFAULT_CODE_EFFICIENCY}
         return cls(
@@ -125,17 +136,31 @@ class HostModel:
             peak_gflops=peak,
             bandwidth_gbps=float(cpu["memory_bandwidth_gbps"]),
             efficiency=efficiency,
+            split_efficiency=split,
         )
 
     def efficiency_of(self, operation_class: str) -> float:
         return float(self.efficiency.get(operation_class, self.efficiency["default"]))
+
+    def side_efficiency(self, side: str, operation_class: str, data_class: str) -> float:
+        """``compute`` or ``memory`` efficiency of a class, read as the mock reads it."""
+        from mock_nnapi.device_profiles import device_efficiency
+
+        device = {"efficiency": self.efficiency, **self.split_efficiency}
+        return device_efficiency(device, side, operation_class, data_class)
 
     def time_us(self, flops: float, bytes_: float, data_class: str, operation_class: str) -> float:
         """Modelled microseconds of one operator."""
         peak = self.peak_gflops.get(data_class, self.peak_gflops["float32"])
         compute = flops / (peak * 1e3)
         memory = bytes_ / (self.bandwidth_gbps * 1e3)
-        busy = max(compute, memory) / self.efficiency_of(operation_class)
+        if not self.split_efficiency:
+            busy = max(compute, memory) / self.efficiency_of(operation_class)
+        else:
+            busy = max(
+                compute / self.side_efficiency("compute", operation_class, data_class),
+                memory / self.side_efficiency("memory", operation_class, data_class),
+            )
         return busy + self.operation_overhead_us
 
     def to_dict(self) -> dict[str, Any]:
@@ -147,6 +172,7 @@ class HostModel:
             "bandwidth_gbps": self.bandwidth_gbps,
             "efficiency": dict(self.efficiency),
             "operation_overhead_us": self.operation_overhead_us,
+            **({"split_efficiency": dict(self.split_efficiency)} if self.split_efficiency else {}),
         }
 
 

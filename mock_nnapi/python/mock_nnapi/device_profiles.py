@@ -122,3 +122,26 @@ def runtime_feature_level(data: dict[str, Any]) -> int:
     """The runtime's feature level as written in the profile (1-8 or a FeatureLevelCode;
     default 8)."""
     return int(data.get("runtime", {}).get("feature_level", 8))
+
+
+def device_efficiency(
+    device: dict[str, Any], side: str, operation_class: str, data_class: str
+) -> float:
+    """The fraction of peak compute (``side="compute"``) or of memory bandwidth
+    (``side="memory"``) a profile device reaches for one operation class and data class, read
+    as the mock reads it (docs/device-profiles.md): ``<side>_efficiency`` of the class (for the
+    data class, else the class's ``default``), else that table's ``default`` entry, else
+    ``efficiency`` of the class, else ``efficiency.default``."""
+    if side not in ("compute", "memory"):
+        raise ValueError(f"side must be 'compute' or 'memory', got {side!r}")
+    single = device["efficiency"]
+    value = float(single.get(operation_class, single["default"]))
+    table: dict[str, Any] = device.get(f"{side}_efficiency", {})
+    for key in ("default", operation_class):
+        entry = table.get(key)
+        if isinstance(entry, dict):
+            picked: Any = entry.get(data_class, entry.get("default", value))
+            value = float(picked)
+        elif isinstance(entry, (int, float)):
+            value = float(entry)
+    return value

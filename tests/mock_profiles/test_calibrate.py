@@ -1,0 +1,209 @@
+"""The calibration tool (tvm_nnapi.tools.calibrate): measurement formats, the phone-side
+measuring path, the re-timing of traces, and a fit that recovers known parameters."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mock_nnapi.device_profiles import load_profile
+
+from mock_nnapi import control
+from tvm_nnapi.cli import main
+from tvm_nnapi.tools import calibrate, workloads
+from tvm_nnapi.tools.calibrate import CalibrationError, Measurement
+
+ROOT = Path(__file__).resolve().parents[2]
+PUBLISHED = ROOT / "mock_nnapi" / "profiles" / "measurements" / "snapdragon-8-gen-2.csv"
+
+
+def _row(**fields: Any) -> Measurement:
+    base: dict[str, Any] = dict(
+        id="r1", workload="mobilenet_v2", precision="float16", device="qti-dsp", measured=1.5
+    )
+    base.update(fields)
+    return Measurement(**base)
+
+
+def test_csv_and_json_hold_the_same_rows(tmp_path):
+    rows = [
+        _row(low=1.0, high=2.0, configuration='a, quoted "text"', source="somewhere"),
+        _row(id="r2", workload="smollm2-1.7b-decode", precision="quant8", measured=30, unit="GB/s"),
+        _row(id="r3", timing="in_driver", unit="us", measured=900),
+    ]
+    calibrate.write_measurements(tmp_path / "rows.csv", rows)
+    calibrate.write_measurements(tmp_path / "rows.json", rows, {"phone": "test"})
+    from_csv = calibrate.read_measurements(tmp_path / "rows.csv")
+    from_json = calibrate.read_measurements(tmp_path / "rows.json")
+    assert from_csv == from_json == rows
+    document = json.loads((tmp_path / "rows.json").read_text())
+    assert document["schema"] == calibrate.MEASUREMENTS_SCHEMA
+    assert document["phone"] == "test"
+    assert list(document["measurements"][0]) == list(calibrate.COLUMNS)
+    header = (tmp_path / "rows.csv").read_text().splitlines()[0]
+    assert header == ",".join(calibrate.COLUMNS)
+
+
+def test_the_published_rows_load_with_their_sources():
+    rows = calibrate.read_measurements(PUBLISHED)
+    assert len(rows) == 7
+    assert all(row.source for row in rows)
+    assert {row.device for row in rows} == {"qti-dsp", "qti-gpu", "nnapi-reference"}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("id,workload\nx,mobilenet_v2\n", "row x: missing precision, device, measured"),
+        (
+            "id,workload,precision,device,measured\nx,resnet,float16,cpu,1\n",
+            "measurement 'x': unknown workload 'resnet'",
+        ),
+        (
+            "id,workload,precision,device,measured,unit\nx,mobilenet_v2,float16,cpu,1,s\n",
+            "unit 's' is not one of",
+        ),
+        (
+            "id,workload,precision,device,measured\nx,mobilenet_v2,float16,cpu,-1\n",
+            "measured must be > 0",
+        ),
+        ("id,workload,precision,device,measured,speed\nx,a,b,c,1,2\n", "unknown columns speed"),
+    ],
+)
+def test_bad_rows_name_the_row(tmp_path, text, message):
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    with pytest.raises(CalibrationError, match=message.replace("(", r"\(")):
+        calibrate.read_measurements(path)
+
+
+def test_a_json_document_needs_the_schema(tmp_path):
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps({"measurements": []}))
+    with pytest.raises(CalibrationError, match=r"schema tvm_nnapi\.measurements/1"):
+        calibrate.read_measurements(path)
+
+
+SPECS = [
+    ("mobilenet_v2", "float16", "qti-dsp"),
+    ("mobilenet_v3_large", "float16", "qti-gpu"),
+    ("smollm2-1.7b-decode", "quant8", "nnapi-reference"),
+]
+
+
+@pytest.mark.parametrize("timing", ["wall", "in_driver", "on_hardware"])
+def test_retimed_traces_equal_the_mocks_modelled_times(timing):
+    """At the profile's own values, the fit's equations give the mock's numbers."""
+    rows = [
+        _row(id=f"r{i}", workload=w, precision=p, device=d, timing=timing)
+        for i, (w, p, d) in enumerate(SPECS)
+    ]
+    _, parameters, modelled = calibrate.model_rows("snapdragon-8-gen-2", rows)
+    values = parameters.vector()
+    for row in modelled:
+        expected = {
+            "wall": row.trace_total_us,
+            "in_driver": row.trace_in_driver_us,
+            "on_hardware": row.trace_on_hardware_us,
+        }[timing]
+        assert row.time_us(values) == pytest.approx(expected, rel=1e-9)
+
+
+def test_measure_on_the_mock_writes_rows_calibrate_reads(tmp_path):
+    """The phone path (tvm-nnapi measure) on the mock: getDuration reports the modelled
+    in-driver time, and the JSON it writes reads back as calibration rows."""
+    output = tmp_path / "phone.json"
+    argv = ["measure", "mobilenet_v2:float16:qti-dsp", "--timing", "in_driver", "--repeats", "2"]
+    argv += ["--profile", "snapdragon-8-gen-2", "-o", str(output)]
+    assert main(argv) == 0
+    (row,) = calibrate.read_measurements(output)
+    assert (row.workload, row.precision, row.device, row.unit) == (
+        "mobilenet_v2",
+        "float16",
+        "qti-dsp",
+        "ms",
+    )
+    assert row.timing == "in_driver" and "modelled (mock_nnapi)" in row.configuration
+    document = json.loads(output.read_text())
+    assert document["mock"] is True and document["profile"] == "snapdragon-8-gen-2"
+    (_, _, (modelled,)) = calibrate.model_rows("snapdragon-8-gen-2", [row])
+    assert row.measured == pytest.approx(modelled.trace_in_driver_us / 1e3, rel=1e-6)
+    # On the mock the wall column is the modelled total, not the host's clock.
+    (timing,) = [calibrate.Timing(**t) for t in document["timings"]]
+    assert timing.wall_us == pytest.approx(modelled.trace_total_us, rel=1e-9)
+    assert timing.on_hardware_us == pytest.approx(modelled.trace_on_hardware_us, rel=1e-6)
+    # The same rows as CSV read back identically.
+    calibrate.write_measurements(tmp_path / "phone.csv", [row])
+    assert calibrate.read_measurements(tmp_path / "phone.csv") == [row]
+
+
+def test_measure_names_an_unknown_device(capsys):
+    argv = ["measure", "mobilenet_v2:float16:no-such-npu", "-o", "/dev/null"]
+    assert main([*argv, "--profile", "snapdragon-8-gen-2"]) == 2
+    assert "no NNAPI device 'no-such-npu'" in capsys.readouterr().err
+
+
+def test_calibrate_cli_errors_are_one_line(tmp_path, capsys):
+    assert main(["calibrate", "snapdragon-8-gen-2", str(tmp_path / "none.csv"), "-o", "x"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "none.csv: cannot read" in err
+
+
+def test_calibrate_cli_writes_a_loadable_profile_and_the_table(tmp_path, capsys):
+    rows = calibrate.read_measurements(PUBLISHED)[:2]
+    calibrate.write_measurements(tmp_path / "rows.csv", rows)
+    out = tmp_path / "cal.json"
+    argv = ["calibrate", "snapdragon-8-gen-2", str(tmp_path / "rows.csv"), "-o", str(out)]
+    assert main([*argv, "--name", "cal", "--report", str(tmp_path / "fit.md")]) == 0
+    printed = capsys.readouterr().out
+    assert "sd8g2-mobilenet-v2-npu" in printed and "modelled" in printed
+    control.set_profile(str(out))
+    assert control.profile_name() == "cal"
+    assert "| sd8g2-mobilenet-v3-large-npu |" in (tmp_path / "fit.md").read_text()
+
+
+def test_workload_weight_bytes_match_the_published_shapes():
+    shape = workloads.LLM_SHAPES["smollm2-1.7b"]
+    assert 1.6e9 < shape.weight_count() < 1.8e9
+    assert workloads.build("mobilenet_v2", "float16").weight_bytes == pytest.approx(
+        2 * 3.5e6, rel=0.02
+    )
+
+
+def test_the_calibrated_profile_reproduces_every_published_row_within_1_5x():
+    rows = calibrate.read_measurements(PUBLISHED)
+    _, parameters, modelled = calibrate.model_rows("snapdragon-8-gen-2", rows)
+    values = parameters.vector()
+    for row in modelled:
+        ratio = row.value(values) / row.measurement.measured
+        assert 1 / 1.5 <= ratio <= 1.5, (row.measurement.id, ratio)
+
+
+@pytest.mark.parametrize("name", ["tensor-g2", "dimensity-9000"])
+def test_uncalibrated_phones_carry_the_fitted_parameters_as_labelled_estimates(name):
+    calibrated = load_profile("snapdragon-8-gen-2")
+    profile = load_profile(name)
+    like = {device["type"]: device for device in reversed(calibrated["devices"])}
+    for i, device in enumerate(profile["devices"]):
+        source = like[device["type"]]
+        for key in calibrate.DERIVED_FIELDS:
+            assert device.get(key) == source.get(key), (name, device["name"], key)
+        fraction = source["memory_bandwidth_gbps"] / calibrated["soc"]["dram_peak_gbps"]
+        assert device["memory_bandwidth_gbps"] == pytest.approx(
+            fraction * profile["soc"]["dram_peak_gbps"]
+        )
+        cited = [s for s in profile["sources"] if f"devices[{i}].compute_efficiency" in s["fields"]]
+        assert cited and all(s["estimate"] for s in cited)
+        assert "carried over from the calibrated snapdragon-8-gen-2" in cited[0]["source"]
+
+
+def test_derive_is_what_the_cli_does(tmp_path):
+    out = tmp_path / "derived.json"
+    argv = ["calibrate", "tensor-g2", "--derive-from", "snapdragon-8-gen-2", "-o", str(out)]
+    assert main(argv) == 0
+    derived = json.loads(out.read_text())
+    expected = calibrate.derive(load_profile("snapdragon-8-gen-2"), load_profile("tensor-g2"))
+    assert derived == expected
+    control.set_profile(str(out))  # passes the mock's strict reader
