@@ -23,6 +23,8 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .errors import UsageError
+
 if TYPE_CHECKING:
     from rich.status import Status
 
@@ -217,10 +219,6 @@ class _Progress:
 def _error(message: str) -> None:
     """An error on stderr, unwrapped (file names and paths stay whole)."""
     print(f"error: {message}", file=sys.stderr)
-
-
-class UsageError(ValueError):
-    """Bad input to a command (an option, a file, a name): one line on stderr, exit code 2."""
 
 
 def _one_line(message: str) -> str:

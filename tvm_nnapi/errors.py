@@ -72,5 +72,9 @@ class CalibrationError(NnapiBackendError, ValueError):
     """A measurement file, row or profile the calibration cannot use (the message names it)."""
 
 
+class UsageError(NnapiBackendError, ValueError):
+    """Bad input to a command (an option, a file, a name): the CLI prints one line and exits 2."""
+
+
 class TargetUnavailableError(NnapiBackendError):
     """A target cannot be used here; the message says what is missing and how to provide it."""

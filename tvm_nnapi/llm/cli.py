@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..cli import UsageError
+from ..errors import UsageError
 
 
 def add_subcommands(subparsers: Any) -> None:
