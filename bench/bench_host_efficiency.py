@@ -1,6 +1,6 @@
 """The efficiency of TVM's unscheduled CPU code, MEASURED side by side with OpenBLAS (numpy).
 
-The ``tvm-default`` host model of ``tvm_nnapi.estimate`` (docs/cost-model.md, "Host code")
+The ``tvm-default`` host model of ``tvm_nnapi.tools.estimate`` (docs/cost-model.md, "Host code")
 rests on this ratio: an LLM projection (``x @ W.T``, as ``nn.Linear`` exports it) built by
 ``relax.build(mod, "llvm")`` with the default pipeline (no dlight, no MetaSchedule), against
 numpy's OpenBLAS sgemm on the same host, same shapes, same run.

@@ -23,7 +23,7 @@ from tvm import relax
 
 import mock_nnapi
 import tvm_nnapi
-from tvm_nnapi import runtime_api
+from tvm_nnapi import runtime
 
 
 def projection(rows: int | str, features: int) -> tvm.IRModule:
@@ -75,20 +75,20 @@ def main() -> None:
     )
 
     with tempfile.TemporaryDirectory() as cache_dir:
-        saved = runtime_api.options_in_effect()
-        runtime_api.configure(cache_dir=cache_dir)
+        saved = runtime.options_in_effect()
+        runtime.configure(cache_dir=cache_dir)
         results = {}
         for label in ("cold", "cache hit"):
             executable = tvm_nnapi.build(projection("seq", args.features))
             hits_before = mock_nnapi.counter("compilation_cache_hits")
-            runtime_api.precompile(executable, seq_len=[args.rows])
-            (stats,) = runtime_api.stats(executable).values()
+            runtime.precompile(executable, seq_len=[args.rows])
+            (stats,) = runtime.stats(executable).values()
             results[label] = (
                 stats["compile_time_ns"] / 1e6,
                 mock_nnapi.counter("compilation_cache_hits") - hits_before,
                 stats["modelled_compile_time_ns"] / 1e6,
             )
-        runtime_api.configure(**saved)
+        runtime.configure(**saved)
     print("2. NNAPI compilation of the subgraph")
     print(f"   {'':10s} {'measured here':>14s} {'modelled (phone)':>17s}  mock cache hits")
     for label, (measured, hits, modelled) in results.items():

@@ -24,7 +24,7 @@ from bench_cv_models import measure  # same alternating, median-of-runs measurem
 from tvm import relax
 
 import tvm_nnapi
-from tvm_nnapi.codegen import lower_function
+from tvm_nnapi.compiler.codegen import lower_function
 from tvm_nnapi.models.torchvision_models import TORCHVISION_NETWORKS, torchvision_model
 
 

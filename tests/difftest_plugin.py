@@ -1,4 +1,4 @@
-"""pytest plugin: the differential report of every test run (format: tvm_nnapi.difftest).
+"""pytest plugin: the differential report of every test run (format: tvm_nnapi.testing.difftest).
 
 Per test it records the target the test ran on, its outcome, the errors of every array a test
 compared with its reference (``difftest.check`` / ``difftest.compare``, or OpTester's
@@ -20,17 +20,17 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
 
 
 def _load_report_module():
-    """tvm_nnapi/difftest.py of this source tree, loaded by path: it needs only numpy, and
+    """tvm_nnapi/testing/difftest.py of this source tree, loaded by path: it needs only numpy, and
     importing the tvm_nnapi package would import TVM, which runs of the mock alone (tox -e
     sanitize) neither have nor need."""
-    path = Path(__file__).resolve().parents[1] / "tvm_nnapi" / "difftest.py"
+    path = Path(__file__).resolve().parents[1] / "tvm_nnapi" / "testing" / "difftest.py"
     spec = importlib.util.spec_from_file_location("tvm_nnapi_difftest_report", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -38,7 +38,10 @@ def _load_report_module():
     return module
 
 
-difftest = _load_report_module()
+if TYPE_CHECKING:  # what _load_report_module loads
+    from tvm_nnapi.testing import difftest
+else:
+    difftest = _load_report_module()
 Comparison = difftest.Comparison
 Report = difftest.Report
 TestRecord = difftest.TestRecord

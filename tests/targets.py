@@ -88,11 +88,11 @@ class MockTarget(Target):
     name = "mock"
 
     def run(self, executable, function, inputs):
-        from tvm_nnapi import runtime_api
+        from tvm_nnapi import runtime
 
         vm = relax.VirtualMachine(executable, tvm.cpu())
         result = vm[function](*[tvm.runtime.tensor(a) for a in inputs]).numpy()
-        stats = runtime_api.stats(vm)
+        stats = runtime.stats(vm)
         totals = {
             key: sum(s.get(key, 0) for s in stats.values()) for key in ("nnapi_calls", "host_calls")
         }
@@ -100,7 +100,7 @@ class MockTarget(Target):
         return result
 
     def run_graph(self, graph_json, constants, inputs, outputs):
-        from tvm_nnapi._runtime import runtime_function
+        from tvm_nnapi.runtime._library import runtime_function
 
         arguments = [tvm.runtime.tensor(np.ascontiguousarray(a)) for a in inputs]
         results = [
@@ -184,7 +184,7 @@ class LoopbackRpcTarget(RemoteTarget):
     def __init__(self) -> None:
         from tvm import rpc
 
-        from tvm_nnapi._runtime import load_runtime_library
+        from tvm_nnapi.runtime._library import load_runtime_library
 
         # The server process loads the runtime library (and with it the mock NNAPI) at start;
         # the callback is passed by reference, so it must be importable there.
@@ -210,7 +210,7 @@ def android_fcompile(compiler: str):
 
         return cc.create_shared(output, objects, options, cc=compiler)
 
-    fcompile.output_format = "so"
+    fcompile.output_format = "so"  # type: ignore[attr-defined]
     return fcompile
 
 
@@ -299,8 +299,9 @@ class DeviceTarget(RemoteTarget):
 
     def close(self) -> None:
         super().close()
-        if getattr(self, "adb_server", None) is not None:
-            self.adb_server.stop()
+        adb_server = getattr(self, "adb_server", None)
+        if adb_server is not None:
+            adb_server.stop()
 
 
 def make_target(name: str) -> Target:

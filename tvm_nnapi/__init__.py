@@ -13,14 +13,13 @@ Android to the system libneuralnetworks.so. ``$TVM_NNAPI_LIBRARY`` selects anoth
 
 from __future__ import annotations
 
-from ._runtime import configure_nnapi_library, load_runtime_library
-from .build import build, offload_summary
-from .codegen import nnapi_codegen
+from ._version import __version__ as __version__
+from .compiler.build import build, offload_summary
+from .compiler.codegen import nnapi_codegen
+from .compiler.partition import PartitionResult, nnapi_subgraphs, partition, partition_with_report
+from .compiler.patterns import PartitionOptions, Refusal, RefusalKind
 from .errors import CodegenError, NnapiBackendError
-from .partition import PartitionResult, nnapi_subgraphs, partition, partition_with_report
-from .patterns import PartitionOptions, Refusal, RefusalKind
-
-__version__ = "0.1.0"
+from .runtime._library import configure_nnapi_library, load_runtime_library
 
 load_runtime_library()
 

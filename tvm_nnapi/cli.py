@@ -9,7 +9,7 @@ Subcommands:
   estimate  modelled latency of the NNAPI-offloaded program vs the all-host one on a profile
   run       build, run on the mock NNAPI, compare with host llvm, write a Perfetto trace
   llm       generate text with an LLM, benchmark its NNAPI-offloaded build (tvm_nnapi.llm.cli)
-  compare-reports  compare two differential test reports (tvm_nnapi/difftest.py)
+  compare-reports  compare two differential test reports (tvm_nnapi/testing/difftest.py)
 
 explain, estimate and run take ``--json`` (a machine-readable document on stdout) and
 ``--report out.html`` (a self-contained HTML page). Progress goes to stderr.
@@ -21,9 +21,12 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from rich.status import Status
 
 
 def _console():
@@ -90,7 +93,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     if args.profile != "none":
         # Before anything is compiled: the mock switches profiles only with no live compilation.
-        from tvm_nnapi.estimate import estimate
+        from tvm_nnapi.tools.estimate import estimate
 
         with console.status(f"estimating on the {args.profile} profile (modelled)..."):
             symbolic = any(isinstance(d, str) for d in info["input_shape"])
@@ -182,7 +185,7 @@ class _Progress:
 
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
-        self._status = None
+        self._status: Status | None = None
 
     def __enter__(self) -> _Progress:
         if not self.quiet:
@@ -192,7 +195,7 @@ class _Progress:
             self._status.__enter__()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *exc: Any) -> None:
         if self._status is not None:
             self._status.__exit__(*exc)
             self._status = None
@@ -315,7 +318,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
 
 def cmd_models(args: argparse.Namespace) -> int:
     """List the built-in MODEL names (MODEL can also be a .py, TVMScript, .onnx or .pt2 file)."""
-    from tvm_nnapi.sources import builtin_model_names
+    from tvm_nnapi.tools.sources import builtin_model_names
 
     for name in builtin_model_names():
         print(name)
@@ -328,8 +331,8 @@ def cmd_models(args: argparse.Namespace) -> int:
 def _partition_options(args: argparse.Namespace, profile: str | None):
     """Feature level from --feature-level, else from the profile's runtime; the operations the
     profile's devices support together (None when one of them runs everything)."""
-    from tvm_nnapi.patterns import PartitionOptions
-    from tvm_nnapi.runtime_api import load_profile
+    from tvm_nnapi.compiler.patterns import PartitionOptions
+    from tvm_nnapi.runtime import load_profile
 
     level = args.feature_level
     supported = None
@@ -353,7 +356,7 @@ def _partition_options(args: argparse.Namespace, profile: str | None):
 
 
 def _load(args: argparse.Namespace, progress: _Progress):
-    from tvm_nnapi.sources import load_model_source, parse_shapes
+    from tvm_nnapi.tools.sources import load_model_source, parse_shapes
 
     progress(f"loading {args.model}...")
     return load_model_source(
@@ -363,8 +366,8 @@ def _load(args: argparse.Namespace, progress: _Progress):
 
 def _explain_document(args: argparse.Namespace, source, progress: _Progress, profile):
     import tvm_nnapi
-    from tvm_nnapi.explain import explain
-    from tvm_nnapi.graph_view import operator_graph
+    from tvm_nnapi.tools.explain import explain
+    from tvm_nnapi.tools.graph_view import operator_graph
 
     options = _partition_options(args, profile)
     progress("partitioning for NNAPI...")
@@ -402,7 +405,7 @@ def _finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
     import json
 
     if args.report:
-        from tvm_nnapi.report import write_report
+        from tvm_nnapi.tools.report import write_report
 
         write_report(args.report, document)
     if args.json:
@@ -464,7 +467,7 @@ def _print_explanation(console, source, explanation: dict[str, Any]) -> None:
 def _run_command(args: argparse.Namespace, command: str) -> int:
     """explain, estimate and run: load, partition/describe, then the command's own part."""
     from mock_nnapi import NnapiError
-    from tvm_nnapi.sources import ModelLoadError
+    from tvm_nnapi.tools.sources import ModelLoadError
 
     quiet = bool(args.json or args.quiet)
     try:
@@ -472,13 +475,13 @@ def _run_command(args: argparse.Namespace, command: str) -> int:
             profile = _select_profile(getattr(args, "profile", None))
             if command == "run" and args.model.startswith("llm:"):
                 # Before exporting the model: refuse weights too large to allocate.
-                from tvm_nnapi.differential import check_llm_weights
-                from tvm_nnapi.sources import parse_llm_spec
+                from tvm_nnapi.tools.run import check_llm_weights
+                from tvm_nnapi.tools.sources import parse_llm_spec
 
                 check_llm_weights(args.model, *parse_llm_spec(args.model))
             source = _load(args, progress)
             if command == "run":
-                from tvm_nnapi.differential import check_runnable
+                from tvm_nnapi.tools.run import check_runnable
 
                 check_runnable(source)
             document = _document(command, source, profile)
@@ -533,10 +536,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def _estimate(args: argparse.Namespace, source, profile: str | None, progress: _Progress):
     try:
-        from tvm_nnapi.estimate import estimate
+        from tvm_nnapi.tools.estimate import estimate
     except ImportError as error:
         raise RuntimeError(
-            f"the estimation engine (tvm_nnapi.estimate) is not available: {error}"
+            f"the estimation engine (tvm_nnapi.tools.estimate) is not available: {error}"
         ) from error
     from tvm import relax
 
@@ -590,7 +593,7 @@ def _devices_from_estimate(
 def _print_estimate(console, estimate: dict[str, Any]) -> None:
     from rich.table import Table
 
-    from tvm_nnapi.report import _format_us
+    from tvm_nnapi.tools.report import _format_us
 
     table = Table(title=f"Estimate on {estimate['profile']} (MODELLED, not measured)")
     for column in ("subgraph", "calls", "devices", "NNAPI / call", "host / call", "speedup"):
@@ -630,9 +633,9 @@ def _safe_name(text: str) -> str:
 def _run(args: argparse.Namespace, source, graph, progress: _Progress):
     import json
 
-    from tvm_nnapi.differential import chrome_trace, run_model
-    from tvm_nnapi.graph_view import assign_devices_from_traces
-    from tvm_nnapi.report import timeline_from_traces
+    from tvm_nnapi.tools.graph_view import assign_devices_from_traces
+    from tvm_nnapi.tools.report import timeline_from_traces
+    from tvm_nnapi.tools.run import chrome_trace, run_model
 
     options = _partition_options(args, source_profile(args))
     result = run_model(source, seed=args.seed, rtol=args.rtol, progress=progress, options=options)
@@ -655,7 +658,7 @@ def _run(args: argparse.Namespace, source, graph, progress: _Progress):
 def _print_run(console, run: dict[str, Any]) -> None:
     from rich.table import Table
 
-    from tvm_nnapi.report import _format_us
+    from tvm_nnapi.tools.report import _format_us
 
     table = Table(title="Run on the mock NNAPI vs host llvm")
     table.add_column("measure")
@@ -831,7 +834,7 @@ def build_parser() -> argparse.ArgumentParser:
     from tvm_nnapi.llm.cli import add_subcommands as add_llm_subcommands
 
     add_llm_subcommands(commands)  # llm generate, llm bench
-    from tvm_nnapi import difftest
+    from tvm_nnapi.testing import difftest
 
     difftest.add_subcommands(commands)  # compare-reports
     return parser

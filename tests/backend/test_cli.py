@@ -279,7 +279,8 @@ def test_torch_export_file(tmp_path, capsys):
 
 def _estimate_engine():
     return pytest.importorskip(
-        "tvm_nnapi.estimate", reason="the estimation engine tvm_nnapi.estimate is not installed"
+        "tvm_nnapi.tools.estimate",
+        reason="the estimation engine tvm_nnapi.tools.estimate is not installed",
     )
 
 

@@ -20,9 +20,9 @@ import tvm
 
 import mock_nnapi
 from mock_nnapi import Compilation, Execution, Model, OperandCode, OperationCode
-from tvm_nnapi import runtime_api
-from tvm_nnapi._runtime import runtime_function
-from tvm_nnapi.graph_json import GraphBuilder
+from tvm_nnapi import runtime
+from tvm_nnapi.compiler.graph_json import GraphBuilder
+from tvm_nnapi.runtime._library import runtime_function
 
 THREADS = 8
 ROUNDS = int(os.environ.get("CONCURRENCY_ROUNDS", "6"))
@@ -121,8 +121,8 @@ def test_separate_modules_run_at_once():
 
 
 def test_lru_insertions_and_evictions_under_concurrent_calls():
-    saved = runtime_api.options_in_effect()
-    runtime_api.configure(cache_max_entries=2)
+    saved = runtime.options_in_effect()
+    runtime.configure(cache_max_entries=2)
 
     def scenario() -> None:
         module = make_module(1.5)
@@ -145,7 +145,7 @@ def test_lru_insertions_and_evictions_under_concurrent_calls():
     try:
         assert live_objects_after(scenario) == 0
     finally:
-        runtime_api.configure(**saved)
+        runtime.configure(**saved)
 
 
 def test_modules_created_and_freed_while_others_run():

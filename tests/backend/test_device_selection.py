@@ -11,7 +11,7 @@ from tvm.script import relax as R
 
 import mock_nnapi
 import tvm_nnapi
-from tvm_nnapi import runtime_api
+from tvm_nnapi import runtime
 
 
 @tvm.script.ir_module
@@ -27,9 +27,9 @@ class Projection:
 
 @pytest.fixture
 def options():
-    saved = runtime_api.options_in_effect()
-    yield runtime_api
-    runtime_api.configure(**saved)
+    saved = runtime.options_in_effect()
+    yield runtime
+    runtime.configure(**saved)
 
 
 RNG = np.random.default_rng(0)
@@ -60,7 +60,7 @@ def test_threshold_policy_sends_small_shapes_to_the_host(options, executable):
     vm = relax.VirtualMachine(executable, tvm.cpu())
     assert run(vm, 1)[1] == 0  # decode-like: host
     assert run(vm, 64)[1] == 1  # prefill-like: NNAPI
-    (stats,) = runtime_api.stats(executable).values()
+    (stats,) = runtime.stats(executable).values()
     assert stats["signatures_on_host"] == 1 and stats["signatures_on_nnapi"] == 1
 
 
@@ -88,7 +88,7 @@ def test_nnapi_failure_falls_back_to_the_host(executable):
     ):
         _, executions = run(vm, 3)
     assert executions == 0
-    stats = next(iter(runtime_api.stats(executable).values()))
+    stats = next(iter(runtime.stats(executable).values()))
     assert stats["fallbacks"] >= 1
 
 
@@ -132,13 +132,13 @@ def test_exported_module_keeps_its_host_fallback(tmp_path, executable):
         import tvm
         from tvm import relax
         import tvm_nnapi, mock_nnapi
-        from tvm_nnapi import runtime_api
+        from tvm_nnapi import runtime
         lib = tvm.runtime.load_module({str(library)!r})
         vm = relax.VirtualMachine(lib, tvm.cpu())
         x = np.ones((3, 32), "float32")
         w = np.eye(32, dtype="float32")
         out = vm["main"](tvm.runtime.tensor(x), tvm.runtime.tensor(w)).numpy()
-        print(json.dumps({{"value": float(out[0, 0]), "stats": runtime_api.stats(lib),
+        print(json.dumps({{"value": float(out[0, 0]), "stats": runtime.stats(lib),
                            "nnapi": mock_nnapi.counter("executions_completed")}}))
         """
     )
@@ -167,7 +167,7 @@ class WideProjection:
 def test_cost_policy_from_a_phone_profile_splits_decode_and_prefill(options, profile):
     # A 512x512 projection: one token is dominated by NNAPI's per-call and transfer cost,
     # a 512-token prompt by arithmetic, where the accelerator is several times faster.
-    policy = runtime_api.cost_policy_from_profile(profile)
+    policy = runtime.cost_policy_from_profile(profile)
     assert policy.startswith("cost:")
     options.configure(policy=policy)
     vm = relax.VirtualMachine(tvm_nnapi.build(WideProjection, host_fallback=True), tvm.cpu())

@@ -104,7 +104,7 @@ def test_feature_level_gates_float16():
                 R.output(out)
             return out
 
-    old = tvm_nnapi.PartitionOptions(feature_level=tvm_nnapi.patterns.FEATURE_LEVEL_2)
+    old = tvm_nnapi.PartitionOptions(feature_level=tvm_nnapi.compiler.patterns.FEATURE_LEVEL_2)
     report = tvm_nnapi.partition_with_report(Half, old)
     assert report.subgraphs == []
     assert report.refusals[0].kind == tvm_nnapi.RefusalKind.FEATURE_LEVEL

@@ -1,5 +1,5 @@
-"""The modelled-latency estimate (tvm_nnapi.estimate): totals consistent with their rows, NNAPI
-times that follow the profile, the mock's cost-only mode giving the same modelled times as a
+"""The modelled-latency estimate (tvm_nnapi.tools.estimate): totals consistent with their rows,
+NNAPI times that follow the profile, the mock's cost-only mode giving the same modelled times as a
 real execution, and full-size models costed without allocating their weights.
 """
 
@@ -16,8 +16,8 @@ from tvm import relax
 
 from mock_nnapi import control
 from tvm_nnapi import llm
-from tvm_nnapi.estimate import HostModel, PreparedEstimate, estimate
 from tvm_nnapi.llm.experiments import LlmEstimator
+from tvm_nnapi.tools.estimate import HostModel, PreparedEstimate, estimate
 
 PHONE = "snapdragon-8-gen-2"
 

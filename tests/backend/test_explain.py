@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from tvm_nnapi.cli import main
-from tvm_nnapi.explain import ModelLoadError, explain, load_model
+from tvm_nnapi.tools.explain import ModelLoadError, explain, load_model
 
 
 def test_explain_names_the_unsupported_operator_and_the_reason(capsys):

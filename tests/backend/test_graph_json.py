@@ -11,11 +11,11 @@ import tvm
 import tvm_ffi
 
 import tvm_nnapi  # noqa: F401  (loads the runtime library)
-from tvm_nnapi._runtime import runtime_function
-from tvm_nnapi.graph_json import GraphBuilder
+from tvm_nnapi.compiler.graph_json import GraphBuilder
+from tvm_nnapi.runtime._library import runtime_function
 
 
-def valid_graph() -> dict:
+def valid_graph() -> tuple[dict, bytes]:
     builder = GraphBuilder("subgraph0")
     x = builder.add_input("float32", ["n", 4])
     y = builder.add_constant(np.arange(4, dtype=np.float32))

@@ -18,7 +18,7 @@ import tvm
 
 import mock_nnapi
 import tvm_nnapi
-from tvm_nnapi import llm, runtime_api
+from tvm_nnapi import llm, runtime
 
 HAS_SAFETENSORS = importlib.util.find_spec("safetensors") is not None
 HAS_TOKENIZERS = importlib.util.find_spec("tokenizers") is not None
@@ -127,13 +127,11 @@ def test_nnapi_prefill_generates_the_same_greedy_tokens_as_llvm(builds, prompt):
 
 def _subgraph_calls(engine: llm.LlamaEngine) -> int:
     """NNAPI executions of the engine's subgraphs so far (runtime statistics)."""
-    return sum(s["nnapi_calls"] for s in runtime_api.stats(engine.executable).values())
+    return sum(s["nnapi_calls"] for s in runtime.stats(engine.executable).values())
 
 
 def test_decode_stays_on_the_host(fp32):
-    assert all(
-        name.startswith("prefill_nnapi_") for name in runtime_api.stats(fp32.nnapi.executable)
-    )
+    assert all(name.startswith("prefill_nnapi_") for name in runtime.stats(fp32.nnapi.executable))
     fp32.nnapi.reset()
     fp32.nnapi.prefill([3, 1, 4, 1, 5])
     before = mock_nnapi.counter("executions_completed")
@@ -196,20 +194,20 @@ def test_stop_tokens_and_streaming(fp32):
 
 def test_decode_offloaded_too_is_placed_per_shape_by_the_runtime_policy(fp32):
     executable = llm.build_llm(fp32.mod, ["prefill", "decode"], host_fallback=True)
-    saved = runtime_api.options_in_effect()
+    saved = runtime.options_in_effect()
     try:
         # Per call: decode subgraphs < 0.1 MFLOP go to the host, prefills of 40 tokens to NNAPI.
-        runtime_api.configure(policy="threshold:100000")
+        runtime.configure(policy="threshold:100000")
         engine = llm.LlamaEngine(executable, fp32.config, fp32.weights)
         result = engine.generate(PROMPTS[2], max_new_tokens=4)
-        stats = runtime_api.stats(executable)
+        stats = runtime.stats(executable)
         # A new prompt length is a new shape signature, placed by the policy in effect.
-        runtime_api.configure(policy="host")
+        runtime.configure(policy="host")
         before = mock_nnapi.counter("executions_completed")
         on_host = engine.generate(list(range(60, 72)), max_new_tokens=4)
         assert mock_nnapi.counter("executions_completed") == before
     finally:
-        runtime_api.configure(**saved)
+        runtime.configure(**saved)
     assert result.tokens == fp32.host.generate(PROMPTS[2], max_new_tokens=4).tokens
     assert on_host.tokens == fp32.host.generate(list(range(60, 72)), max_new_tokens=4).tokens
     decode = {k: v for k, v in stats.items() if k.startswith("decode_nnapi_")}

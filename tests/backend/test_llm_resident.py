@@ -19,8 +19,8 @@ from tvm import relax
 
 import mock_nnapi
 import tvm_nnapi
-from tvm_nnapi import cli, llm, runtime_api
-from tvm_nnapi.codegen import lower_function
+from tvm_nnapi import cli, llm, runtime
+from tvm_nnapi.compiler.codegen import lower_function
 
 PROMPTS = [[1, 2, 3], [5, 17, 99, 200, 3, 4, 8], list(range(10, 50))]
 
@@ -86,7 +86,7 @@ def fp32(build_cache) -> Builds:
 
 
 def _subgraph_calls(executable) -> int:
-    return sum(s["nnapi_calls"] for s in runtime_api.stats(executable).values())
+    return sum(s["nnapi_calls"] for s in runtime.stats(executable).values())
 
 
 @pytest.mark.parametrize("prompt", PROMPTS, ids=lambda p: f"{len(p)}tokens")
@@ -173,7 +173,7 @@ def test_the_executable_keeps_no_second_copy_of_the_weights(fp32):
     # a constant-loader module; the NNAPI modules hold them in their own blobs instead.
     found = kinds(fp32.executable.mod)
     assert "const_loader" not in found
-    assert found.count("nnapi") == len(runtime_api.stats(fp32.executable))
+    assert found.count("nnapi") == len(runtime.stats(fp32.executable))
 
 
 def _tensor_constants(func: relax.Function) -> list:
@@ -208,7 +208,7 @@ def test_prefill_and_decode_both_resident(fp32):
     before = mock_nnapi.counter("executions_completed")
     result = engine.generate(PROMPTS[1], max_new_tokens=5)
     assert mock_nnapi.counter("executions_completed") > before
-    assert any(name.startswith("decode_nnapi_") for name in runtime_api.stats(executable))
+    assert any(name.startswith("decode_nnapi_") for name in runtime.stats(executable))
     reference = fp32.host.generate(PROMPTS[1], max_new_tokens=5)
     assert result.tokens == reference.tokens
 
@@ -216,7 +216,7 @@ def test_prefill_and_decode_both_resident(fp32):
 def test_the_estimate_of_the_resident_build_is_the_modelled_resident_option(fp32):
     """The cost model's weights="resident" (the input build's trace without the weight copies)
     is what costing the real resident build, its weights as graph constants, gives."""
-    from tvm_nnapi.estimate import estimate
+    from tvm_nnapi.tools.estimate import estimate
 
     bound = llm.bind_weights(fp32.mod, fp32.weights, ["prefill"])
     shapes, profile = {"seq_len": 16}, "snapdragon-8-gen-2"

@@ -49,7 +49,7 @@ class Case:
         return builder.get()
 
 
-def c(array: np.ndarray) -> relax.Expr:
+def c(array: np.ndarray | np.generic) -> relax.Expr:
     return relax.const(array)
 
 

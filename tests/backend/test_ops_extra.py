@@ -17,9 +17,9 @@ from tvm import relax
 
 import mock_nnapi
 import tvm_nnapi
+from tvm_nnapi.compiler.patterns import FEATURE_LEVEL_3
 from tvm_nnapi.models import mobilenet_v2
 from tvm_nnapi.models.torchvision_models import fold_batch_norm_into_conv, torchvision_model
-from tvm_nnapi.patterns import FEATURE_LEVEL_3
 
 from .helpers import run_host, to_tvm
 

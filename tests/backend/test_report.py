@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tvm_nnapi.cli import main
-from tvm_nnapi.report import (
+from tvm_nnapi.tools.report import (
     NODE_HEIGHT,
     NODE_WIDTH,
     layout,

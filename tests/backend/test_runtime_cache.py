@@ -14,7 +14,7 @@ from tvm.script import relax as R
 
 import mock_nnapi
 import tvm_nnapi
-from tvm_nnapi import runtime_api
+from tvm_nnapi import runtime
 
 
 @tvm.script.ir_module
@@ -31,9 +31,9 @@ class Dynamic:
 @pytest.fixture
 def options():
     """Restore the process-wide runtime options after the test."""
-    saved = runtime_api.options_in_effect()
-    yield runtime_api
-    runtime_api.configure(**saved)
+    saved = runtime.options_in_effect()
+    yield runtime
+    runtime.configure(**saved)
 
 
 def _run(vm: relax.VirtualMachine, rows: int) -> np.ndarray:
@@ -51,7 +51,7 @@ def test_lru_bound_on_entries_evicts_and_frees(options):
     live_before = mock_nnapi.counter("live_compilations")
     for rows in (1, 7, 64, 1):
         _run(vm, rows)
-    (stats,) = runtime_api.stats(executable).values()
+    (stats,) = runtime.stats(executable).values()
     assert stats["compilations"] == 4  # 1 was evicted by 64, then compiled again
     assert stats["evictions"] == 2
     assert stats["cached_signatures"] == 2
@@ -64,27 +64,27 @@ def test_lru_bound_on_bytes_keeps_the_latest_entry(options):
     vm = relax.VirtualMachine(executable, tvm.cpu())
     for rows in (3, 5):
         _run(vm, rows)
-    (stats,) = runtime_api.stats(executable).values()
+    (stats,) = runtime.stats(executable).values()
     assert stats["cached_signatures"] == 1
     assert stats["evictions"] == 1
 
 
 def test_precompile_for_expected_lengths_then_only_cache_hits():
     executable = tvm_nnapi.build(Dynamic)
-    assert runtime_api.precompile(executable, seq_len=[7, 64, 300]) == 3
+    assert runtime.precompile(executable, seq_len=[7, 64, 300]) == 3
     vm = relax.VirtualMachine(executable, tvm.cpu())
     before = mock_nnapi.counter("compilations_finished")
     for rows in (7, 64, 300, 7):
         _run(vm, rows)
     assert mock_nnapi.counter("compilations_finished") == before
-    (stats,) = runtime_api.stats(executable).values()
+    (stats,) = runtime.stats(executable).values()
     assert stats["cache_hits"] == 4 and stats["calls"] == 4 and stats["compilations"] == 3
     assert stats["compile_time_ns"] > 0
 
 
 def test_precompile_names_a_missing_symbol():
     executable = tvm_nnapi.build(Dynamic)
-    (module,) = runtime_api.nnapi_modules(executable)
+    (module,) = runtime.nnapi_modules(executable)
     with pytest.raises(Exception, match="symbol 'seq_len'"):
         module["precompile"]({"other": 3})
 
@@ -94,12 +94,12 @@ def test_bursts_are_used_and_can_be_turned_off(options):
     vm = relax.VirtualMachine(executable, tvm.cpu())
     _run(vm, 4)
     _run(vm, 4)
-    (stats,) = runtime_api.stats(executable).values()
+    (stats,) = runtime.stats(executable).values()
     assert stats["burst_computes_cached"] == 2
     options.configure(use_burst=False)
     executable = tvm_nnapi.build(Dynamic)
     _run(relax.VirtualMachine(executable, tvm.cpu()), 4)
-    (stats,) = runtime_api.stats(executable).values()
+    (stats,) = runtime.stats(executable).values()
     assert stats["burst_computes_cached"] == 0
 
 
@@ -137,7 +137,7 @@ def test_dynamic_subgraph_over_seq_lens_compiles_once_per_signature():
     lengths = [1, 7, 64, 128, 300, 7, 1, 300]
     for rows in lengths:
         _run(vm, rows)
-    (stats,) = runtime_api.stats(executable).values()
+    (stats,) = runtime.stats(executable).values()
     assert stats["compilations"] == len(set(lengths))
     assert stats["cache_hits"] == len(lengths) - len(set(lengths))
 
@@ -157,8 +157,8 @@ def test_a_fresh_process_reuses_the_disk_cache(options, tmp_path):
         import tvm
         from tvm import relax
         import tvm_nnapi, mock_nnapi
-        from tvm_nnapi import runtime_api
-        runtime_api.configure(cache_dir={str(tmp_path / "cache")!r})
+        from tvm_nnapi import runtime
+        runtime.configure(cache_dir={str(tmp_path / "cache")!r})
         vm = relax.VirtualMachine(tvm.runtime.load_module({str(library)!r}), tvm.cpu())
         x = np.ones((5, 16), "float32")
         vm["main"](tvm.runtime.tensor(x), tvm.runtime.tensor(np.eye(16, dtype="float32")))

@@ -24,12 +24,12 @@ from tvm.script import relax as R
 import mock_nnapi
 import tvm_nnapi
 from mock_nnapi import ResultCode
-from tvm_nnapi import runtime_api
-from tvm_nnapi._runtime import runtime_function
-from tvm_nnapi.graph_json import GraphBuilder
+from tvm_nnapi import runtime
+from tvm_nnapi.compiler.graph_json import GraphBuilder
+from tvm_nnapi.runtime._library import runtime_function
 
 # The source tree's loader (tests run from a checkout; wheels do not ship the C++ sources).
-LOADER = Path(__file__).resolve().parents[2] / "tvm_nnapi" / "runtime" / "nnapi_loader.h"
+LOADER = Path(__file__).resolve().parents[2] / "tvm_nnapi" / "runtime" / "src" / "nnapi_loader.h"
 LOADER_FUNCTIONS = re.findall(
     r"TVM_NNAPI_FUNCTION_POINTER\((ANeuralNetworks\w+)\)", LOADER.read_text()
 )
@@ -90,9 +90,9 @@ def run(module, rows: int = 3) -> None:
 
 @pytest.fixture
 def options(tmp_path):
-    saved = runtime_api.options_in_effect()
+    saved = runtime.options_in_effect()
     yield tmp_path
-    runtime_api.configure(**saved)
+    runtime.configure(**saved)
     clear_faults()
 
 
@@ -105,7 +105,7 @@ SCENARIOS = {
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_every_runtime_nnapi_call_failing_once_is_reported_and_leaks_nothing(options, scenario):
     config = SCENARIOS[scenario]
-    runtime_api.configure(
+    runtime.configure(
         use_burst=config["use_burst"],
         cache_dir=str(options / "cache") if config["cache"] else "",
     )
@@ -172,12 +172,12 @@ def test_module_with_host_fallback_falls_back_on_a_fault(options, function):
     out = vm["main"](tvm.runtime.tensor(x), tvm.runtime.tensor(w)).numpy()
     assert injected_fault_count() == 1
     np.testing.assert_allclose(out, x @ w + x, rtol=1e-5, atol=1e-5)
-    (stats,) = runtime_api.stats(vm).values()
+    (stats,) = runtime.stats(vm).values()
     assert stats["fallbacks"] == 1 and stats["host_calls"] == 1
     # The executable reports the modules its VirtualMachine runs (this one is jitted: it holds
     # a "c" module, so the VM runs a reloaded copy).
     assert "c" in [m.kind for m in executable.mod.imports]
-    assert runtime_api.stats(executable) == runtime_api.stats(vm)
+    assert runtime.stats(executable) == runtime.stats(vm)
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,8 @@ activation changes logits by far more).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 import tvm
@@ -51,7 +53,7 @@ def _conv_kinds(mod: tvm.IRModule) -> dict[str, int]:
     return counts
 
 
-def _tolerance(expected: np.ndarray) -> dict[str, float]:
+def _tolerance(expected: np.ndarray) -> dict[str, Any]:
     return {"rtol": 1e-4, "atol": 1e-4 * float(np.abs(expected).max())}
 
 

@@ -26,6 +26,7 @@ import random
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -218,7 +219,7 @@ class Sequence:
         handle = ctypes.c_void_p()
         if self.call("ANeuralNetworksModel_create", ctypes.byref(handle)) != 0:
             return
-        entry = {"handle": handle, "operands": 0, "users": 0, "types": []}
+        entry: dict[str, Any] = {"handle": handle, "operands": 0, "users": 0, "types": []}
         self.models.append(entry)
         f32 = int(OperandCode.TENSOR_FLOAT32)
         rank = rng.randrange(1, 5)
@@ -309,7 +310,7 @@ class Sequence:
         if self.call("ANeuralNetworksCompilation_create", model["handle"], ctypes.byref(handle)):
             return
         model["users"] += 1
-        compilation = {"handle": handle, "model": model, "users": 0}
+        compilation: dict[str, Any] = {"handle": handle, "model": model, "users": 0}
         self.compilations.append(compilation)
         if self.call("ANeuralNetworksCompilation_finish", handle):
             return

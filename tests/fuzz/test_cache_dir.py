@@ -21,9 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mock_nnapi
-from tvm_nnapi import runtime_api
-from tvm_nnapi._runtime import runtime_function
-from tvm_nnapi.graph_json import GraphBuilder
+from tvm_nnapi import runtime
+from tvm_nnapi.compiler.graph_json import GraphBuilder
+from tvm_nnapi.runtime._library import runtime_function
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "50"))
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
@@ -58,11 +58,11 @@ def run_fresh(offset: float = 1.0) -> dict[str, int]:
 
 @pytest.fixture
 def cache_dir(tmp_path):
-    saved = runtime_api.options_in_effect()
+    saved = runtime.options_in_effect()
     directory = tmp_path / "nnapi-cache"
-    runtime_api.configure(cache_dir=str(directory))
+    runtime.configure(cache_dir=str(directory))
     yield directory
-    runtime_api.configure(**saved)
+    runtime.configure(**saved)
 
 
 def only_cache_file(directory) -> str:
@@ -101,17 +101,17 @@ def test_directory_owned_by_another_user_is_refused(cache_dir):
 
 
 def test_symlinked_directory_is_refused(tmp_path):
-    saved = runtime_api.options_in_effect()
+    saved = runtime.options_in_effect()
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir(mode=0o700)
     (tmp_path / "link").symlink_to(elsewhere)
-    runtime_api.configure(cache_dir=str(tmp_path / "link"))
+    runtime.configure(cache_dir=str(tmp_path / "link"))
     try:
         with pytest.raises(Exception, match="symbolic links are refused"):
             run_fresh()
         assert os.listdir(elsewhere) == []
     finally:
-        runtime_api.configure(**saved)
+        runtime.configure(**saved)
 
 
 def test_symlink_planted_under_the_cache_name_is_never_followed(cache_dir, tmp_path):
@@ -164,8 +164,8 @@ def test_special_or_foreign_file_under_the_cache_name(cache_dir, kind):
 @given(st.data())
 def test_corrupted_or_truncated_cache_file_is_recompiled(tmp_path_factory, data):
     directory = tmp_path_factory.mktemp("cache") / "nnapi"
-    saved = runtime_api.options_in_effect()
-    runtime_api.configure(cache_dir=str(directory))
+    saved = runtime.options_in_effect()
+    runtime.configure(cache_dir=str(directory))
     try:
         run_fresh()
         path = directory / only_cache_file(directory)
@@ -189,4 +189,4 @@ def test_corrupted_or_truncated_cache_file_is_recompiled(tmp_path_factory, data)
         assert run_fresh() == expected
         assert path.read_bytes() == original  # rewritten by the miss
     finally:
-        runtime_api.configure(**saved)
+        runtime.configure(**saved)

@@ -26,8 +26,8 @@ import tvm_ffi
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tvm_nnapi._runtime import runtime_function
-from tvm_nnapi.graph_json import GraphBuilder
+from tvm_nnapi.compiler.graph_json import GraphBuilder
+from tvm_nnapi.runtime._library import runtime_function
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "50"))
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")

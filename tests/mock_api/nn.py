@@ -10,11 +10,14 @@ from __future__ import annotations
 import ctypes
 import os
 from collections.abc import Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 from mock_nnapi.constants import FuseCode, OperandCode, OperationCode, ResultCode
 
 from mock_nnapi import _library
+
+T = TypeVar("T")
 
 lib = _library.load()
 
@@ -43,7 +46,7 @@ def operand_type(
         array = (ctypes.c_uint32 * len(dims))(*dims)
         value.dimensionCount = len(dims)
         value.dimensions = ctypes.cast(array, ctypes.POINTER(ctypes.c_uint32))
-        value._keepalive = array  # type: ignore[attr-defined]
+        value._keepalive = array
     value.scale = scale
     value.zeroPoint = zero_point
     return value
@@ -57,11 +60,11 @@ def raw_type(code: int, count: int, with_pointer: bool) -> _library.OperandType:
     if with_pointer:
         array = (ctypes.c_uint32 * 4)(1, 1, 1, 1)
         value.dimensions = ctypes.cast(array, ctypes.POINTER(ctypes.c_uint32))
-        value._keepalive = array  # type: ignore[attr-defined]
+        value._keepalive = array
     return value
 
 
-def ref(value: object) -> object:
+def ref(value: Any) -> Any:
     return ctypes.byref(value) if value is not None else None
 
 
@@ -74,7 +77,7 @@ def ptr(array: np.ndarray) -> ctypes.c_void_p:
     return array.ctypes.data_as(ctypes.c_void_p)
 
 
-def handle_array(handles: Sequence[object]) -> ctypes.Array:
+def handle_array(handles: Sequence[Any]) -> ctypes.Array:
     values = [h.value if isinstance(h, ctypes.c_void_p) else h for h in handles]
     return (ctypes.c_void_p * max(len(values), 1))(*values)
 
@@ -103,7 +106,7 @@ class Arena:
         self._fds: list[int] = []
         self._operand_counts: dict[int, int] = {}
 
-    def keep(self, value: object) -> object:
+    def keep(self, value: T) -> T:
         self._keep.append(value)
         return value
 

@@ -30,8 +30,10 @@ def build(program: str, directory: pathlib.Path) -> pathlib.Path:
     if library.name != "libneuralnetworks.so":
         pytest.skip(f"-lneuralnetworks cannot name {library}")
     binary = directory / program
+    compiler = c_compiler()
+    assert compiler is not None  # the module is skipped without one
     command = [
-        c_compiler(),
+        compiler,
         "-std=c99",
         "-Wall",
         "-Wextra",

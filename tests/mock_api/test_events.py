@@ -29,7 +29,11 @@ def fence_event(arena, fd: int) -> ctypes.c_void_p:
 
 
 def signal_later(fd: int, seconds: float) -> threading.Thread:
-    thread = threading.Thread(target=lambda: (time.sleep(seconds), os.eventfd_write(fd, 1)))
+    def signal() -> None:
+        time.sleep(seconds)
+        os.eventfd_write(fd, 1)
+
+    thread = threading.Thread(target=signal)
     thread.start()
     return thread
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -15,7 +17,7 @@ F32 = OperandCode.TENSOR_FLOAT32
 I32 = OperandCode.TENSOR_INT32
 U8 = OperandCode.TENSOR_QUANT8_ASYMM
 S8 = OperandCode.TENSOR_QUANT8_ASYMM_SIGNED
-NUMPY = {F16: np.float16, F32: np.float32, I32: np.int32, U8: np.uint8, S8: np.int8}
+NUMPY: dict[int, Any] = {F16: np.float16, F32: np.float32, I32: np.int32, U8: np.uint8, S8: np.int8}
 # Quantisation parameters of quantised operands: CAST ignores them.
 QUANT_PARAMS = {U8: {"scale": 0.5, "zero_point": 7}, S8: {"scale": 0.5, "zero_point": -3}}
 

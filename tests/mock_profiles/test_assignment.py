@@ -79,7 +79,9 @@ def test_phone(write_profile):
 
 def _assignment(model, preference=None, devices=None) -> list[tuple[str, str]]:
     run(model, devices, preference)
-    return operation_devices(control.last_execution_trace())
+    trace = control.last_execution_trace()
+    assert trace is not None
+    return operation_devices(trace)
 
 
 def test_an_operation_only_the_npu_supports_goes_to_the_npu(test_phone):

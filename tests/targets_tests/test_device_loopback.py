@@ -16,7 +16,7 @@ from mock_ops.op_tester import OpTester
 from targets import DeviceTarget
 
 from mock_nnapi import OperandCode, OperationCode
-from tvm_nnapi._runtime import configure_nnapi_library
+from tvm_nnapi.runtime._library import configure_nnapi_library
 
 pytest.importorskip(
     "tornado", reason="TVM's RPC tracker needs tornado: pip install 'tvm-nnapi[test]'"

@@ -3,6 +3,8 @@ sessions: which phone it asks for, what it compiles with, what it uploads, and i
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from targets import DeviceTarget, android_fcompile
 
@@ -11,7 +13,7 @@ from .test_android import FakeAdbDevice, make_build
 
 class FakeSession:
     def __init__(self) -> None:
-        self.log = []
+        self.log: list[Any] = []
 
     def upload(self, path):
         self.log.append(("upload", path))
@@ -37,7 +39,7 @@ class FakeRpc:
         self.session = FakeSession()
         self.tracker = FakeTracker(self.session)
         self.tracker_address = None
-        self.connects = []
+        self.connects: list[Any] = []
         self.failures = failures
 
     def connect_tracker(self, host, port):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tvm_nnapi import cli
-from tvm_nnapi.difftest import (
+from tvm_nnapi.testing.difftest import (
     Report,
     ReportError,
     TestRecord,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tvm_nnapi.difftest import Report
+from tvm_nnapi.testing.difftest import Report
 
 TESTS_DIR = Path(__file__).resolve().parent.parent
 

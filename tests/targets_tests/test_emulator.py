@@ -14,6 +14,7 @@ from .test_android import FakeClock
 
 PATH = Path(__file__).resolve().parents[2] / "emulator" / "android_emulator.py"
 spec = importlib.util.spec_from_file_location("android_emulator", PATH)
+assert spec is not None and spec.loader is not None
 harness = importlib.util.module_from_spec(spec)
 sys.modules["android_emulator"] = harness
 spec.loader.exec_module(harness)

@@ -13,7 +13,7 @@ from targets import MockTarget
 
 import mock_nnapi
 from mock_nnapi import FuseCode, OperandCode, OperationCode
-from tvm_nnapi._runtime import runtime_function
+from tvm_nnapi.runtime._library import runtime_function
 
 
 def add_tester(dynamic: bool = False) -> tuple[OpTester, np.ndarray]:
@@ -21,7 +21,7 @@ def add_tester(dynamic: bool = False) -> tuple[OpTester, np.ndarray]:
     tester = (
         OpTester(OperationCode.ADD)
         .input(x)
-        .constant(np.float32([10, 20, 30]))
+        .constant(np.array([10, 20, 30], np.float32))
         .scalar(OperandCode.INT32, FuseCode.RELU)
         .output(OperandCode.TENSOR_FLOAT32, (2, 3))
         .dynamic_outputs(dynamic)

@@ -217,6 +217,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         raise SystemExit(f"error: {error}") from None
     _progress(f"built in {time.perf_counter() - start:.1f} s")
     start = time.perf_counter()
+    text: str | None
     if tokenizer is not None and args.prompt is not None:
         stream = None if args.json else (lambda piece: print(piece, end="", flush=True))
         try:

@@ -11,7 +11,7 @@ import dataclasses
 import json
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ class LlamaConfig:
         model."""
         if not isinstance(config, dict):
             with open(config, encoding="utf-8") as file:
-                config = json.load(file)
+                config = cast(dict[str, Any], json.load(file))
         model_type = str(config.get("model_type", "llama"))
         heads = int(config["num_attention_heads"])
         values: dict[str, Any] = {

@@ -8,7 +8,7 @@ passes, like the BLAS dispatch::
     seq = tvm.transform.Sequential([NNAPIDispatch(entry_functions=["prefill"]), ...])
 
 Offloading ``decode`` as well is possible (``entry_functions=["prefill", "decode"]``); with
-``host_fallback=True`` the runtime's device-selection policy (``tvm_nnapi.runtime_api``,
+``host_fallback=True`` the runtime's device-selection policy (``tvm_nnapi.runtime``,
 e.g. ``policy="threshold:FLOPS"``) then decides per shape whether NNAPI or the host runs it.
 
 :func:`offload_report` says what a partition of ``prefill`` sends to NNAPI (operators, FLOP
@@ -26,16 +26,17 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 import tvm
 from tvm import IRModule, relax
 from tvm.relax.expr_functor import PyExprMutator, mutator
 
-from ..build import OffloadSummary, offload_summary
-from ..codegen import drop_codegen_constants
-from ..partition import CODEGEN_NAME, nnapi_subgraphs, partition_with_report
-from ..patterns import PartitionOptions, Refusal
+from ..compiler.build import OffloadSummary, offload_summary
+from ..compiler.codegen import drop_codegen_constants
+from ..compiler.partition import CODEGEN_NAME, nnapi_subgraphs, partition_with_report
+from ..compiler.patterns import PartitionOptions, Refusal
 from .config import LlamaConfig
 from .weights import WeightError
 
@@ -70,6 +71,11 @@ class NNAPIDispatch:
         # Bytes of tensor constants (e.g. bound weights) left in each entry function after the
         # partition: what the host program, not an NNAPI subgraph, holds.
         self.host_constant_bytes: dict[str, int] = {}
+
+    if TYPE_CHECKING:
+        # module_pass turns the class into a ModulePass: an instance is applied to a module by
+        # calling it (type checkers do not see what a class decorator does).
+        def __call__(self, mod: IRModule) -> IRModule: ...
 
     def transform_module(self, mod: IRModule, _ctx: tvm.transform.PassContext) -> IRModule:
         names = [name for name in self.entry_functions if _has_function(mod, name)]
@@ -140,7 +146,7 @@ def build_llm(
 # ---- weights bound as constants ------------------------------------------------------------------
 
 #: A weight given to :func:`bind_weights`: a NumPy array or a TVM tensor (used without a copy).
-WeightArray = np.ndarray | tvm.runtime.Tensor
+WeightArray: TypeAlias = np.ndarray | tvm.runtime.Tensor
 
 
 @dataclass(frozen=True)

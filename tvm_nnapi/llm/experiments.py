@@ -1,7 +1,7 @@
 """The thesis experiments in simulation: modelled prefill and decode latency of the LLM
 configurations on the phone profiles, TVM's CPU backend vs the NNAPI-offloaded build.
 
-Every number is **modelled** (:mod:`tvm_nnapi.estimate`, docs/cost-model.md); nothing here is
+Every number is **modelled** (:mod:`tvm_nnapi.tools.estimate`, docs/cost-model.md); nothing here is
 measured. Full-size models are estimated from their shapes: weights are never allocated.
 
     from tvm_nnapi.llm import experiments
@@ -19,7 +19,7 @@ from typing import Any
 import tvm
 from tvm import relax
 
-from ..estimate import Estimate, HostWork, PreparedEstimate
+from ..tools.estimate import Estimate, HostWork, PreparedEstimate
 from .config import LlamaConfig, get_config
 from .dispatch import ATTENTION_BUILTIN, attention_flops
 from .model import export_model

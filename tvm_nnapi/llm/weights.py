@@ -18,6 +18,7 @@ import os
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -55,16 +56,19 @@ def hf_sources(param_name: str) -> tuple[str, ...]:
 
 
 def param_specs(
-    source: Iterable[tuple[str, object]] | LlamaConfig,
+    source: Iterable[tuple[str, Any]] | LlamaConfig,
 ) -> list[tuple[str, list[int]]]:
     """``(name, shape)`` of the model's parameters, in the order of the packed parameter tuple
     of ``embed``/``prefill``/``decode``: from the ``named_params`` that ``export_model``
     returns, or from a configuration (without exporting)."""
+    named: Iterable[tuple[str, Any]]
     if isinstance(source, LlamaConfig):
         from .model import LlamaForCausalLM
 
-        source = LlamaForCausalLM(source).named_parameters()
-    return [(name, [int(d) for d in param.shape]) for name, param in source]  # type: ignore[attr-defined]
+        named = LlamaForCausalLM(source).named_parameters()
+    else:
+        named = source
+    return [(name, [int(d) for d in param.shape]) for name, param in named]
 
 
 # ---- reading safetensors -------------------------------------------------------------------------

@@ -134,5 +134,5 @@ def mobilenet_v2(
                 relax.op.add(logits, builder.const(rng.uniform(-0.1, 0.1, num_classes)))
             )
         bb.emit_func_output(logits)
-    info = {"entry": "main", "input_shape": tuple(shape), "dtype": dtype}
+    info: dict[str, object] = {"entry": "main", "input_shape": tuple(shape), "dtype": dtype}
     return bb.get(), info

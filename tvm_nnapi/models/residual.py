@@ -28,5 +28,9 @@ def residual_model(features: int = 16, seed: int = 0) -> tuple[tvm.IRModule, dic
             g = builder.emit(relax.op.multiply(e, relax.const(gain)))
             out = builder.emit_output(relax.op.subtract(g, x))
         builder.emit_func_output(out)
-    info = {"entry": "main", "input_shape": ("batch", features), "dtype": "float32"}
+    info: dict[str, object] = {
+        "entry": "main",
+        "input_shape": ("batch", features),
+        "dtype": "float32",
+    }
     return builder.get(), info

@@ -104,7 +104,7 @@ def operand_type(
         scale,
         zero_point,
     )
-    value._keepalive = array  # type: ignore[attr-defined]
+    value._keepalive = array
     return value
 
 

@@ -16,10 +16,15 @@ from typing import Any
 import tvm
 from tvm import relax
 
-from .build import offload_summary
-from .codegen import lower_function
-from .partition import CODEGEN_NAME, PartitionResult, nnapi_subgraphs, partition_with_report
-from .patterns import PartitionOptions
+from ..compiler.build import offload_summary
+from ..compiler.codegen import lower_function
+from ..compiler.partition import (
+    CODEGEN_NAME,
+    PartitionResult,
+    nnapi_subgraphs,
+    partition_with_report,
+)
+from ..compiler.patterns import PartitionOptions
 from .sources import CNN_MODELS, ModelLoadError, load_model_source
 
 
@@ -130,8 +135,8 @@ BUILT_IN_MODELS = CNN_MODELS
 
 
 def load_model(spec: str, batch: int = 1) -> tvm.IRModule:
-    """A Relax module from a MODEL argument (see :mod:`tvm_nnapi.sources`), as loaded (symbolic
-    dimensions unbound)."""
+    """A Relax module from a MODEL argument (see :mod:`tvm_nnapi.tools.sources`), as loaded
+    (symbolic dimensions unbound)."""
     return load_model_source(spec, batch=batch).symbolic_module
 
 

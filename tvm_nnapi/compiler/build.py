@@ -26,7 +26,7 @@ def build(
 
     ``host_fallback=True`` also compiles every NNAPI subgraph for the host, so that the runtime
     can run it there when the device-selection policy prefers the host for a shape (see
-    :mod:`tvm_nnapi.runtime_api`) or when NNAPI fails; it costs one more TVM compilation per
+    :mod:`tvm_nnapi.runtime`) or when NNAPI fails; it costs one more TVM compilation per
     subgraph.
     """
     if not nnapi_subgraphs(mod):
@@ -45,7 +45,7 @@ class OffloadSummary:
 
     subgraphs: dict[str, Counter] = field(default_factory=dict)
     host: Counter = field(default_factory=Counter)
-    # Estimated FLOPs (see tvm_nnapi.flops) in NNAPI subgraphs and on the host.
+    # Estimated FLOPs (see tvm_nnapi.compiler.flops) in NNAPI subgraphs and on the host.
     offloaded_flops: int = 0
     host_flops: int = 0
 

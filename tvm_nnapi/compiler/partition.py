@@ -89,7 +89,7 @@ def _merge_composites(mod: IRModule) -> IRModule:
 
 def _remove_unused_composites(mod: IRModule) -> IRModule:
     """Drop the composite functions no function calls any more (they were merged)."""
-    used = set()
+    used: set[str] = set()
     for func in mod.functions.values():
         if isinstance(func, relax.Function) and "Composite" not in (func.attrs or {}):
             used.update(g.name_hint for g in relax.analysis.all_global_vars(func))

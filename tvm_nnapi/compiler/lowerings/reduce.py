@@ -37,7 +37,7 @@ def _check_reduction(
 ) -> CheckResult:
     dtypes = _REDUCTIONS[str(call.op.name)][1]
     result = check_tensors(call, dtypes, options, allow_rank0_constants=False)
-    if result is not None and tensor_info(call) is not None and tensor_info(call).ndim == 0:
+    if result is not None and (info := tensor_info(call)) is not None and info.ndim == 0:
         return RefusalKind.RANK, "a full reduction to a scalar has no NNAPI output shape"
     return result
 
@@ -82,7 +82,7 @@ def _check_softmax(
     result = check_tensors(call, {"float32": first, "float16": FEATURE_LEVEL_3}, options)
     if result is not None:
         return result
-    rank = tensor_info(call).ndim
+    rank = call.ty.ndim
     axis = normalize_axis(int(call.attrs.axis), rank)
     if (axis != rank - 1 or rank not in (2, 4)) and options.feature_level < FEATURE_LEVEL_3:
         return RefusalKind.FEATURE_LEVEL, "softmax on other axes or ranks needs FL3"

@@ -1,6 +1,6 @@
 """Controls and statistics of the NNAPI runtime modules in a built program.
 
-    import tvm_nnapi.runtime_api as rt
+    import tvm_nnapi.runtime as rt
     rt.configure(cache_max_entries=8, cache_dir="/data/local/tmp/nnapi-cache")
     executable = tvm_nnapi.build(mod)
     rt.precompile(executable, seq_len=[32, 64, 128])   # compile ahead for expected shapes
@@ -24,7 +24,7 @@ from typing import Any
 
 import tvm
 
-from ._runtime import runtime_function
+from ._library import runtime_function
 
 OPTIONS = (
     "cache_max_entries",

@@ -27,7 +27,6 @@ from ..patterns import (
     check_tensors,
     dtype_of,
     register_single_op,
-    tensor_info,
 )
 
 FLOAT = {"float32": FEATURE_LEVEL_1, "float16": FEATURE_LEVEL_3}
@@ -277,7 +276,7 @@ def _check_where(
     result = check_tensors(call, dtypes, options)
     if result is not None:
         return result
-    shapes = [tensor_info(a).shape for a in (*call.args, call)]
+    shapes = [a.ty.shape for a in (*call.args, call)]
     if any(s is None for s in shapes) or len({str(s) for s in shapes}) != 1:
         return (
             RefusalKind.ATTRIBUTE,

@@ -209,7 +209,7 @@ def _make_check(spec: PatternSpec, options: PartitionOptions):
 def pattern_table(options: PartitionOptions | None = None) -> list[FusionPattern]:
     """The FusionPatterns for ``FuseOpsByPattern``, highest priority first (then registration
     order)."""
-    from . import ops  # noqa: F401  (registers the specs)
+    from . import lowerings  # noqa: F401  (registers the specs)
 
     options = options or PartitionOptions()
     table = []
@@ -221,7 +221,7 @@ def pattern_table(options: PartitionOptions | None = None) -> list[FusionPattern
 
 def offloadable_relax_ops() -> set[str]:
     """Relax operators that some pattern can offload."""
-    from . import ops  # noqa: F401  (registers the specs)
+    from . import lowerings  # noqa: F401  (registers the specs)
 
     return {spec.relax_op for spec in _SPECS}
 

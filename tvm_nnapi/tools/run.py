@@ -21,7 +21,7 @@ import numpy as np
 import tvm
 from tvm import relax
 
-from .patterns import PartitionOptions
+from ..compiler.patterns import PartitionOptions
 from .sources import ModelLoadError, ModelSource
 
 # Relative error bound (max |nnapi - llvm| / max |llvm|) per output dtype.
@@ -305,7 +305,7 @@ def _run_llm(
     say: Progress,
     options: PartitionOptions | None = None,
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    from . import llm
+    from .. import llm
 
     check_runnable(source)
     config = source.llm_config
@@ -349,7 +349,7 @@ def _run_llm(
 
 
 def _called_subgraphs(mod: tvm.IRModule, entry: str) -> set[str]:
-    from .partition import CODEGEN_NAME
+    from ..compiler.partition import CODEGEN_NAME
 
     return {
         g.name_hint

@@ -1,6 +1,6 @@
 """Modelled latency of a Relax program on a phone profile: NNAPI-offloaded vs all on the host.
 
-    from tvm_nnapi.estimate import estimate
+    from tvm_nnapi.tools.estimate import estimate
     result = estimate(mod, "snapdragon-8-gen-2", shapes={"seq_len": 128}, entry="prefill")
     print(result.format())
     json.dump(result.to_dict(), file)
@@ -33,15 +33,15 @@ import mmap
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence, Set
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import tvm
 from tvm import IRModule, relax
 
-from .flops import call_flops
-from .partition import CODEGEN_NAME, partition_with_report
-from .patterns import PartitionOptions
+from ..compiler.flops import call_flops
+from ..compiler.partition import CODEGEN_NAME, partition_with_report
+from ..compiler.patterns import PartitionOptions
 
 #: Relax operators TVM lowers to views of their input (no kernel, no memory traffic).
 VIEW_OPERATORS = frozenset({"relax.reshape", "relax.expand_dims", "relax.squeeze", "relax.flatten"})
@@ -105,7 +105,7 @@ class HostModel:
     @classmethod
     def from_profile(cls, profile: str, preset: str = "profile-cpu") -> HostModel:
         """The host model of ``profile`` (a built-in name or a path) with a preset."""
-        from .runtime_api import host_cpu_device, load_profile
+        from ..runtime import host_cpu_device, load_profile
 
         if preset not in HOST_MODELS:
             raise ValueError(f"unknown host model {preset!r}; known: {HOST_MODELS}")
@@ -172,7 +172,7 @@ def _tensor_bytes(ty: object) -> float:
     dims = [getattr(v, "value", None) for v in ty.shape.values]
     if any(d is None for d in dims):
         return 0.0
-    return float(math.prod(dims)) * tvm.runtime.DataType(str(ty.dtype)).bits / 8
+    return float(math.prod(cast(list[int], dims))) * tvm.runtime.DataType(str(ty.dtype)).bits / 8
 
 
 def _data_class(ty: object) -> str:
@@ -239,7 +239,7 @@ def _absorbed_transposes(bindings: Sequence[relax.Binding]) -> set[relax.Var]:
 
 
 def operator_work(call: relax.Call, absorbed: Set[relax.Var] = frozenset()) -> HostWork:
-    """FLOPs (:func:`tvm_nnapi.flops.call_flops`) and bytes (every tensor argument and the
+    """FLOPs (:func:`tvm_nnapi.compiler.flops.call_flops`) and bytes (every tensor argument and the
     result) of one Relax operator; views cost nothing, a transpose absorbed by its matmul
     nothing either."""
     name = str(call.op.name)
@@ -507,7 +507,7 @@ class PreparedEstimate:
         options: PartitionOptions | None = None,
         extern_work: Mapping[str, ExternWork] | None = None,
     ) -> None:
-        from .codegen import lower_function
+        from ..compiler.codegen import lower_function
 
         self.entry = entry or _default_entry(mod)
         if not any(g.name_hint == self.entry for g in mod.get_global_vars()):
@@ -641,7 +641,7 @@ class PreparedEstimate:
     def _trace(self, sub: _Subgraph) -> dict[str, Any]:
         from mock_nnapi import control
 
-        from ._runtime import runtime_function
+        from ..runtime._library import runtime_function
 
         symbol, graph_json, constants = self._graphs[sub.gvar.name_hint]
         create = runtime_function("tvm_nnapi.runtime.create")
@@ -827,15 +827,15 @@ def _profile_selected(profile: str) -> Iterator[None]:
 def _cost_only() -> Iterator[None]:
     from mock_nnapi import control
 
-    from . import runtime_api
+    from .. import runtime
 
-    options = runtime_api.options_in_effect()
-    runtime_api.configure(policy="nnapi", cache_dir="")
+    options = runtime.options_in_effect()
+    runtime.configure(policy="nnapi", cache_dir="")
     try:
         with control.CostOnlyExecution():
             yield
     finally:
-        runtime_api.configure(
+        runtime.configure(
             policy=options.get("policy", "nnapi"), cache_dir=options.get("cache_dir", "")
         )
 

@@ -336,6 +336,7 @@ def compare_reports(
         a = base_tests.get(nodeid)
         b = other_tests.get(nodeid)
         if a is None:
+            assert b is not None  # nodeid is in one of the two reports
             changes.append(Change(nodeid, "new", f"only in B ({b.outcome})", False))
             continue
         if b is None:
@@ -459,8 +460,8 @@ def add_subcommands(subparsers: Any) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m tvm_nnapi.difftest A.json B.json`` (same as ``tvm-nnapi compare-reports``)."""
-    parser = argparse.ArgumentParser(prog="python -m tvm_nnapi.difftest")
+    """``python -m tvm_nnapi.testing.difftest A.json B.json`` (= ``tvm-nnapi compare-reports``)."""
+    parser = argparse.ArgumentParser(prog="python -m tvm_nnapi.testing.difftest")
     add_subcommands(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["compare-reports", *(argv if argv is not None else sys.argv[1:])])
     return int(args.handler(args))

@@ -1,4 +1,4 @@
-"""The lowering context shared by the converters in :mod:`tvm_nnapi.ops`.
+"""The lowering context shared by the converters in :mod:`tvm_nnapi.compiler.lowerings`.
 
 A converter receives the :class:`ConvertContext` of the subgraph being built and a Relax call
 (or, for fused patterns, the whole composite function) and emits NNAPI operations into the
@@ -15,7 +15,7 @@ import numpy as np
 import tvm
 from tvm import relax, tirx
 
-from .errors import CodegenError
+from ..errors import CodegenError
 from .graph_json import Dim, GraphBuilder
 
 # NNAPI FuseCode values.

@@ -14,7 +14,7 @@ import html
 import json
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Set
 from typing import Any
 
 HOST_COLOUR = "#d1d5db"
@@ -415,7 +415,7 @@ def timeline_from_traces(
 
 
 def _table(
-    headers: Sequence[str], rows: Iterable[Sequence[str]], numeric: frozenset[int] = frozenset()
+    headers: Sequence[str], rows: Iterable[Sequence[str]], numeric: Set[int] = frozenset()
 ) -> str:
     head = "".join(f"<th>{_e(h)}</th>" for h in headers)
     body = []

@@ -30,7 +30,6 @@ from ..patterns import (
     check_tensors,
     register,
     static_shape,
-    tensor_info,
 )
 from .elementwise import activation_code
 
@@ -90,7 +89,7 @@ def _check_conv(
     if attrs.out_dtype is not None and str(attrs.out_dtype) not in (
         "",
         "void",
-        str(tensor_info(call).dtype),
+        str(call.ty.dtype),
     ):
         return RefusalKind.DTYPE, f"out_dtype {attrs.out_dtype} differs from the input dtype"
     needs_fl3 = data_layout == "NCHW" or int_tuple(attrs.dilation) != [1, 1]
@@ -156,7 +155,7 @@ def _filter(ctx: ConvertContext, expr: relax.Expr, layout: str, target: str, sou
     return ctx.transpose(operand, ctx.dtype(expr), ctx.shape(expr), perm, source)
 
 
-def _bias(ctx: ConvertContext, add: relax.Call | None, channels: int, dtype: str) -> int:
+def _bias_operand(ctx: ConvertContext, add: relax.Call | None, channels: int, dtype: str) -> int:
     if add is None:
         return ctx.constant(np.zeros(channels, dtype=dtype))
     # The add pattern matches commutatively: the bias is its constant operand, either side.
@@ -194,7 +193,7 @@ def convert_conv(ctx: ConvertContext, composite: relax.Function, arguments: list
     out_channels = weight_shape[kernel_layout.index("O")]
     data = ctx.operand(conv.args[0])
     in_channels = ctx.shape(conv.args[0])[_channel_axis(layout)]
-    bias = _bias(ctx, add, out_channels, dtype)
+    bias = _bias_operand(ctx, add, out_channels, dtype)
     pads = [ctx.int32(v) for v in (pad_left, pad_right, pad_top, pad_bottom)]
     strides = [ctx.int32(stride_w), ctx.int32(stride_h)]
     fuse = ctx.int32(activation_code(activation))

@@ -13,6 +13,7 @@ from tvm import relax
 from tvm.relax.transform import PatternCheckContext
 
 from ..converters import ConvertContext, converter, int_attr, int_tuple, normalize_axis
+from ..graph_json import Dim
 from ..patterns import (
     FEATURE_LEVEL_1,
     FEATURE_LEVEL_2,
@@ -42,7 +43,7 @@ def _check_reshape(
 ) -> CheckResult:
     dtypes = {**_FLOAT, "int32": FEATURE_LEVEL_6}
     result = check_tensors(call, dtypes, options, inputs=[call.args[0]])
-    if result is None and tensor_info(call).ndim == 0:
+    if result is None and call.ty.ndim == 0:
         return RefusalKind.RANK, "a reshape to a scalar has no NNAPI shape"
     return result
 
@@ -159,7 +160,7 @@ def convert_split(ctx: ConvertContext, call: relax.Call) -> tuple[int, ...]:
         inputs = [x, ctx.int32(axis), ctx.int32(int_attr(sections))]
         ctx.emit("SPLIT", inputs, outputs, "relax.split")
         return tuple(outputs)
-    bounds = [0, *int_tuple(sections), None]
+    bounds = [0, *int_tuple(sections)]
     for index, out in enumerate(outputs):
         begin = [0] * rank
         begin[axis] = bounds[index]
@@ -205,7 +206,9 @@ def convert_strided_slice(ctx: ConvertContext, call: relax.Call) -> int:
     begins = list(call.args[2].fields)
     ends = list(call.args[3].fields)
     strides = list(call.args[4].fields) if len(call.args) > 4 else [1] * len(axes)
-    begin, end, step = [0] * rank, [0] * rank, [1] * rank
+    begin: list[Dim] = [0] * rank
+    end: list[Dim] = [0] * rank
+    step = [1] * rank
     begin_mask = end_mask = 0
     shape = ctx.shape(x_expr)
     for axis in range(rank):
@@ -216,8 +219,9 @@ def convert_strided_slice(ctx: ConvertContext, call: relax.Call) -> int:
     for axis, b, e, s in zip(axes, begins, ends, strides, strict=True):
         begin[axis] = ctx.builder.shape([b], ctx.shape_vars)[0]
         end_value = ctx.builder.shape([e], ctx.shape_vars)[0]
+        dim = shape[axis]
         if isinstance(end_value, int) and (
-            end_value >= int32_max or (isinstance(shape[axis], int) and end_value >= shape[axis])
+            end_value >= int32_max or (isinstance(dim, int) and end_value >= dim)
         ):
             end_mask |= 1 << axis
             end_value = 0

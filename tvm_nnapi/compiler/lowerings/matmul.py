@@ -36,7 +36,7 @@ _BMM_DTYPES = {"float32": FEATURE_LEVEL_6, "float16": FEATURE_LEVEL_6}
 
 def _transposed_last_two(call: relax.Call) -> bool:
     axes = call.attrs.axes
-    rank = tensor_info(call.args[0]).ndim
+    rank = call.args[0].ty.ndim
     if axes is None:
         return rank == 2
     expected = [*range(rank - 2), rank - 1, rank - 2]

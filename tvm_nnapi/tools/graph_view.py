@@ -24,8 +24,8 @@ from typing import Any
 import tvm
 from tvm import relax
 
-from .flops import call_flops
-from .partition import CODEGEN_NAME
+from ..compiler.flops import call_flops
+from ..compiler.partition import CODEGEN_NAME
 
 # A value: the nodes producing it, or a tuple of such values.
 _Value = frozenset[int] | tuple[Any, ...]
@@ -113,8 +113,8 @@ def _extern_name(call: relax.Call) -> str | None:
 
 
 def _composite_nnapi_operations() -> dict[str, tuple[str, ...]]:
-    from . import ops  # noqa: F401  (registers the specs)
-    from .patterns import specs
+    from ..compiler import lowerings  # noqa: F401  (registers the specs)
+    from ..compiler.patterns import specs
 
     return {spec.name: spec.nnapi_ops for spec in specs()}
 
@@ -239,12 +239,12 @@ class _Walker:
                     if isinstance(item.value, relax.Function):
                         continue
                     callee = item.value.op if isinstance(item.value, relax.Call) else None
-                    local = self._local_function(func, callee)
-                    if local is not None:
-                        calls = _operator_calls(local.body)
+                    local_function = self._local_function(func, callee)
+                    if local_function is not None:
+                        calls = _operator_calls(local_function.body)
                         operators += [str(c.op.name) for c in calls]
                         flops += sum(call_flops(c) for c in calls)
-                        operations += self.nnapi_ops.get(str(local.attrs["Composite"]), ())
+                        operations += self.nnapi_ops.get(str(local_function.attrs["Composite"]), ())
             node = GraphNode(
                 0,
                 "nnapi",
@@ -312,9 +312,9 @@ class _Walker:
 def lowered_operations(func: relax.Function) -> dict[relax.Var, list[str]]:
     """The NNAPI operations the codegen emits for each composite call of an NNAPI subgraph
     function, by the variable the call binds ({} if the lowering fails)."""
-    from . import codegen, converters
-    from .errors import CodegenError
-    from .graph_json import GraphBuilder
+    from ..compiler import codegen, converters
+    from ..compiler.graph_json import GraphBuilder
+    from ..errors import CodegenError
 
     symbol = str((func.attrs or {}).get("global_symbol", "subgraph"))
     builder = GraphBuilder(symbol)

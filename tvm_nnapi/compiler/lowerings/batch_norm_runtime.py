@@ -56,7 +56,7 @@ def _check(call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
             return RefusalKind.DTYPE, f"batch_norm input {index} must be float32 or float16"
         if _DTYPES[str(info.dtype)] > options.feature_level:
             return RefusalKind.FEATURE_LEVEL, "RSQRT of run-time statistics needs FL3"
-    x = tensor_info(call.args[0])
+    x = call.args[0].ty
     if not 1 <= x.ndim <= 4:
         return RefusalKind.RANK, f"rank {x.ndim} is outside 1-4"
     shape = static_shape(call.args[0])

@@ -16,10 +16,10 @@ import tvm_ffi
 from tvm import relax, tirx
 from tvm.relax.expr_functor import PyExprMutator, mutator
 
-from . import converters, ops  # noqa: F401  (ops registers the converters)
-from ._runtime import runtime_function
+from ..errors import CodegenError
+from ..runtime._library import runtime_function
+from . import converters, lowerings  # noqa: F401  (lowerings registers the converters)
 from .converters import ConvertContext, Value
-from .errors import CodegenError
 from .graph_json import Dim, GraphBuilder
 from .ir_utils import prefix_prim_funcs_pass
 

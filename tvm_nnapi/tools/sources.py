@@ -108,8 +108,8 @@ def parse_shapes(text: str | None) -> dict[str, int]:
 
 def builtin_model_names() -> list[str]:
     """Every built-in MODEL name (torchvision ones need torch)."""
-    from .llm import CONFIGS
-    from .models.torchvision_models import TORCHVISION_NETWORKS
+    from ..llm import CONFIGS
+    from ..models.torchvision_models import TORCHVISION_NETWORKS
 
     return [
         *CNN_MODELS,
@@ -186,7 +186,7 @@ def bind_shapes(
 
 
 def _builtin_cnn(spec: str, batch: int) -> ModelSource:
-    from .models import mobilenet_v2, residual_model
+    from ..models import mobilenet_v2, residual_model
 
     if spec == "mobilenet_v2":
         mod = mobilenet_v2(batch=batch)[0]
@@ -201,7 +201,7 @@ def _builtin_cnn(spec: str, batch: int) -> ModelSource:
 
 
 def _torchvision(spec: str, batch: int) -> ModelSource:
-    from .models.torchvision_models import TORCHVISION_NETWORKS, torchvision_model
+    from ..models.torchvision_models import TORCHVISION_NETWORKS, torchvision_model
 
     name = spec.removeprefix(TORCHVISION_PREFIX)
     if name not in TORCHVISION_NETWORKS:
@@ -218,7 +218,7 @@ def _torchvision(spec: str, batch: int) -> ModelSource:
 
 def parse_llm_spec(spec: str) -> tuple[Any, str]:
     """``llm:NAME[:DTYPE]`` -> (the LlamaConfig, the dtype)."""
-    from . import llm
+    from .. import llm
 
     parts = spec.removeprefix(LLM_PREFIX).split(":")
     name, dtype = parts[0], parts[1] if len(parts) > 1 else "float32"
@@ -233,7 +233,7 @@ def parse_llm_spec(spec: str) -> tuple[Any, str]:
 
 
 def _llm(spec: str, entry: str | None) -> ModelSource:
-    from . import llm
+    from .. import llm
 
     config, dtype = parse_llm_spec(spec)
     entry = entry or "prefill"
@@ -328,7 +328,7 @@ def _load_exported_program(path: Path) -> tvm.IRModule:
         ) from error
     from tvm.relax.frontend.torch import from_exported_program
 
-    from .models.torchvision_models import fold_batch_norm_into_conv
+    from ..models.torchvision_models import fold_batch_norm_into_conv
 
     try:
         exported = torch.export.load(str(path))

@@ -174,7 +174,7 @@ class GraphBuilder:
         self.constants.extend(b"\0" * padding)
         offset = len(self.constants)
         self.constants.extend(array.tobytes())
-        shape = [int(d) for d in array.shape] or [1]
+        shape: list[Dim] = [int(d) for d in array.shape] or [1]
         return self._add(Operand(tensor_type(dtype), shape, constant=(offset, array.nbytes)))
 
     def add_scalar(self, type: str, value: Any) -> int:
