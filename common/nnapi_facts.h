@@ -34,6 +34,8 @@ enum class CostKind {
   kL2Normalization,
   kInstanceNormalization,
   kLocalResponseNormalization,
+  kSelection,     // TOPK_V2: a k-element heap per row
+  kSampling,      // RANDOM_MULTINOMIAL: an exp per logit, a binary search per sample
   kDataMovement,  // no arithmetic: bytes only
   kNotModelled,   // no formula yet (the mock does not implement these operations)
 };
