@@ -36,6 +36,7 @@ enum class CostKind {
   kLocalResponseNormalization,
   kSelection,     // TOPK_V2: a k-element heap per row
   kSampling,      // RANDOM_MULTINOMIAL: an exp per logit, a binary search per sample
+  kHashing,       // LSH_PROJECTION: a fingerprint step per seed and input element
   kDataMovement,  // no arithmetic: bytes only
   kNotModelled,   // no formula yet (the mock does not implement these operations)
 };

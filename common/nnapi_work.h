@@ -131,6 +131,10 @@ inline double CostKindFlops(CostKind kind, const WorkOperation& operation) {
       const double classes = std::max(1.0, Dimension(operation, 0, 1));
       return 4 * Elements(input) + output_elements * std::ceil(std::log2(classes + 1));
     }
+    case CostKind::kHashing:  // in0 [num_hash, num_bits] seeds, in1 the input
+      if (!has_weights) return 0;
+      return Dimension(operation, 0, 0) * Dimension(operation, 0, 1) *
+             Elements(operation.inputs[1].shape);
     case CostKind::kDataMovement:
       return 0;
     case CostKind::kNotModelled:

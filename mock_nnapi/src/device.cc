@@ -109,6 +109,7 @@ OperationClass OperationClassOf(int32_t operation_type) {
       return OperationClass::kNormalization;
     case nnapi_common::CostKind::kDataMovement:
       return OperationClass::kDataMovement;
+    case nnapi_common::CostKind::kHashing:
     case nnapi_common::CostKind::kNotModelled:
       return OperationClass::kOther;
   }

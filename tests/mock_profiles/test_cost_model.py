@@ -138,9 +138,9 @@ def test_fully_connected_flops(roofline):
     assert _operation(control.last_execution_trace())["flops"] == 2 * 8 * 16 * 32
 
 
-def test_selection_and_sampling_flops(roofline):
+def test_selection_sampling_and_hashing_flops(roofline):
     # docs/cost-model.md: TOPK_V2 input elements x ceil(log2(k + 1)); RANDOM_MULTINOMIAL
-    # 4 x input elements + output elements x ceil(log2(classes + 1)).
+    # 4 x input elements + output elements x ceil(log2(classes + 1)); LSH_PROJECTION below.
     import numpy as np
     from mock_ops.op_tester import OpTester
 
@@ -162,6 +162,17 @@ def test_selection_and_sampling_flops(roofline):
     )
     run(multinomial.build(), [roofline["cpu"]])
     assert _operation(control.last_execution_trace())["flops"] == 4 * 14 + 20 * 3
+    # LSH_PROJECTION: num_hash x num_bits x input elements.
+    lsh = (
+        OpTester(OperationCode.LSH_PROJECTION)
+        .constant(np.ones((3, 4), np.float32))
+        .input(np.ones((5, 2), np.int32))
+        .input(np.ones(5, np.float32))
+        .scalar(OperandCode.INT32, 2)
+        .output(OperandCode.TENSOR_INT32, (12,))
+    )
+    run(lsh.build(), [roofline["cpu"]])
+    assert _operation(control.last_execution_trace())["flops"] == 3 * 4 * 10
 
 
 def test_transfers_between_devices(roofline):
