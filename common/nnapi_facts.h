@@ -38,7 +38,7 @@ enum class CostKind {
   kSampling,      // RANDOM_MULTINOMIAL: an exp per logit, a binary search per sample
   kHashing,       // LSH_PROJECTION: a fingerprint step per seed and input element
   kDataMovement,  // no arithmetic: bytes only
-  kNotModelled,   // no formula yet (the mock does not implement these operations)
+  kNotModelled,   // no formula: operations the mock does not implement, and data-dependent ROI work
 };
 
 // Scalars have no dimensions; quantised tensors carry a scale and a zero point.
