@@ -38,7 +38,7 @@ enum class CostKind {
   kSampling,      // RANDOM_MULTINOMIAL: an exp per logit, a binary search per sample
   kHashing,       // LSH_PROJECTION: a fingerprint step per seed and input element
   kDataMovement,  // no arithmetic: bytes only
-  kNotModelled,   // no formula: operations the mock does not implement, and data-dependent ROI work
+  kNotModelled,   // no formula: unimplemented operations, and data-dependent ROI and NMS work
 };
 
 // Scalars have no dimensions; quantised tensors carry a scale and a zero point.
