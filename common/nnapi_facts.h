@@ -34,8 +34,11 @@ enum class CostKind {
   kL2Normalization,
   kInstanceNormalization,
   kLocalResponseNormalization,
+  kSelection,     // TOPK_V2: a k-element heap per row
+  kSampling,      // RANDOM_MULTINOMIAL: an exp per logit, a binary search per sample
+  kHashing,       // LSH_PROJECTION: a fingerprint step per seed and input element
   kDataMovement,  // no arithmetic: bytes only
-  kNotModelled,   // no formula yet (the mock does not implement these operations)
+  kNotModelled,   // no formula: unimplemented operations, and data-dependent ROI and NMS work
 };
 
 // Scalars have no dimensions; quantised tensors carry a scale and a zero point.

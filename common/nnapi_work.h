@@ -10,6 +10,7 @@
 #define TVM_NNAPI_COMMON_NNAPI_WORK_H_
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -122,6 +123,18 @@ inline double CostKindFlops(CostKind kind, const WorkOperation& operation) {
       const double radius = static_cast<double>(std::max<int64_t>(0, ValueOr(operation, 1, 0)));
       return Elements(input) * (2 * (2 * radius + 1) + 3);
     }
+    case CostKind::kSelection: {  // in1: k; each element is compared against a k-element heap
+      const double k = static_cast<double>(std::max<int64_t>(1, ValueOr(operation, 1, 1)));
+      return Elements(input) * std::ceil(std::log2(k + 1));
+    }
+    case CostKind::kSampling: {  // in0 [batches, classes]; output [batches, samples]
+      const double classes = std::max(1.0, Dimension(operation, 0, 1));
+      return 4 * Elements(input) + output_elements * std::ceil(std::log2(classes + 1));
+    }
+    case CostKind::kHashing:  // in0 [num_hash, num_bits] seeds, in1 the input
+      if (!has_weights) return 0;
+      return Dimension(operation, 0, 0) * Dimension(operation, 0, 1) *
+             Elements(operation.inputs[1].shape);
     case CostKind::kDataMovement:
       return 0;
     case CostKind::kNotModelled:

@@ -100,6 +100,8 @@ OperationClass OperationClassOf(int32_t operation_type) {
     case nnapi_common::CostKind::kSoftmax:
       return OperationClass::kSoftmax;
     case nnapi_common::CostKind::kReduction:
+    case nnapi_common::CostKind::kSelection:
+    case nnapi_common::CostKind::kSampling:
       return OperationClass::kReduction;
     case nnapi_common::CostKind::kL2Normalization:
     case nnapi_common::CostKind::kInstanceNormalization:
@@ -107,6 +109,7 @@ OperationClass OperationClassOf(int32_t operation_type) {
       return OperationClass::kNormalization;
     case nnapi_common::CostKind::kDataMovement:
       return OperationClass::kDataMovement;
+    case nnapi_common::CostKind::kHashing:
     case nnapi_common::CostKind::kNotModelled:
       return OperationClass::kOther;
   }

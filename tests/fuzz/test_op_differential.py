@@ -445,6 +445,95 @@ def test_unary_matches_numpy(operation, shape, dtype, data):
         assert_close(result, expected, "float16")
 
 
+# ---- space/batch rearrangements ----------------------------------------------------------------
+
+SPACE_BATCH_TYPES = [
+    (np.float32, F32, 0.0, 0),
+    (np.float16, F16, 0.0, 0),
+    (np.uint8, Q8, 0.5, 5),
+    (np.int8, Q8S, 0.25, -3),
+]
+
+
+@st.composite
+def space_batch_case(draw):
+    operation = draw(
+        st.sampled_from([OperationCode.SPACE_TO_BATCH_ND, OperationCode.BATCH_TO_SPACE_ND])
+    )
+    dtype, code, scale, zero_point = draw(st.sampled_from(SPACE_BATCH_TYPES))
+    block = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    channels = draw(st.integers(1, 3))
+    layout = draw(st.sampled_from([None, False, True]))
+    paddings = None
+    if operation == OperationCode.SPACE_TO_BATCH_ND:
+        paddings = [[draw(st.integers(0, 2)) for _ in range(2)] for _ in range(2)]
+        # Spatial sizes (>= 1) whose padded sizes are multiples of the block sizes.
+        spatial = []
+        for axis in range(2):
+            padded = block[axis] * draw(st.integers(1, 3))
+            while padded - sum(paddings[axis]) < 1:
+                padded += block[axis]
+            spatial.append(padded - sum(paddings[axis]))
+        shape = (draw(st.integers(1, 2)), *spatial, channels)
+    else:
+        batches = block[0] * block[1] * draw(st.integers(1, 2))
+        shape = (batches, draw(st.integers(1, 3)), draw(st.integers(1, 3)), channels)
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        x = draw(hnp.arrays(dtype, shape, elements=st.integers(int(info.min), int(info.max))))
+    else:
+        x = floats_array(draw, shape, dtype)
+    return operation, x, code, scale, zero_point, block, paddings, layout
+
+
+def space_batch_reference(operation, x, block, paddings, fill):
+    """Element by element from the NDK (TensorFlow) definition, NHWC:
+    SPACE_TO_BATCH_ND out[(i * bw + j) * n + b, h, w] = padded[b, h * bh + i, w * bw + j];
+    BATCH_TO_SPACE_ND out[b, h * bh + i, w * bw + j] = in[(i * bw + j) * n_out + b, h, w]."""
+    bh, bw = block
+    n, height, width, channels = x.shape
+    if operation == OperationCode.SPACE_TO_BATCH_ND:
+        (top, bottom), (left, right) = paddings
+        out_h, out_w = (height + top + bottom) // bh, (width + left + right) // bw
+        out = np.full((n * bh * bw, out_h, out_w, channels), fill, x.dtype)
+        for i in range(bh):
+            for j in range(bw):
+                for b in range(n):
+                    for h in range(out_h):
+                        for w in range(out_w):
+                            ih, iw = h * bh + i - top, w * bw + j - left
+                            if 0 <= ih < height and 0 <= iw < width:
+                                out[(i * bw + j) * n + b, h, w] = x[b, ih, iw]
+        return out
+    n_out = n // (bh * bw)
+    out = np.empty((n_out, height * bh, width * bw, channels), x.dtype)
+    for i in range(bh):
+        for j in range(bw):
+            for b in range(n_out):
+                out[b, i::bh, j::bw] = x[(i * bw + j) * n_out + b]
+    return out
+
+
+@given(space_batch_case())
+def test_space_batch_matches_numpy(case):
+    operation, x, code, scale, zero_point, block, paddings, layout = case
+    fill = zero_point if code in (Q8, Q8S) else 0
+    expected = space_batch_reference(operation, x, block, paddings, fill)
+    nchw = bool(layout)
+    fed = np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if nchw else x
+    out_shape = expected.transpose(0, 3, 1, 2).shape if nchw else expected.shape
+    tester = OpTester(operation).input(fed, code, scale, zero_point)
+    tester.constant(np.array(block, np.int32))
+    if paddings is not None:
+        tester.constant(np.array(paddings, np.int32))
+    if layout is not None:
+        tester.scalar(OperandCode.BOOL, layout)
+    (result,) = tester.output(code, out_shape, scale, zero_point).run()
+    if nchw:
+        result = result.transpose(0, 2, 3, 1)
+    np.testing.assert_array_equal(result, expected)
+
+
 def test_example_budget_is_positive():
     assert EXAMPLES > 0, "FUZZ_EXAMPLES must be positive"
 

@@ -138,6 +138,43 @@ def test_fully_connected_flops(roofline):
     assert _operation(control.last_execution_trace())["flops"] == 2 * 8 * 16 * 32
 
 
+def test_selection_sampling_and_hashing_flops(roofline):
+    # docs/cost-model.md: TOPK_V2 input elements x ceil(log2(k + 1)); RANDOM_MULTINOMIAL
+    # 4 x input elements + output elements x ceil(log2(classes + 1)); LSH_PROJECTION below.
+    import numpy as np
+    from mock_ops.op_tester import OpTester
+
+    topk = (
+        OpTester(OperationCode.TOPK_V2)
+        .input(np.zeros((4, 100), np.float32))
+        .scalar(OperandCode.INT32, 5)
+        .output(F32, (4, 5))
+        .output(OperandCode.TENSOR_INT32, (4, 5))
+    )
+    run(topk.build(), [roofline["cpu"]])
+    assert _operation(control.last_execution_trace())["flops"] == 400 * 3
+    multinomial = (
+        OpTester(OperationCode.RANDOM_MULTINOMIAL)
+        .input(np.zeros((2, 7), np.float32))
+        .scalar(OperandCode.INT32, 10)
+        .constant(np.array([1, 2], np.int32))
+        .output(OperandCode.TENSOR_INT32, (2, 10))
+    )
+    run(multinomial.build(), [roofline["cpu"]])
+    assert _operation(control.last_execution_trace())["flops"] == 4 * 14 + 20 * 3
+    # LSH_PROJECTION: num_hash x num_bits x input elements.
+    lsh = (
+        OpTester(OperationCode.LSH_PROJECTION)
+        .constant(np.ones((3, 4), np.float32))
+        .input(np.ones((5, 2), np.int32))
+        .input(np.ones(5, np.float32))
+        .scalar(OperandCode.INT32, 2)
+        .output(OperandCode.TENSOR_INT32, (12,))
+    )
+    run(lsh.build(), [roofline["cpu"]])
+    assert _operation(control.last_execution_trace())["flops"] == 3 * 4 * 10
+
+
 def test_transfers_between_devices(roofline):
     # ADD runs on the npu (figure 0.5 < 1.0), MUL only on the cpu.
     model = binary_model([OperationCode.ADD, OperationCode.MUL], [1000], F32)
