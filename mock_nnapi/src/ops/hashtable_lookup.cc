@@ -12,6 +12,7 @@
 // rejected.
 #include <algorithm>
 
+#include "index_helpers.h"
 #include "shape_helpers.h"
 
 namespace mock_nnapi {
@@ -90,7 +91,8 @@ int Execute(OperationContext& context) {
   const size_t count = lookups.dim(0);
   const int32_t* key_begin = keys.Data<int32_t>();
   const int32_t* key_end = key_begin + keys.dim(0);
-  const size_t row = shape::Product(values.dimensions, 1, values.rank()) * ElementSize(values.type);
+  const size_t row =
+      indexing::Product(values.dimensions, 1, values.rank()) * ElementSize(values.type);
   uint8_t* output = context.Output(0).data;
   uint8_t* hits = context.Output(1).data;
   for (size_t j = 0; j < count; ++j) {

@@ -19,6 +19,7 @@
 // tests. Zero-sized inputs are rejected.
 #include <utility>
 
+#include "index_helpers.h"
 #include "shape_helpers.h"
 
 namespace mock_nnapi {
@@ -260,7 +261,7 @@ int32_t RunningSignBit(const OperationContext& context, float seed) {
   const OperandInfo& input = context.Input(1);
   const size_t items = input.dim(0);
   const size_t item_bytes =
-      shape::Product(input.dimensions, 1, input.rank()) * ElementSize(input.type);
+      indexing::Product(input.dimensions, 1, input.rank()) * ElementSize(input.type);
   const T* weight = HasWeight(context) ? context.Input(2).Data<T>() : nullptr;
   std::vector<uint8_t> key(sizeof(seed) + item_bytes);
   std::memcpy(key.data(), &seed, sizeof(seed));

@@ -15,6 +15,7 @@
 #include <numeric>
 #include <type_traits>
 
+#include "index_helpers.h"
 #include "shape_helpers.h"
 
 namespace mock_nnapi {
@@ -91,7 +92,7 @@ template <typename T, typename Key = T>
 void TopK(const OperationContext& context) {
   const OperandInfo& input = context.Input(0);
   const size_t row = input.dimensions.back();
-  const size_t rows = shape::Product(input.dimensions) / row;
+  const size_t rows = indexing::Product(input.dimensions) / row;
   const size_t k = static_cast<size_t>(context.InputScalar<int32_t>(1));
   const T* in = input.Data<T>();
   T* values = context.Output(0).MutableData<T>();
