@@ -1,8 +1,10 @@
 """An emulated ARM64 Linux device for the ``device`` test target (``tox -e arm64``).
 
-    python emulator/arm64_device.py [all|prepare|c-programs|test|sizes] [options] [-- PYTEST ARGS]
+    python emulator/arm64_device.py [all|prepare|c-programs|test|mock-tests|sizes] [options]
+                                    [-- PYTEST ARGS]
 
-PYTEST ARGS default to the device-target suite: tests/backend/test_ops.py tests/mock_ops.
+PYTEST ARGS default to the device-target suite (tests/backend/test_ops.py tests/mock_ops) for
+``test``, and to the mock's tests for ``mock-tests``.
 
 What it does (docs/targets.md, "The arm64 target"):
 
@@ -26,6 +28,9 @@ What it does (docs/targets.md, "The arm64 target"):
    a phone), then checks the differential report: every operation output must match the x86
    mock's within the operation tests' tolerance, and ``tvm-nnapi compare-reports`` against the
    mock's report (run here, or ``--baseline``) must find no regression.
+4. **mock-tests**: the mock's own tests (tests/mock_api and tests/mock_profiles by default; no
+   TVM, like ``tox -e sanitize``) run natively on the device with pytest from this source
+   tree mounted there, against the aarch64 mock; their report is compared with the x86 mock's.
 
 The device runs programs through qemu user-mode emulation as CPU ``--cpu`` (default
 ``cortex-a76``, a phone core; qemu's default ``max`` CPU advertises SME, and OpenBLAS's SME
@@ -84,6 +89,14 @@ PLATFORMS = tuple(
 #: OpenBLAS as the host it is compared with); the others only need to exist.
 PINNED = ("apache-tvm", "apache-tvm-ffi", "numpy", "scipy-openblas32")
 UNPINNED = ("psutil", "cloudpickle")
+#: What the mock's own test suite needs on the device (pure Python wheels).
+TEST_TOOLS = ("pytest", "pytest-xdist", "hypothesis")
+#: The mock's own tests, run natively on the device (no TVM: like tox -e sanitize).
+#: tests/mock_ops also runs natively with ``mock-tests -- tests/mock_ops`` (slow under emulation);
+#: ``test`` already runs each of its operations on the device through run_graph.
+MOCK_TESTS = ("tests/mock_api", "tests/mock_profiles")
+#: Where this source tree appears inside the userland for them.
+DEVICE_SOURCE = "/opt/tvm-nnapi-src"
 DEFAULT_TESTS = ("tests/backend/test_ops.py", "tests/mock_ops")
 DEFAULT_CPU = "cortex-a76"
 RPC_KEY = "arm64"
@@ -181,10 +194,15 @@ def device_env(cpu: str, extra: Mapping[str, str] | None = None) -> dict[str, st
 
 
 def device_command(
-    layout: Layout, argv: Sequence[str], unshare: str = "unshare", chroot: str = "chroot"
+    layout: Layout,
+    argv: Sequence[str],
+    unshare: str = "unshare",
+    chroot: str = "chroot",
+    source: Path | None = None,
 ) -> list[str]:
     """Runs ``argv`` inside the userland: a private mount namespace (the mounts disappear with
-    the process) with /proc, /dev and the device's files mounted, then chroot."""
+    the process) with /proc, /dev and the device's files mounted (and with ``source``, this
+    source tree at DEVICE_SOURCE), then chroot."""
     root = shlex.quote(str(layout.rootfs))
     mounts = [
         f"mount -t proc proc {root}/proc",
@@ -192,19 +210,30 @@ def device_command(
         f"mkdir -p {root}{DEVICE_DIR}",
         f"mount --bind {shlex.quote(str(layout.device))} {root}{DEVICE_DIR}",
     ]
+    if source is not None:
+        mounts += [
+            f"mkdir -p {root}{DEVICE_SOURCE}",
+            f"mount --bind {shlex.quote(str(source))} {root}{DEVICE_SOURCE}",
+        ]
     script = " && ".join(mounts) + f" && exec {shlex.quote(chroot)} {root} {shlex.join(argv)}"
     return [unshare, "--mount", "--propagation", "private", "/bin/sh", "-c", script]
 
 
 def run_on_device(
-    layout: Layout, argv: Sequence[str], cpu: str, extra_env: Mapping[str, str] | None = None
+    layout: Layout,
+    argv: Sequence[str],
+    cpu: str,
+    extra_env: Mapping[str, str] | None = None,
+    source: Path | None = None,
+    capture: bool = True,
+    timeout: float = 600,
 ) -> subprocess.CompletedProcess:
     return subprocess.run(
-        device_command(layout, argv, host_tool("unshare"), host_tool("chroot")),
+        device_command(layout, argv, host_tool("unshare"), host_tool("chroot"), source),
         env=device_env(cpu, extra_env),
-        capture_output=True,
+        capture_output=capture,
         text=True,
-        timeout=600,
+        timeout=timeout,
     )
 
 
@@ -355,7 +384,7 @@ def host_version(distribution: str) -> str:
 
 
 def device_requirements(version: Callable[[str], str] = host_version) -> list[str]:
-    return [f"{name}=={version(name)}" for name in PINNED] + list(UNPINNED)
+    return [f"{name}=={version(name)}" for name in PINNED] + list(UNPINNED) + list(TEST_TOOLS)
 
 
 def pip_platform_options() -> list[str]:
@@ -437,6 +466,13 @@ def start_cross_build(layout: Layout) -> tuple[subprocess.Popen, Path]:
     return process, output
 
 
+def replace_file(source: Path, destination: Path) -> None:
+    """Copies by renaming a temporary copy: a process still mapping the old file keeps it."""
+    temporary = destination.with_name(destination.name + ".tmp")
+    shutil.copy2(source, temporary)
+    os.replace(temporary, destination)
+
+
 def finish_cross_build(layout: Layout, process: subprocess.Popen, output: Path) -> None:
     if process.wait() != 0:
         tail = "\n".join(output.read_text().splitlines()[-30:])
@@ -445,8 +481,8 @@ def finish_cross_build(layout: Layout, process: subprocess.Popen, output: Path) 
     layout.bin.mkdir(parents=True, exist_ok=True)
     install = layout.build / "install"
     for name in ("libtvm_nnapi_runtime.so", "libneuralnetworks.so"):
-        shutil.copy2(install / "lib" / name, layout.lib / name)
-    shutil.copy2(install / "bin" / "runtime_leak_check", layout.bin / "runtime_leak_check")
+        replace_file(install / "lib" / name, layout.lib / name)
+    replace_file(install / "bin" / "runtime_leak_check", layout.bin / "runtime_leak_check")
     for program in ("run_add", "api_tour"):
         built = subprocess.run(c_program_command(layout, program), capture_output=True, text=True)
         if built.returncode != 0:
@@ -519,6 +555,53 @@ def check_c_programs(layout: Layout, cpu: str) -> None:
             f"runtime_leak_check on the device: exit {ran.returncode}: {ran.stdout}{ran.stderr}"
         )
     log("C programs: run_add, api_tour and runtime_leak_check pass on the device")
+
+
+# ---- the mock's own tests on the device ---------------------------------------------------------
+
+
+def mock_tests_command(workers: int, tests: Sequence[str]) -> list[str]:
+    """pytest of the mock's tests on the device, from the source tree mounted there."""
+    command = ["python3", "-m", "pytest", "-p", "no:cacheprovider", "-q"]
+    if workers > 1:
+        command += ["-n", str(workers)]
+    pytest = shlex.join([*command, *tests])
+    return ["/bin/sh", "-c", f"cd {DEVICE_SOURCE} && exec {pytest}"]
+
+
+def run_mock_tests(
+    layout: Layout,
+    workers: int,
+    cpu: str,
+    tests: Sequence[str],
+    report: Path,
+    baseline: Path | None,
+) -> None:
+    """The mock's C API, operation and profile tests natively on the device, against the aarch64
+    mock (the Python side loads it through TVM_NNAPI_LIBRARY); their report is compared with
+    the x86 mock's."""
+    reports = layout.device / "reports"
+    reports.mkdir(parents=True, exist_ok=True)
+    device_report = f"{DEVICE_DIR}/reports/{report.name}"
+    env = {
+        "PYTHONPATH": f"{DEVICE_SITE}:{DEVICE_SOURCE}/mock_nnapi/python",
+        "TVM_NNAPI_DIFFTEST_REPORT": device_report,
+    }
+    started = time.monotonic()
+    ran = run_on_device(
+        layout, mock_tests_command(workers, tests), cpu, env, ROOT, capture=False, timeout=3600
+    )
+    log(f"mock tests on the device: exit {ran.returncode} in {time.monotonic() - started:.0f} s")
+    if ran.returncode != 0:
+        raise CheckFailedError(f"the mock's tests fail on the device (exit {ran.returncode})")
+    report.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(reports / report.name, report)
+    if baseline is not None:
+        compared = subprocess.run(compare_reports_command(baseline, report, True), cwd=ROOT)
+        if compared.returncode != 0:
+            raise CheckFailedError(
+                f"compare-reports found differences between {baseline} and {report}"
+            )
 
 
 # ---- RPC servers and the test run ------------------------------------------------------------
@@ -756,8 +839,9 @@ def build_parser() -> argparse.ArgumentParser:
         "step",
         nargs="?",
         default="all",
-        choices=("all", "prepare", "c-programs", "test", "sizes"),
-        help="all (default): prepare, c-programs, test",
+        choices=("all", "ci", "prepare", "c-programs", "test", "mock-tests", "sizes"),
+        help="all (default): prepare, c-programs, test, mock-tests; ci: the same without "
+        "mock-tests",
     )
     parser.add_argument("--cache", type=Path, help="cache directory (TVM_NNAPI_ARM64_CACHE)")
     parser.add_argument(
@@ -811,7 +895,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.step == "sizes":
             print(describe_sizes(layout))
             return 0
-        if args.step in ("all", "prepare"):
+        if args.step in ("all", "ci", "prepare"):
             prepare(layout, args.mirror, os.environ)
             log(f"prepared in {time.monotonic() - started:.0f} s; {describe_sizes(layout)}")
         elif not (layout.runtime_library.is_file() and layout.rootfs.is_dir()):
@@ -822,10 +906,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             check_host(os.environ)
             ensure_binfmt()
-        if args.step in ("all", "c-programs"):
+        if args.step in ("all", "ci", "c-programs"):
             check_c_programs(layout, args.cpu)
-        if args.step in ("all", "test"):
-            run_tests(layout, args.workers, args.cpu, tests, args.report.resolve(), args.baseline)
+        report = args.report.resolve()
+        if args.step in ("all", "ci", "test"):
+            run_tests(layout, args.workers, args.cpu, tests, report, args.baseline)
+        if args.step in ("all", "mock-tests"):
+            native = report.with_name(report.stem + "-native.json")
+            own_baseline = report.with_name(report.stem + "-mock.json")
+            baseline = args.baseline or (own_baseline if own_baseline.is_file() else None)
+            chosen = (
+                args.pytest_args if args.step == "mock-tests" and args.pytest_args else MOCK_TESTS
+            )
+            run_mock_tests(layout, args.workers, args.cpu, chosen, native, baseline)
     except DeviceUnavailableError as error:
         print(f"arm64: {error}", file=sys.stderr)
         return 2
