@@ -839,9 +839,10 @@ def build_parser() -> argparse.ArgumentParser:
         "step",
         nargs="?",
         default="all",
-        choices=("all", "ci", "prepare", "c-programs", "test", "mock-tests", "sizes"),
+        choices=("all", "ci", "rootfs", "prepare", "c-programs", "test", "mock-tests", "sizes"),
         help="all (default): prepare, c-programs, test, mock-tests; ci: the same without "
-        "mock-tests",
+        "mock-tests; rootfs: only the host tools and the userland (needs no Python packages, "
+        "so CI starts it in the background early)",
     )
     parser.add_argument("--cache", type=Path, help="cache directory (TVM_NNAPI_ARM64_CACHE)")
     parser.add_argument(
@@ -894,6 +895,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.step == "sizes":
             print(describe_sizes(layout))
+            return 0
+        if args.step == "rootfs":
+            check_host(os.environ)
+            binfmt = ensure_binfmt()
+            layout.cache.mkdir(parents=True, exist_ok=True)
+            ensure_rootfs(layout, args.mirror, binfmt)
+            log(f"rootfs: passed in {time.monotonic() - started:.0f} s")
             return 0
         if args.step in ("all", "ci", "prepare"):
             prepare(layout, args.mirror, os.environ)

@@ -60,10 +60,12 @@ def test_missing_host_packages_are_named_by_debian_package():
     assert "debootstrap" not in missing
 
 
-def test_without_root_the_harness_says_it_needs_root(monkeypatch, capsys, tmp_path):
+@pytest.mark.parametrize("step", ["prepare", "rootfs", "ci"])
+def test_without_root_the_harness_says_it_needs_root(step, monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    assert harness.main(["prepare", "--cache", str(tmp_path)]) == 2
+    assert harness.main([step, "--cache", str(tmp_path)]) == 2
     assert "needs root" in capsys.readouterr().err
+    assert not (tmp_path / "rootfs").exists()
 
 
 def test_an_unprepared_device_says_how_to_prepare_it(capsys, tmp_path):
