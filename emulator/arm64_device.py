@@ -28,7 +28,7 @@ What it does (docs/targets.md, "The arm64 target"):
    a phone), then checks the differential report: every operation output must match the x86
    mock's within the operation tests' tolerance, and ``tvm-nnapi compare-reports`` against the
    mock's report (run here, or ``--baseline``) must find no regression.
-4. **mock-tests**: the mock's own tests (tests/mock_api and tests/mock_profiles by default; no
+4. **mock-tests**: the mock's own tests (tests/mock_api, tests/mock_ops, tests/mock_profiles; no
    TVM, like ``tox -e sanitize``) run natively on the device with pytest from this source
    tree mounted there, against the aarch64 mock; their report is compared with the x86 mock's.
 
@@ -92,9 +92,7 @@ UNPINNED = ("psutil", "cloudpickle")
 #: What the mock's own test suite needs on the device (pure Python wheels).
 TEST_TOOLS = ("pytest", "pytest-xdist", "hypothesis")
 #: The mock's own tests, run natively on the device (no TVM: like tox -e sanitize).
-#: tests/mock_ops also runs natively with ``mock-tests -- tests/mock_ops`` (slow under emulation);
-#: ``test`` already runs each of its operations on the device through run_graph.
-MOCK_TESTS = ("tests/mock_api", "tests/mock_profiles")
+MOCK_TESTS = ("tests/mock_api", "tests/mock_ops", "tests/mock_profiles")
 #: Where this source tree appears inside the userland for them.
 DEVICE_SOURCE = "/opt/tvm-nnapi-src"
 DEFAULT_TESTS = ("tests/backend/test_ops.py", "tests/mock_ops")
