@@ -12,7 +12,9 @@
 #   --dry-run       print the commands instead of running them
 #
 # Needs ANDROID_NDK_HOME (or ANDROID_NDK_ROOT): an Android NDK r23 or newer, and python with
-# pip, cmake and ninja (the development venv has them). Steps:
+# pip, cmake and ninja (the development venv has them). Steps 1 and 2 are tools/cross_build.sh
+# with the NDK's toolchain file (the emulated ARM64 device runs the same script with
+# cmake/toolchains/aarch64-linux-gnu.cmake):
 #   1. tvm-ffi for Android from the apache-tvm-ffi source distribution (the version installed in
 #      this Python), built with CMake: libtvm_ffi.so and its headers;
 #   2. libtvm_nnapi_runtime.so (tvm_nnapi/runtime) against that tvm-ffi, without the mock (the
@@ -69,12 +71,11 @@ case "$(uname -s)" in Darwin) host_tag=darwin-x86_64 ;; *) host_tag=linux-x86_64
 case "$abi" in arm64-v8a) triple=aarch64-linux-android ;; x86_64) triple=x86_64-linux-android ;; esac
 libcxx="$ndk/toolchains/llvm/prebuilt/$host_tag/sysroot/usr/lib/$triple/libc++_shared.so"
 
+android_options=(-DANDROID_ABI="$abi" -DANDROID_PLATFORM="android-$api" -DANDROID_STL=c++_shared)
 android_cmake=(
   -G Ninja
   -DCMAKE_TOOLCHAIN_FILE="$toolchain"
-  -DANDROID_ABI="$abi"
-  -DANDROID_PLATFORM="android-$api"
-  -DANDROID_STL=c++_shared
+  "${android_options[@]}"
   -DCMAKE_BUILD_TYPE=Release
 )
 
@@ -83,34 +84,12 @@ run() {
   if [ "$dry_run" = 0 ]; then "$@"; fi
 }
 
-# 1. tvm-ffi from its source distribution (same version as the host's apache-tvm-ffi).
-if [ "$dry_run" = 0 ]; then
-  ffi_version="$("$python" -c 'import importlib.metadata as m; print(m.version("apache-tvm-ffi"))')"
-else
-  ffi_version="$("$python" -c 'import importlib.metadata as m; print(m.version("apache-tvm-ffi"))' 2>/dev/null || echo VERSION)"
-fi
-run mkdir -p "$build_dir/src"
-run "$python" -m pip download --no-deps --no-binary apache-tvm-ffi \
-  "apache-tvm-ffi==$ffi_version" -d "$build_dir/src"
-ffi_archive="$build_dir/src/apache_tvm_ffi-$ffi_version.tar.gz"
-ffi_source="$build_dir/src/apache_tvm_ffi-$ffi_version"
-run tar -xzf "$ffi_archive" -C "$build_dir/src"
-# libbacktrace is built with autotools and is not needed on a phone (TVM's errors still carry
-# their messages); the Python module is host-only.
-run cmake -S "$ffi_source" -B "$build_dir/tvm-ffi" "${android_cmake[@]}" \
-  -DCMAKE_INSTALL_PREFIX="$prefix" -DTVM_FFI_USE_LIBBACKTRACE=OFF \
-  -DTVM_FFI_BACKTRACE_ON_SEGFAULT=OFF -DTVM_FFI_BUILD_PYTHON_MODULE=OFF
-run cmake --build "$build_dir/tvm-ffi" --target tvm_ffi_shared
-run cmake --install "$build_dir/tvm-ffi" --component tvm_ffi
-
-# 2. The runtime library, without the mock, against the tvm-ffi just built.
-run cmake -S "$repo" -B "$build_dir/runtime" "${android_cmake[@]}" \
-  -DTVM_NNAPI_BUILD_MOCK=OFF -DTVM_NNAPI_TVM_FFI_ROOT="$prefix" \
-  -DPython_EXECUTABLE="$(command -v "$python" || echo "$python")" \
-  -DCMAKE_INSTALL_PREFIX="$build_dir/runtime-install"
-run cmake --build "$build_dir/runtime" --target tvm_nnapi_runtime
-run mkdir -p "$prefix/lib"
-run cp "$build_dir/runtime/tvm_nnapi/runtime/libtvm_nnapi_runtime.so" "$prefix/lib/"
+# 1-2. tvm-ffi from its source distribution and the runtime library without the mock (the
+# phone's libneuralnetworks.so is loaded at run time): the cross build shared with the emulated
+# ARM64 device, here with the NDK's toolchain file.
+cross=(--toolchain "$toolchain" --build-dir "$build_dir")
+[ "$dry_run" = 0 ] || cross+=(--dry-run)
+bash "$repo/tools/cross_build.sh" "${cross[@]}" -- "${android_options[@]}"
 run cp "$libcxx" "$prefix/lib/"
 
 # 3. Optionally TVM's runtime and C++ RPC server (what the phone runs).

@@ -3,7 +3,10 @@ with fake environments, adb devices and clocks (no phone or NDK on CI machines).
 
 from __future__ import annotations
 
+import json
+
 import pytest
+import tvm
 
 from tvm_nnapi.testing import android
 from tvm_nnapi.testing.android import AdbDevice, TargetUnavailableError, TrackerDevice
@@ -53,8 +56,11 @@ def test_no_device_configured_says_how_to_provide_one():
 
 
 def test_compile_target_and_ndk_compiler():
-    assert android.compile_target("arm64-v8a") == "llvm -mtriple=aarch64-linux-android"
-    assert android.compile_target("x86_64") == "llvm -mtriple=x86_64-linux-android"
+    # TVM 0.27 parses only the JSON form of a target ("llvm -mtriple=..." is refused).
+    for abi, triple in (("arm64-v8a", "aarch64-linux-android"), ("x86_64", "x86_64-linux-android")):
+        target = android.compile_target(abi)
+        assert json.loads(target) == {"kind": "llvm", "mtriple": triple}
+        assert tvm.target.Target(target).attrs["mtriple"] == triple
     with pytest.raises(TargetUnavailableError, match="'mips' is not supported"):
         android.compile_target("mips")
     assert android.ndk_compiler("arm64-v8a", {"TVM_NDK_CC": "clang++"}) == "clang++"

@@ -3,6 +3,7 @@ sessions: which phone it asks for, what it compiles with, what it uploads, and i
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -73,7 +74,7 @@ def test_tracker_mode_requests_the_workers_key_and_loads_the_runtime(runtime):
     target = DeviceTarget(env, connect=rpc)
     assert rpc.tracker_address == ("tracker.local", 9190)
     assert rpc.tracker.requests == ["s23"]  # worker gw1 -> second key
-    assert target.compile_target == "llvm -mtriple=aarch64-linux-android"
+    assert json.loads(target.compile_target) == {"kind": "llvm", "mtriple": "aarch64-linux-android"}
     assert rpc.session.log == [("upload", str(runtime)), ("load_module", runtime.name)]
     assert target.export_options["fcompile"].output_format == "so"
     target.close()
@@ -102,7 +103,7 @@ def test_adb_mode_detects_the_abi_starts_a_server_and_connects(runtime, tmp_path
     rpc = FakeRpc(failures=1)  # the server needs a moment: the target retries
     target = DeviceTarget(env, connect=rpc, adb=adb)
     assert adb.serials == ["emulator-5554"]
-    assert target.compile_target == "llvm -mtriple=x86_64-linux-android"
+    assert json.loads(target.compile_target) == {"kind": "llvm", "mtriple": "x86_64-linux-android"}
     log = adb.device_handle.log
     forward = [entry for entry in log if entry[0] == "forward"]
     assert forward and forward[0][2] == "tcp:9090"

@@ -24,6 +24,7 @@ environment, adb device, clock and sleep as parameters, so tests drive it with f
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import shlex
@@ -140,9 +141,15 @@ def check_abi(abi: str) -> str:
     return abi
 
 
+def llvm_target(triple: str) -> str:
+    """The TVM target of host code for an LLVM ``triple``, in the JSON form TVM 0.27 parses
+    (it rejects the command-line form ``llvm -mtriple=...``)."""
+    return json.dumps({"kind": "llvm", "mtriple": triple})
+
+
 def compile_target(abi: str) -> str:
-    """The TVM target string of host code for ``abi``."""
-    return f"llvm -mtriple={ABI_TRIPLES[check_abi(abi)]}"
+    """The TVM target of host code for ``abi``."""
+    return llvm_target(ABI_TRIPLES[check_abi(abi)])
 
 
 def ndk_host_tag() -> str:
