@@ -317,7 +317,10 @@ def test_importing_the_lowerings_again_does_not_duplicate_records():
 def _imports(path: Path) -> set[str]:
     """The tvm_nnapi modules a file imports, at module level or inside functions."""
     module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    if path.name == "__init__.py":
+        package = module.removesuffix(".__init__")
+    else:
+        package = module.rsplit(".", 1)[0]
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
@@ -348,19 +351,24 @@ def test_the_infrastructure_never_imports_the_lowerings():
         assert not {m for m in imported if m.startswith("tvm_nnapi.compiler.codegen")}
 
 
-def test_the_compiler_has_no_import_cycle():
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the tvm_nnapi modules it imports (anywhere in it, lazy imports included). A
+    package importing its own submodules is how it is assembled, not an edge."""
     modules = {}
-    for path in (PACKAGE / "compiler").rglob("*.py"):
+    for path in PACKAGE.rglob("*.py"):
         name = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
         modules[name.removesuffix(".__init__")] = path
-    graph = {
+    return {
         name: {m for m in _imports(path) if m in modules and m != name}
+        - {m for m in modules if m.startswith(name + ".")}
         for name, path in modules.items()
     }
-    # A package's __init__ importing its own submodules is how a package is assembled.
-    for name in graph:
-        graph[name] = {m for m in graph[name] if not m.startswith(name + ".")}
-    visiting, done = [], set()
+
+
+def test_tvm_nnapi_has_no_import_cycle():
+    graph = _import_graph()
+    visiting: list[str] = []
+    done: set[str] = set()
 
     def visit(name: str) -> None:
         if name in done:
@@ -374,6 +382,17 @@ def test_the_compiler_has_no_import_cycle():
 
     for name in sorted(graph):
         visit(name)
+
+
+def test_the_compiler_never_imports_the_tools():
+    for name, imported in _import_graph().items():
+        if name.startswith("tvm_nnapi.compiler"):
+            above = {
+                m
+                for m in imported
+                if m.startswith(("tvm_nnapi.tools", "tvm_nnapi.llm", "tvm_nnapi.cli"))
+            }
+            assert not above, f"{name} imports {sorted(above)}"
 
 
 # ---- what the converters emit --------------------------------------------------------------------
