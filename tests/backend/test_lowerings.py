@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import importlib
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,13 +45,17 @@ def scalar(value: float) -> relax.Expr:
     return relax.const(np.float32(value))
 
 
+Shape = tuple[int, ...]
+Build = Callable[[list[relax.Var]], relax.Expr]
+
+
 @dataclass
 class Function:
     """One representative Relax function: the input shapes (float32 unless given) and the body."""
 
     name: str
-    inputs: list[tuple[int, ...] | tuple[tuple[int, ...], str]]
-    build: Callable[[list[relax.Var]], relax.Expr]
+    inputs: Sequence[Shape | tuple[Shape, str]]
+    build: Build
 
     def module(self) -> tvm.IRModule:
         params = []
@@ -66,55 +70,63 @@ class Function:
         return builder.get()
 
 
+# The fused forms of a conv: what follows it, given its output and its output channels.
+Finish = Callable[[relax.Expr, int], relax.Expr]
+CONV_FORMS: dict[str, Finish] = {
+    "": lambda y, channels: y,
+    "_bias": lambda y, channels: op.add(y, const(1, channels, 1, 1)),
+    "_act": lambda y, channels: op.nn.relu(y),
+    "_bias_act": lambda y, channels: op.clip(op.add(y, const(1, channels, 1, 1)), 0, 6),
+}
+
+
+def _conv(finish: Finish, weight: Shape, groups: int, filter_input: bool) -> Build:
+    def build(p: list[relax.Var]) -> relax.Expr:
+        kernel = p[1] if filter_input else const(*weight)
+        return finish(op.nn.conv2d(p[0], kernel, groups=groups, padding=1), weight[0])
+
+    return build
+
+
+def _conv_transpose(finish: Finish, filter_input: bool) -> Build:
+    def build(p: list[relax.Var]) -> relax.Expr:
+        kernel = p[1] if filter_input else const(3, 4, 3, 3)
+        return finish(op.nn.conv2d_transpose(p[0], kernel), 4)
+
+    return build
+
+
 def _conv_functions() -> list[Function]:
     """conv2d and conv2d_transpose in every fused form, with each NNAPI convolution, with
     constant filters and with filters that are inputs (rearranged by a TRANSPOSE)."""
-    forms = {
-        "": lambda y, ch: y,
-        "_bias": lambda y, ch: op.add(y, const(1, ch, 1, 1)),
-        "_act": lambda y, ch: op.nn.relu(y),
-        "_bias_act": lambda y, ch: op.clip(op.add(y, const(1, ch, 1, 1)), 0, 6),
-    }
     convs = {
-        # name: (filter shape, groups, output channels)
-        "conv": ((4, 4, 3, 3), 1, 4),
-        "depthwise": ((8, 1, 3, 3), 4, 8),
-        "grouped": ((4, 2, 3, 3), 2, 4),
+        # name: (filter shape, groups)
+        "conv": ((4, 4, 3, 3), 1),
+        "depthwise": ((8, 1, 3, 3), 4),
+        "grouped": ((4, 2, 3, 3), 2),
     }
     functions = []
-    for form, finish in forms.items():
-        for name, (weight, groups, channels) in convs.items():
-            functions.append(
-                Function(
-                    f"{name}{form}",
-                    [(1, 4, 8, 8)],
-                    lambda p, w=weight, g=groups, ch=channels, f=finish: f(
-                        op.nn.conv2d(p[0], const(*w), groups=g, padding=1), ch
-                    ),
-                )
-            )
-        functions.append(
-            Function(
-                f"conv_filter_input{form}",
-                [(1, 4, 8, 8), (4, 4, 3, 3)],
-                lambda p, f=finish: f(op.nn.conv2d(p[0], p[1], padding=1), 4),
-            )
-        )
-        functions.append(
-            Function(
-                f"conv_transpose{form}",
-                [(1, 3, 5, 5)],
-                lambda p, f=finish: f(op.nn.conv2d_transpose(p[0], const(3, 4, 3, 3)), 4),
-            )
-        )
-        functions.append(
-            Function(
-                f"conv_transpose_filter_input{form}",
-                [(1, 3, 5, 5), (3, 4, 3, 3)],
-                lambda p, f=finish: f(op.nn.conv2d_transpose(p[0], p[1]), 4),
-            )
-        )
+    for form, finish in CONV_FORMS.items():
+        for name, (weight, groups) in convs.items():
+            build = _conv(finish, weight, groups, filter_input=False)
+            functions.append(Function(f"{name}{form}", [(1, 4, 8, 8)], build))
+        build = _conv(finish, (4, 4, 3, 3), 1, filter_input=True)
+        functions.append(Function(f"conv_filter_input{form}", [(1, 4, 8, 8), (4, 4, 3, 3)], build))
+        build = _conv_transpose(finish, filter_input=False)
+        functions.append(Function(f"conv_transpose{form}", [(1, 3, 5, 5)], build))
+        build = _conv_transpose(finish, filter_input=True)
+        inputs = [(1, 3, 5, 5), (3, 4, 3, 3)]
+        functions.append(Function(f"conv_transpose_filter_input{form}", inputs, build))
     return functions
+
+
+def _matmul(w_shape: Shape, weight_input: bool, transposed: bool, bias: bool) -> Build:
+    def build(p: list[relax.Var]) -> relax.Expr:
+        w = p[1] if weight_input else const(*w_shape)
+        y = op.matmul(p[0], op.permute_dims(w) if transposed else w)
+        return op.add(y, const(w_shape[0] if transposed else w_shape[1])) if bias else y
+
+    return build
 
 
 def _matmul_functions() -> list[Function]:
@@ -124,21 +136,15 @@ def _matmul_functions() -> list[Function]:
     functions = []
     for rank in (2, 3):
         x_shape = (2, 5, 6)[-rank:]
-        for weight_kind in ("const", "input"):
+        for weight_input in (False, True):
             for transposed in (False, True):
                 for bias in (False, True):
                     w_shape = (4, 6) if transposed else (6, 4)
-                    inputs = [x_shape] + ([w_shape] if weight_kind == "input" else [])
-
-                    def build(
-                        p, w_shape=w_shape, transposed=transposed, bias=bias, kind=weight_kind
-                    ):
-                        w = p[1] if kind == "input" else const(*w_shape)
-                        y = op.matmul(p[0], op.permute_dims(w) if transposed else w)
-                        return op.add(y, const(4)) if bias else y
-
-                    name = f"matmul{rank}d_{weight_kind}" + ("_t" if transposed else "")
-                    functions.append(Function(name + ("_bias" if bias else ""), inputs, build))
+                    inputs = [x_shape, w_shape] if weight_input else [x_shape]
+                    name = f"matmul{rank}d_" + ("input" if weight_input else "const")
+                    name += ("_t" if transposed else "") + ("_bias" if bias else "")
+                    build = _matmul(w_shape, weight_input, transposed, bias)
+                    functions.append(Function(name, inputs, build))
     functions.append(
         Function("batch_matmul", [(2, 3, 4), (2, 4, 5)], lambda p: op.matmul(p[0], p[1]))
     )
@@ -152,40 +158,38 @@ def _matmul_functions() -> list[Function]:
     return functions
 
 
+Activation = Callable[[relax.Expr], relax.Expr]
+RELU6_FORMS: dict[str, Activation] = {
+    "": lambda v: op.clip(v, 0, 6),
+    "_clip2": lambda v: op.clip(op.clip(v, 0, INF), -INF, 6),
+}
+SCALE_FORMS: dict[str, Activation] = {
+    "": lambda v: op.divide(v, scalar(6.0)),
+    "_mul": lambda v: op.multiply(v, scalar(1.0 / 6.0)),
+}
+
+
+def _hard_activation(kind: str, relu6: Activation, scale: Activation) -> Build:
+    def build(p: list[relax.Var]) -> relax.Expr:
+        x = p[0]
+        shifted = relu6(op.add(x, scalar(3.0)))
+        if kind == "hardsigmoid":
+            return scale(shifted)
+        if kind == "hardswish":
+            return op.multiply(x, scale(shifted))
+        return scale(op.multiply(x, shifted))  # hardswish_scaled_last
+
+    return build
+
+
 def _hard_activation_functions() -> list[Function]:
     """Every hardswish / hardsigmoid chain: one or two clips, the 1/6 as a divide or multiply."""
-    clips = {
-        "": lambda v: op.clip(v, 0, 6),
-        "_clip2": lambda v: op.clip(op.clip(v, 0, INF), -INF, 6),
-    }
-    scales = {
-        "": lambda v: op.divide(v, scalar(6.0)),
-        "_mul": lambda v: op.multiply(v, scalar(1.0 / 6.0)),
-    }
-    functions = []
-    for clip_name, relu6 in clips.items():
-        for scale_name, scale in scales.items():
-            suffix = clip_name + scale_name
-
-            def shifted(x, relu6=relu6):
-                return relu6(op.add(x, scalar(3.0)))
-
-            functions += [
-                Function(
-                    "hardsigmoid" + suffix, [(2, 8)], lambda p, s=shifted, k=scale: k(s(p[0]))
-                ),
-                Function(
-                    "hardswish" + suffix,
-                    [(2, 8)],
-                    lambda p, s=shifted, k=scale: op.multiply(p[0], k(s(p[0]))),
-                ),
-                Function(
-                    "hardswish_scaled_last" + suffix,
-                    [(2, 8)],
-                    lambda p, s=shifted, k=scale: k(op.multiply(p[0], s(p[0]))),
-                ),
-            ]
-    return functions
+    return [
+        Function(kind + clips + scaling, [(2, 8)], _hard_activation(kind, relu6, scale))
+        for kind in ("hardsigmoid", "hardswish", "hardswish_scaled_last")
+        for clips, relu6 in RELU6_FORMS.items()
+        for scaling, scale in SCALE_FORMS.items()
+    ]
 
 
 def _single_operator_functions() -> list[Function]:

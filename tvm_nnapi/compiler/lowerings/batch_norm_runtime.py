@@ -63,7 +63,7 @@ def _check(call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
 
 def _requires(call: relax.Call) -> tuple[str, ...]:
     """The statistics are reshaped to [C, 1, ...] unless the channel axis is the last one."""
-    rank = tensor_info(call.args[0]).ndim
+    rank = call.args[0].ty.ndim
     if normalize_axis(int(call.attrs.axis), rank) == rank - 1:
         return ("ADD", "RSQRT", "MUL", "SUB")
     return ("ADD", "RSQRT", "MUL", "SUB", "RESHAPE")

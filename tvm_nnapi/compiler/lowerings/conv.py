@@ -21,7 +21,7 @@ from tvm import relax
 from tvm.relax.dpl import is_const, is_op, wildcard
 from tvm.relax.transform import PatternCheckContext
 
-from ..converters import ConvertContext, composite_calls, int_tuple
+from ..converters import ConvertContext, composite_calls, int_attr, int_tuple
 from ..patterns import (
     FEATURE_LEVEL_1,
     FEATURE_LEVEL_3,
@@ -135,8 +135,10 @@ def _conv_case(call: relax.Call) -> tuple[str, str]:
     groups = int(call.attrs.groups)
     if groups == 1:
         return "CONV_2D", "OHWI"
-    in_channels = static_shape(call.args[0])[_channel_axis(str(call.attrs.data_layout))]
-    weight_shape = static_shape(call.args[1])
+    # The check accepts static channels and filter shapes only.
+    data_shape = call.args[0].ty.shape.values
+    in_channels = int_attr(data_shape[_channel_axis(str(call.attrs.data_layout))])
+    weight_shape = int_tuple(call.args[1].ty.shape.values)
     out_channels = weight_shape[str(call.attrs.kernel_layout).index("O")]
     if groups == in_channels and out_channels % groups == 0:
         return "DEPTHWISE_CONV_2D", "IHWO"
@@ -173,7 +175,8 @@ def _bias_operand(ctx: ConvertContext, add: relax.Call | None, channels: int, dt
 
 def convert_conv(ctx: ConvertContext, composite: relax.Function) -> int:
     calls = composite_calls(composite)
-    conv = calls.get("relax.nn.conv2d_transpose", calls.get("relax.nn.conv2d"))
+    transpose = "relax.nn.conv2d_transpose" in calls
+    conv = calls["relax.nn.conv2d_transpose" if transpose else "relax.nn.conv2d"]
     add = calls.get("relax.add")
     activation = calls.get("relax.nn.relu", calls.get("relax.clip"))
     result = next(call for call in (activation, add, conv) if call is not None)

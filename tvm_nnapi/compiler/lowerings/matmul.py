@@ -95,12 +95,12 @@ def _requires(transposed: bool):
         """What one matmul emits: BATCH_MATMUL, or FULLY_CONNECTED with a TRANSPOSE of a
         [K, N] right side that is not a constant and a RESHAPE back to more than 2 dimensions."""
         rhs = call.args[1]  # the weight, or (transposed) the permute_dims of the weight
-        if tensor_info(rhs).ndim != 2:
+        if rhs.ty.ndim != 2:
             return ("BATCH_MATMUL",)
         operations = ["FULLY_CONNECTED"]
         if not transposed and not isinstance(rhs, tvm.ir.Constant):
             operations.append("TRANSPOSE")
-        if tensor_info(call).ndim != 2:
+        if call.ty.ndim != 2:
             operations.append("RESHAPE")
         return tuple(operations)
 
