@@ -246,16 +246,20 @@ class Lowered:
 
 def _lowered(name: str, result: tvm_nnapi.PartitionResult) -> list[Lowered]:
     found: list[Lowered] = []
-
-    def observe(var: relax.Var, composite: relax.Function, emitted: list[str]) -> None:
-        lowering = lowerings.find(str(composite.attrs["Composite"]))
-        assert lowering is not None, composite.attrs["Composite"]
-        required = lowering.required_operations(lowering.root_call(composite))
-        found.append(Lowered(name, lowering.name, emitted, required))
-
     for gvar, func in result.module.functions.items():
-        if (getattr(func, "attrs", None) or {}).get("Codegen") == "nnapi":
-            codegen.lower_function(func.with_attr("global_symbol", gvar.name_hint), observe)
+        if (getattr(func, "attrs", None) or {}).get("Codegen") != "nnapi":
+            continue
+        emitted: dict[relax.Var, list[str]] = {}
+        codegen.lower_function(func.with_attr("global_symbol", gvar.name_hint), emitted)
+        bindings = [b for block in func.body.blocks for b in block.bindings]
+        composites = {b.var: b.value for b in bindings if isinstance(b.value, relax.Function)}
+        for binding in bindings:
+            if isinstance(binding.value, relax.Call) and binding.value.op in composites:
+                composite = composites[binding.value.op]
+                lowering = lowerings.find(str(composite.attrs["Composite"]))
+                assert lowering is not None, composite.attrs["Composite"]
+                required = lowerings.required_operations(composite)
+                found.append(Lowered(name, lowering.name, emitted[binding.var], required))
     return found
 
 
