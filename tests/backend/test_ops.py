@@ -365,6 +365,32 @@ CASES = [
         [rand(2, 3, 4, 4)],
         ["MUL", "ADD"],
     ),
+    # weights that are inputs, not constants: rearranged on NNAPI by a TRANSPOSE (appended last,
+    # so that the random inputs of the cases above stay the same)
+    Case(
+        "matmul_fc_runtime_weight_kn",
+        lambda p: op.matmul(p[0], p[1]),
+        [rand(3, 8), rand(8, 5)],
+        ["FULLY_CONNECTED", "TRANSPOSE"],
+    ),
+    Case(
+        "conv2d_runtime_filter",
+        lambda p: op.nn.conv2d(p[0], p[1], padding=1),
+        [rand(1, 3, 6, 6), rand(4, 3, 3, 3)],
+        ["CONV_2D", "TRANSPOSE"],
+    ),
+    Case(
+        "depthwise_conv2d_runtime_filter",
+        lambda p: op.nn.conv2d(p[0], p[1], groups=3, padding=1),
+        [rand(1, 3, 6, 6), rand(6, 1, 3, 3)],
+        ["DEPTHWISE_CONV_2D", "TRANSPOSE"],
+    ),
+    Case(
+        "conv2d_transpose_runtime_filter",
+        lambda p: op.nn.conv2d_transpose(p[0], p[1], strides=2, padding=1),
+        [rand(1, 3, 5, 5), rand(3, 4, 3, 3)],
+        ["TRANSPOSE_CONV_2D", "TRANSPOSE"],
+    ),
 ]
 
 

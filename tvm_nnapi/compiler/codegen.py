@@ -8,8 +8,7 @@ kind "nnapi".
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 import tvm
@@ -19,8 +18,8 @@ from tvm.relax.expr_functor import PyExprMutator, mutator
 
 from ..errors import CodegenError, UnsupportedShapeError
 from ..runtime._library import runtime_function
-from . import converters, lowerings  # noqa: F401  (lowerings registers the converters)
-from .converters import ConvertContext, Value
+from . import converters, lowerings
+from .converters import ConvertContext, Value, locating
 from .graph_json import Dim, GraphBuilder
 from .ir_utils import prefix_prim_funcs_pass
 
@@ -28,18 +27,6 @@ from .ir_utils import prefix_prim_funcs_pass
 # registered, they keep their class there instead of becoming a bare RuntimeError.
 for _error in (CodegenError, UnsupportedShapeError):
     tvm_ffi.register_error(f"tvm_nnapi.{_error.__name__}", _error)
-
-
-@contextlib.contextmanager
-def _locating(symbol: str, operator: str) -> Iterator[None]:
-    """Name the subgraph and the operator of a shape the graph JSON cannot express (the graph
-    builder knows only the expression)."""
-    try:
-        yield
-    except UnsupportedShapeError as error:
-        if error.subgraph:
-            raise
-        raise UnsupportedShapeError(symbol, operator, error.reason) from None
 
 
 def lower_function(
@@ -54,7 +41,7 @@ def lower_function(
     ctx = ConvertContext(builder)
     for index, param in enumerate(func.params):
         if isinstance(param.ty, relax.TensorType):
-            with _locating(symbol, param.name):
+            with locating(symbol, param.name):
                 ctx.values[param] = builder.add_input(ctx.dtype(param), ctx.shape(param))
         elif isinstance(param.ty, relax.ShapeType | tvm.ir.PrimType):
             # Shape information only (e.g. a reshape target), already in the operand shapes.
@@ -72,7 +59,7 @@ def lower_function(
             elif isinstance(value, relax.Call) and value.op in composites:
                 composite = composites[value.op]
                 before = len(builder.operations)
-                with _locating(symbol, str(composite.attrs["Composite"])):
+                with locating(symbol, str(composite.attrs["Composite"])):
                     ctx.values[binding.var] = _lower_composite(ctx, composite, value)
                 if emitted is not None:
                     emitted[binding.var] = [op.op for op in builder.operations[before:]]
@@ -110,6 +97,9 @@ def _lower_plumbing(ctx: ConvertContext, binding: relax.Binding) -> Value:
 
 def _lower_composite(ctx: ConvertContext, composite: relax.Function, call: relax.Call) -> Value:
     name = str(composite.attrs["Composite"])
+    lowering = lowerings.find(name)
+    if lowering is None:
+        raise CodegenError(ctx.symbol, name, "no NNAPI lowering has this composite name")
     arguments = [ctx.values[a] if isinstance(a, relax.Var) else ctx.operand(a) for a in call.args]
     outer_values = ctx.values
     outer_vars = ctx.shape_vars
@@ -120,24 +110,7 @@ def _lower_composite(ctx: ConvertContext, composite: relax.Function, call: relax
     ctx.values = dict(zip(composite.params, arguments, strict=True))
     ctx.shape_vars = shape_vars
     try:
-        fused = converters.find_composite_converter(name)
-        if fused is not None:
-            return fused(ctx, composite, arguments)
-        for block in composite.body.blocks:
-            for binding in block.bindings:
-                value = binding.value
-                if isinstance(value, relax.Call) and hasattr(value.op, "name"):
-                    convert = converters.find_converter(str(value.op.name))
-                    if convert is None:
-                        raise ctx.fail(value, f"no converter (composite {name})")
-                    with _locating(ctx.symbol, converters.describe(value)):
-                        ctx.values[binding.var] = convert(ctx, value)
-                else:
-                    ctx.values[binding.var] = _lower_plumbing(ctx, binding)
-        result = composite.body.body
-        if isinstance(result, relax.Tuple):
-            return tuple(ctx.operand(field) for field in result.fields)
-        return ctx.values[result] if isinstance(result, relax.Var) else ctx.operand(result)
+        return lowering.convert(ctx, composite)
     finally:
         ctx.values = outer_values
         ctx.shape_vars = outer_vars

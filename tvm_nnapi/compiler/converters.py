@@ -1,21 +1,24 @@
 """The lowering context shared by the converters in :mod:`tvm_nnapi.compiler.lowerings`.
 
-A converter receives the :class:`ConvertContext` of the subgraph being built and a Relax call
-(or, for fused patterns, the whole composite function) and emits NNAPI operations into the
-:class:`GraphBuilder`, returning the operand id(s) of the result. Register per Relax operator
-with :func:`converter`, or per composite pattern with :func:`composite_converter`.
+A converter receives the :class:`ConvertContext` of the subgraph being built and the composite
+function of one pattern match, emits NNAPI operations into the :class:`GraphBuilder` and returns
+the operand id(s) of the result. A lowering of a single operator writes a :data:`CallConverter`
+(given the one call) and :func:`single_call` turns it into a :data:`Converter`. Converters are
+not registered anywhere: each belongs to its :class:`~tvm_nnapi.compiler.patterns.Lowering`
+record (see :mod:`tvm_nnapi.compiler.lowerings`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import tvm
 from tvm import relax, tirx
 
-from ..errors import CodegenError
+from ..errors import CodegenError, UnsupportedShapeError
 from .graph_json import Dim, GraphBuilder
 
 # NNAPI FuseCode values.
@@ -185,47 +188,50 @@ def normalize_axis(axis: int, rank: int) -> int:
     return axis + rank if axis < 0 else axis
 
 
-Converter = Callable[[ConvertContext, relax.Call], Value]
-CompositeConverter = Callable[[ConvertContext, relax.Function, list[Value]], Value]
-_CONVERTERS: dict[str, Converter] = {}
-_COMPOSITE_CONVERTERS: dict[str, CompositeConverter] = {}
+# Lowers the composite function of one match (its parameters are bound in ``ctx.values``).
+Converter = Callable[[ConvertContext, relax.Function], Value]
+# Lowers one operator call (the composite of a single-operator pattern).
+CallConverter = Callable[[ConvertContext, relax.Call], Value]
 
 
-def converter(*relax_ops: str) -> Callable[[Converter], Converter]:
-    """Register a converter for calls of the given Relax operators."""
-
-    def register(function: Converter) -> Converter:
-        for op in relax_ops:
-            _CONVERTERS[op] = function
-        return function
-
-    return register
-
-
-def composite_converter(*names: str) -> Callable[[CompositeConverter], CompositeConverter]:
-    """Register a converter for whole composite functions (fused patterns)."""
-
-    def register(function: CompositeConverter) -> CompositeConverter:
-        for name in names:
-            _COMPOSITE_CONVERTERS[name] = function
-        return function
-
-    return register
+@contextlib.contextmanager
+def locating(symbol: str, operator: str) -> Iterator[None]:
+    """Name the subgraph and the operator of a shape the graph JSON cannot express (the graph
+    builder knows only the expression)."""
+    try:
+        yield
+    except UnsupportedShapeError as error:
+        if error.subgraph:
+            raise
+        raise UnsupportedShapeError(symbol, operator, error.reason) from None
 
 
-def find_converter(relax_op: str) -> Converter | None:
-    return _CONVERTERS.get(relax_op)
+def single_call(convert: CallConverter) -> Converter:
+    """The :data:`Converter` of a single-operator pattern: ``convert`` applied to its one call
+    (a shape error names that call's operator)."""
+
+    def lower(ctx: ConvertContext, composite: relax.Function) -> Value:
+        calls = operator_calls(composite)
+        if len(calls) != 1:
+            raise ctx.fail(composite.body.body, f"expected one operator call, found {len(calls)}")
+        with locating(ctx.symbol, describe(calls[0])):
+            return convert(ctx, calls[0])
+
+    lower.__name__ = lower.__qualname__ = convert.__name__
+    lower.__doc__ = convert.__doc__
+    return lower
 
 
-def find_composite_converter(name: str) -> CompositeConverter | None:
-    return _COMPOSITE_CONVERTERS.get(name)
+def operator_calls(func: relax.Function) -> list[relax.Call]:
+    """The operator calls of a composite function, in order."""
+    return [
+        binding.value
+        for block in func.body.blocks
+        for binding in block.bindings
+        if isinstance(binding.value, relax.Call) and isinstance(binding.value.op, tvm.ir.Op)
+    ]
 
 
 def composite_calls(func: relax.Function) -> dict[str, relax.Call]:
     """The operator calls inside a composite function by operator name (last one wins)."""
-    calls = {}
-    for block in func.body.blocks:
-        for binding in block.bindings:
-            if isinstance(binding.value, relax.Call) and hasattr(binding.value.op, "name"):
-                calls[str(binding.value.op.name)] = binding.value
-    return calls
+    return {str(call.op.name): call for call in operator_calls(func)}

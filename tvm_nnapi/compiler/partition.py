@@ -16,14 +16,8 @@ from tvm import IRModule, relax
 from tvm.relax.expr_functor import PyExprMutator, mutator
 
 from .ir_utils import bindings, rename_functions
-from .patterns import (
-    PartitionOptions,
-    Refusal,
-    RefusalKind,
-    collect_refusals,
-    offloadable_relax_ops,
-    pattern_table,
-)
+from .lowerings import offloadable_relax_ops, pattern_table
+from .patterns import PartitionOptions, Refusal, RefusalKind, collect_refusals
 
 CODEGEN_NAME = "nnapi"
 

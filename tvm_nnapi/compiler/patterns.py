@@ -1,12 +1,16 @@
-"""The NNAPI pattern table: which Relax operators can be offloaded, and why others are refused.
+"""The pattern infrastructure: partition options, typed refusals and the :class:`Lowering` record.
 
-Each entry is ``(name, pattern, annotations, check)`` with a composite name ``nnapi.<op>`` (so
-``RunCodegen`` calls ``relax.ext.nnapi``). Every check states why it refuses a match and records
-a typed :class:`Refusal`, so ``explain`` can tell a user exactly what stopped an operator.
+A :class:`Lowering` holds everything about one way of offloading Relax: its pattern (composite
+name ``nnapi.<op>``, so ``RunCodegen`` calls ``relax.ext.nnapi``), the check that refuses what
+NNAPI cannot take, the converter, and the NNAPI operations it may emit. The records live in
+:mod:`tvm_nnapi.compiler.lowerings` (one module per operator family), which imports this module
+and assembles the one ordered list; this module never imports the lowerings.
 
-The table is built per call of :func:`pattern_table` and handed to ``FuseOpsByPattern``
-directly: TVM's global pattern registry (which an import of the upstream
-``tvm.relax.backend.contrib.nnapi`` also fills with ``nnapi.*`` names) is never read.
+Every check states why it refuses a match and records a typed :class:`Refusal`, so ``explain``
+can tell a user exactly what stopped an operator. :func:`fusion_patterns` builds the
+FusionPatterns handed to ``FuseOpsByPattern`` directly: TVM's global pattern registry (which an
+import of the upstream ``tvm.relax.backend.contrib.nnapi`` also fills with ``nnapi.*`` names) is
+never read.
 """
 
 from __future__ import annotations
@@ -14,13 +18,15 @@ from __future__ import annotations
 import contextlib
 import enum
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import tvm
 from tvm import relax
 from tvm.relax.dpl import DFPattern, is_op, wildcard
 from tvm.relax.transform import FusionPattern, PatternCheckContext
+
+from .converters import CallConverter, Converter, operator_calls, single_call
 
 # NNAPI feature levels (the values Android reports).
 FEATURE_LEVEL_1 = 27
@@ -101,31 +107,81 @@ CheckResult = tuple[RefusalKind, str] | None
 Check = Callable[[relax.Call, PartitionOptions, PatternCheckContext], CheckResult]
 
 
+PatternMaker = Callable[[], tuple[DFPattern, dict[str, DFPattern]]]
+# The NNAPI operations one match emits, computed from its root call.
+Requires = Callable[[relax.Call], Iterable[str]]
+
+
 @dataclass(frozen=True)
-class PatternSpec:
-    """One entry of the table. ``make_pattern`` returns the pattern and its annotations, which
-    must name the root call ``"root"`` (the operator whose refusal is reported)."""
+class Lowering:
+    """One lowering: what it matches, what it refuses, how it is lowered, what it emits.
 
-    name: str  # "nnapi.add"
+    ``pattern`` returns the pattern and its annotations, which must name the root call
+    ``"root"`` (the operator whose refusal is reported). ``check`` refuses what NNAPI cannot
+    take. ``convert`` lowers the composite function of a match. ``emits`` lists every NNAPI
+    operation ``convert`` may emit. When that depends on the match (a conv2d emits one of three
+    convolutions, and a TRANSPOSE when its filter is not a constant), ``requires`` gives the
+    operations one match emits, from its root call, and the device check asks the target for
+    those only; without it a match requires all of ``emits``. tests/backend/test_lowerings.py
+    checks both against what the converters emit.
+    """
+
+    name: str  # "nnapi.add": the composite name
     relax_op: str  # "relax.add": the root operator
-    nnapi_ops: tuple[str, ...]  # NNAPI operations the converter emits
-    make_pattern: Callable[[], tuple[DFPattern, dict[str, DFPattern]]]
+    pattern: PatternMaker
     check: Check
-    # Larger first: a fused pattern (conv2d + bias + relu) must be tried before the single
-    # operators it contains, whatever the module import order.
-    priority: int = 0
+    convert: Converter
+    emits: tuple[str, ...]
+    requires: Requires | None = None
+
+    def required_operations(self, root: relax.Call) -> tuple[str, ...]:
+        """The NNAPI operations the match rooted at ``root`` emits (a subset of ``emits``)."""
+        return self.emits if self.requires is None else tuple(self.requires(root))
+
+    def root_call(self, composite: relax.Function) -> relax.Call:
+        """The root call inside a composite function of this lowering (the last call of
+        ``relax_op``: the operator a pattern's ``"root"`` annotation names)."""
+        roots = [c for c in operator_calls(composite) if str(c.op.name) == self.relax_op]
+        if not roots:
+            raise ValueError(f"composite {self.name} has no call of {self.relax_op}")
+        return roots[-1]
 
 
-_SPECS: list[PatternSpec] = []
+def single_op(
+    relax_op: str,
+    arity: int,
+    check: Check,
+    convert: CallConverter,
+    emits: tuple[str, ...],
+    requires: Requires | None = None,
+    name: str | None = None,
+) -> Lowering:
+    """The lowering of one call of ``relax_op`` with ``arity`` arguments, named ``nnapi.<op>``
+    (``relax.nn.softmax`` -> ``nnapi.nn_softmax``) unless ``name`` is given."""
+    return Lowering(
+        name=name or single_op_name(relax_op),
+        relax_op=relax_op,
+        pattern=single_op_pattern(relax_op, arity),
+        check=check,
+        convert=single_call(convert),
+        emits=emits,
+        requires=requires,
+    )
 
 
-def register(spec: PatternSpec) -> PatternSpec:
-    _SPECS.append(spec)
-    return spec
+def single_op_name(relax_op: str) -> str:
+    return f"nnapi.{relax_op.removeprefix('relax.').replace('.', '_')}"
 
 
-def specs() -> list[PatternSpec]:
-    return list(_SPECS)
+@dataclass(frozen=True)
+class Refused:
+    """A Relax operator with no lowering whose refusal says more than "no NNAPI pattern"
+    (e.g. the exact GELU, whose tanh form is lowered)."""
+
+    relax_op: str
+    arity: int
+    kind: RefusalKind
+    reason: str
 
 
 # ---- shared checks -------------------------------------------------------------------------------
@@ -176,10 +232,13 @@ def check_tensors(
     return None
 
 
-def check_device_support(spec: PatternSpec, options: PartitionOptions) -> CheckResult:
+def check_device_support(
+    lowering: Lowering, root: relax.Call, options: PartitionOptions
+) -> CheckResult:
     if options.supported_nnapi_ops is None:
         return None
-    missing = [op for op in spec.nnapi_ops if op not in options.supported_nnapi_ops]
+    required = lowering.required_operations(root)
+    missing = [op for op in required if op not in options.supported_nnapi_ops]
     if missing:
         return RefusalKind.DEVICE_SUPPORT, f"no target device runs {', '.join(missing)}"
     return None
@@ -193,56 +252,49 @@ def _binding_name(context: PatternCheckContext, call: relax.Expr) -> str:
     return var.name if var is not None else "?"
 
 
-def _make_check(spec: PatternSpec, options: PartitionOptions):
+def _lowering_check(lowering: Lowering, options: PartitionOptions):
     def check(context: PatternCheckContext) -> bool:
         call = context.annotated_expr["root"]
-        result = spec.check(call, options, context) or check_device_support(spec, options)
+        result = lowering.check(call, options, context) or check_device_support(
+            lowering, call, options
+        )
         if result is None:
             return True
         kind, reason = result
-        _record(spec.relax_op, _binding_name(context, call), kind, reason)
+        _record(lowering.relax_op, _binding_name(context, call), kind, reason)
         return False
 
     return check
 
 
-def pattern_table(options: PartitionOptions | None = None) -> list[FusionPattern]:
-    """The FusionPatterns for ``FuseOpsByPattern``, highest priority first (then registration
-    order)."""
-    from . import lowerings  # noqa: F401  (registers the specs)
+def _refusal_check(refused: Refused):
+    def check(context: PatternCheckContext) -> bool:
+        call = context.annotated_expr["root"]
+        _record(refused.relax_op, _binding_name(context, call), refused.kind, refused.reason)
+        return False
 
-    options = options or PartitionOptions()
+    return check
+
+
+def fusion_patterns(
+    lowerings: Sequence[Lowering], refused: Sequence[Refused], options: PartitionOptions
+) -> list[FusionPattern]:
+    """The FusionPatterns for ``FuseOpsByPattern``, in the order of ``lowerings`` (the first
+    that matches wins), then the patterns that only record the refusals of ``refused``."""
     table = []
-    for spec in sorted(_SPECS, key=lambda s: -s.priority):
-        pattern, annotations = spec.make_pattern()
-        table.append(FusionPattern(spec.name, pattern, annotations, _make_check(spec, options)))
+    for lowering in lowerings:
+        pattern, annotations = lowering.pattern()
+        table.append(
+            FusionPattern(lowering.name, pattern, annotations, _lowering_check(lowering, options))
+        )
+    for entry in refused:
+        pattern, annotations = single_op_pattern(entry.relax_op, entry.arity)()
+        name = single_op_name(entry.relax_op)
+        table.append(FusionPattern(name, pattern, annotations, _refusal_check(entry)))
     return table
 
 
-def offloadable_relax_ops() -> set[str]:
-    """Relax operators that some pattern can offload."""
-    from . import lowerings  # noqa: F401  (registers the specs)
-
-    return {spec.relax_op for spec in _SPECS}
-
-
-def register_single_op(
-    relax_op: str, nnapi_ops: tuple[str, ...], arity: int, check: Check, name: str | None = None
-) -> PatternSpec:
-    """Register a pattern that matches one call of ``relax_op`` with ``arity`` arguments, named
-    ``nnapi.<op>`` (``relax.nn.softmax`` -> ``nnapi.nn_softmax``) unless ``name`` is given."""
-    return register(
-        PatternSpec(
-            name=name or f"nnapi.{relax_op.removeprefix('relax.').replace('.', '_')}",
-            relax_op=relax_op,
-            nnapi_ops=nnapi_ops,
-            make_pattern=single_op_pattern(relax_op, arity),
-            check=check,
-        )
-    )
-
-
-def single_op_pattern(op: str, arity: int) -> Callable[[], tuple[DFPattern, dict[str, DFPattern]]]:
+def single_op_pattern(op: str, arity: int) -> PatternMaker:
     """A pattern matching one call of ``op`` with ``arity`` arguments of any kind."""
 
     def make() -> tuple[DFPattern, dict[str, DFPattern]]:

@@ -1,9 +1,88 @@
-"""Per-family NNAPI support: each module registers its pattern specs (what can be offloaded,
-with the checks that refuse what NNAPI cannot do) next to the converters that lower them.
+"""The Relax-to-NNAPI lowerings: one :class:`~tvm_nnapi.compiler.patterns.Lowering` record per
+pattern (its pattern, check, converter and the NNAPI operations it emits), written in one module
+per operator family and collected here in :data:`LOWERINGS`, the one list that partitioning and
+the codegen read.
 
-Fused patterns (e.g. conv2d + bias + relu) carry a higher ``priority`` than the single
-operators they contain, so they are tried first.
+The list is in the order ``FuseOpsByPattern`` tries the patterns (where two match the same
+operator, the first wins): the patterns of several operators first, each before the smaller
+ones it contains (a hardswish chain before the hardsigmoid in it, conv2d + bias + relu before
+conv2d + bias), then the single operators, the constant-statistics batch_norm (folded at compile
+time) before its run-time form.
+
+The family modules import only the infrastructure (:mod:`..patterns`, :mod:`..converters`),
+which never imports this package; nothing registers anything at import.
 """
 
-from . import conv, matmul, pooling, reduce, norm, elementwise, shape  # noqa: F401, I001
-from . import hard_activations, batch_norm_runtime  # noqa: F401
+from __future__ import annotations
+
+from tvm import relax
+from tvm.relax.transform import FusionPattern
+
+from ..patterns import Lowering, PartitionOptions, Refused, fusion_patterns
+from . import (
+    batch_norm_runtime,
+    conv,
+    elementwise,
+    hard_activations,
+    matmul,
+    norm,
+    pooling,
+    reduce,
+    shape,
+)
+
+LOWERINGS: tuple[Lowering, ...] = (
+    # Patterns of several operators.
+    *hard_activations.LOWERINGS,  # add, clip, divide / multiply (and multiply)
+    *conv.FUSED,  # conv2d / conv2d_transpose with a bias add and an activation
+    *matmul.FUSED,  # matmul with a permute_dims of the weight and a bias add
+    # Single operators.
+    norm.BATCH_NORM,
+    *elementwise.LOWERINGS,
+    *conv.SINGLE,
+    *matmul.SINGLE,
+    *pooling.LOWERINGS,
+    *reduce.LOWERINGS,
+    *norm.LOWERINGS,
+    *shape.LOWERINGS,
+    batch_norm_runtime.LOWERING,
+)
+
+#: Operators with no lowering whose refusal explains more than "no NNAPI pattern".
+REFUSED: tuple[Refused, ...] = (*elementwise.REFUSED,)
+
+
+def _by_name(lowerings: tuple[Lowering, ...]) -> dict[str, Lowering]:
+    named: dict[str, Lowering] = {}
+    for lowering in lowerings:
+        if lowering.name in named:
+            raise ValueError(f"two lowerings are named {lowering.name}")
+        named[lowering.name] = lowering
+    return named
+
+
+_BY_NAME = _by_name(LOWERINGS)
+
+
+def find(name: str) -> Lowering | None:
+    """The lowering whose composite name is ``name`` (``"nnapi.conv2d_bias_act"``)."""
+    return _BY_NAME.get(name)
+
+
+def pattern_table(options: PartitionOptions | None = None) -> list[FusionPattern]:
+    """The FusionPatterns for ``FuseOpsByPattern``, in the order of :data:`LOWERINGS`."""
+    return fusion_patterns(LOWERINGS, REFUSED, options or PartitionOptions())
+
+
+def offloadable_relax_ops() -> set[str]:
+    """Relax operators that some lowering can offload."""
+    return {lowering.relax_op for lowering in LOWERINGS}
+
+
+def required_operations(composite: relax.Function) -> tuple[str, ...]:
+    """The NNAPI operations the lowering of a composite function emits (from its record; empty
+    for a composite of another backend)."""
+    lowering = find(str((composite.attrs or {}).get("Composite", "")))
+    if lowering is None:
+        return ()
+    return lowering.required_operations(lowering.root_call(composite))

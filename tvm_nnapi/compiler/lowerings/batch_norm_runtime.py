@@ -16,21 +16,13 @@ from tvm import relax
 from tvm.relax.dpl import is_op, wildcard
 from tvm.relax.transform import PatternCheckContext
 
-from ..converters import (
-    FUSED_NONE,
-    UNAVAILABLE,
-    ConvertContext,
-    composite_calls,
-    composite_converter,
-    normalize_axis,
-)
+from ..converters import FUSED_NONE, UNAVAILABLE, ConvertContext, composite_calls, normalize_axis
 from ..patterns import (
     FEATURE_LEVEL_3,
     CheckResult,
+    Lowering,
     PartitionOptions,
-    PatternSpec,
     RefusalKind,
-    register,
     static_shape,
     tensor_info,
 )
@@ -69,20 +61,16 @@ def _check(call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
     return None
 
 
-register(
-    PatternSpec(
-        name="nnapi.batch_norm_runtime",
-        relax_op="relax.nn.batch_norm",
-        nnapi_ops=("ADD", "RSQRT", "MUL", "SUB", "RESHAPE"),
-        make_pattern=_pattern,
-        check=_check,
-    )
-)
+def _requires(call: relax.Call) -> tuple[str, ...]:
+    """The statistics are reshaped to [C, 1, ...] unless the channel axis is the last one."""
+    rank = call.args[0].ty.ndim
+    if normalize_axis(int(call.attrs.axis), rank) == rank - 1:
+        return ("ADD", "RSQRT", "MUL", "SUB")
+    return ("ADD", "RSQRT", "MUL", "SUB", "RESHAPE")
 
 
-@composite_converter("nnapi.batch_norm_runtime")
 def convert_batch_norm_runtime(
-    ctx: ConvertContext, composite: relax.Function, arguments: list
+    ctx: ConvertContext, composite: relax.Function
 ) -> tuple[int, int, int]:
     call = composite_calls(composite)["relax.nn.batch_norm"]
     source = "relax.nn.batch_norm"
@@ -116,3 +104,15 @@ def convert_batch_norm_runtime(
     )
     # Inference-mode batch_norm returns its moving statistics unchanged; they stay on the host.
     return out, UNAVAILABLE, UNAVAILABLE
+
+
+# Listed after the constant-statistics form (norm.BATCH_NORM), which matches the same call.
+LOWERING = Lowering(
+    name="nnapi.batch_norm_runtime",
+    relax_op="relax.nn.batch_norm",
+    pattern=_pattern,
+    check=_check,
+    convert=convert_batch_norm_runtime,
+    emits=("ADD", "RSQRT", "MUL", "SUB", "RESHAPE"),
+    requires=_requires,
+)

@@ -9,6 +9,8 @@ Relax's (h, w) strides and dilations become NNAPI's (w, h) operand order and Rel
 flag (feature level 3), never a silent assumption; the filter is rearranged from the Relax
 kernel layout (at compile time for constants, else with TRANSPOSE). A following add of a
 per-channel constant bias and relu / clip(0, 6) / clip(-1, 1) are fused into the operation.
+:func:`_conv_operations` says which of these operations one conv emits (the device check asks
+the target for those only), and the converter takes its case from the same function.
 """
 
 from __future__ import annotations
@@ -19,16 +21,15 @@ from tvm import relax
 from tvm.relax.dpl import is_const, is_op, wildcard
 from tvm.relax.transform import PatternCheckContext
 
-from ..converters import ConvertContext, composite_calls, composite_converter, int_tuple
+from ..converters import ConvertContext, composite_calls, int_attr, int_tuple
 from ..patterns import (
     FEATURE_LEVEL_1,
     FEATURE_LEVEL_3,
     CheckResult,
+    Lowering,
     PartitionOptions,
-    PatternSpec,
     RefusalKind,
     check_tensors,
-    register,
     static_shape,
 )
 from .elementwise import activation_code
@@ -100,8 +101,6 @@ def _check_conv(
         return RefusalKind.DYNAMIC_SHAPE, "the filter shape must be static"
     if data_shape is None or data_shape[_channel_axis(data_layout)] is None:
         return RefusalKind.DYNAMIC_SHAPE, "the input channels must be static"
-    in_channels = data_shape[_channel_axis(data_layout)]
-    out_channels = weight_shape[kernel_layout.index("O")]
     if str(call.op.name) == "relax.nn.conv2d_transpose":
         if groups != 1:
             return RefusalKind.ATTRIBUTE, "grouped conv2d_transpose has no NNAPI operation"
@@ -111,7 +110,7 @@ def _check_conv(
             return RefusalKind.ATTRIBUTE, "TRANSPOSE_CONV_2D has no output_padding"
         needs_fl3 = True
     elif groups != 1:
-        depthwise = groups == in_channels and out_channels % in_channels == 0
+        depthwise = _conv_case(call)[0] == "DEPTHWISE_CONV_2D"
         needs_fl3 = needs_fl3 or not depthwise
         if not depthwise and int_tuple(attrs.dilation) != [1, 1]:
             return RefusalKind.ATTRIBUTE, "GROUPED_CONV_2D has no dilation"
@@ -128,22 +127,32 @@ def _check_conv(
     return None
 
 
-for _op, _nnapi in [
-    ("relax.nn.conv2d", ("CONV_2D", "DEPTHWISE_CONV_2D", "GROUPED_CONV_2D")),
-    ("relax.nn.conv2d_transpose", ("TRANSPOSE_CONV_2D",)),
-]:
-    for _bias, _act in [(True, True), (True, False), (False, True), (False, False)]:
-        _suffix = ("_bias" if _bias else "") + ("_act" if _act else "")
-        register(
-            PatternSpec(
-                name=f"nnapi.{_op.rsplit('.', 1)[1]}{_suffix}",
-                relax_op=_op,
-                nnapi_ops=_nnapi,
-                make_pattern=_conv_pattern(_op, _bias, _act),
-                check=_check_conv,
-                priority=2 * _bias + _act,
-            )
-        )
+def _conv_case(call: relax.Call) -> tuple[str, str]:
+    """The NNAPI operation of an accepted conv2d / conv2d_transpose call, and the filter layout
+    it takes."""
+    if str(call.op.name) == "relax.nn.conv2d_transpose":
+        return "TRANSPOSE_CONV_2D", "OHWI"
+    groups = int(call.attrs.groups)
+    if groups == 1:
+        return "CONV_2D", "OHWI"
+    # The check accepts static channels and filter shapes only.
+    data_shape = call.args[0].ty.shape.values
+    in_channels = int_attr(data_shape[_channel_axis(str(call.attrs.data_layout))])
+    weight_shape = int_tuple(call.args[1].ty.shape.values)
+    out_channels = weight_shape[str(call.attrs.kernel_layout).index("O")]
+    if groups == in_channels and out_channels % groups == 0:
+        return "DEPTHWISE_CONV_2D", "IHWO"
+    return "GROUPED_CONV_2D", "OHWI"
+
+
+def _conv_operations(call: relax.Call) -> tuple[str, ...]:
+    """What one conv emits: its convolution, and a TRANSPOSE when a filter that is not a
+    constant must be rearranged."""
+    operation, filter_layout = _conv_case(call)
+    kernel_layout = str(call.attrs.kernel_layout)
+    if kernel_layout != filter_layout and not isinstance(call.args[1], tvm.ir.Constant):
+        return operation, "TRANSPOSE"
+    return (operation,)
 
 
 def _filter(ctx: ConvertContext, expr: relax.Expr, layout: str, target: str, source: str) -> int:
@@ -164,16 +173,7 @@ def _bias_operand(ctx: ConvertContext, add: relax.Call | None, channels: int, dt
     return ctx.constant(value)
 
 
-def _conv_names() -> list[str]:
-    names = []
-    for base in ("conv2d", "conv2d_transpose"):
-        for suffix in ("", "_bias", "_act", "_bias_act"):
-            names.append(f"nnapi.{base}{suffix}")
-    return names
-
-
-@composite_converter(*_conv_names())
-def convert_conv(ctx: ConvertContext, composite: relax.Function, arguments: list) -> int:
+def convert_conv(ctx: ConvertContext, composite: relax.Function) -> int:
     calls = composite_calls(composite)
     transpose = "relax.nn.conv2d_transpose" in calls
     conv = calls["relax.nn.conv2d_transpose" if transpose else "relax.nn.conv2d"]
@@ -192,31 +192,54 @@ def convert_conv(ctx: ConvertContext, composite: relax.Function, arguments: list
     weight_shape = [int(d) for d in ctx.shape(conv.args[1])]
     out_channels = weight_shape[kernel_layout.index("O")]
     data = ctx.operand(conv.args[0])
-    in_channels = ctx.shape(conv.args[0])[_channel_axis(layout)]
     bias = _bias_operand(ctx, add, out_channels, dtype)
     pads = [ctx.int32(v) for v in (pad_left, pad_right, pad_top, pad_bottom)]
     strides = [ctx.int32(stride_w), ctx.int32(stride_h)]
     fuse = ctx.int32(activation_code(activation))
     nchw = ctx.bool(layout == "NCHW")
     out = ctx.output(result)
-    if transpose:
-        # Relax's conv2d_transpose kernel is [I, O, kH, kW] in its "IOHW" layout.
-        weight = _filter(ctx, conv.args[1], kernel_layout, "OHWI", source)
+    operation, filter_layout = _conv_case(conv)
+    # Relax's conv2d_transpose kernel is [I, O, kH, kW] in its "IOHW" layout.
+    weight = _filter(ctx, conv.args[1], kernel_layout, filter_layout, source)
+    if operation == "TRANSPOSE_CONV_2D":
         inputs = [data, weight, bias, *pads, *strides, fuse, nchw]
-        ctx.emit("TRANSPOSE_CONV_2D", inputs, [out], source)
-    elif groups == 1:
-        weight = _filter(ctx, conv.args[1], kernel_layout, "OHWI", source)
+    elif operation == "CONV_2D":
         dilations = [ctx.int32(dilation_w), ctx.int32(dilation_h)]
         inputs = [data, weight, bias, *pads, *strides, fuse, nchw, *dilations]
-        ctx.emit("CONV_2D", inputs, [out], source)
-    elif groups == in_channels and out_channels % groups == 0:
-        weight = _filter(ctx, conv.args[1], kernel_layout, "IHWO", source)
+    elif operation == "DEPTHWISE_CONV_2D":
         multiplier = ctx.int32(out_channels // groups)
         dilations = [ctx.int32(dilation_w), ctx.int32(dilation_h)]
         inputs = [data, weight, bias, *pads, *strides, multiplier, fuse, nchw, *dilations]
-        ctx.emit("DEPTHWISE_CONV_2D", inputs, [out], source)
     else:
-        weight = _filter(ctx, conv.args[1], kernel_layout, "OHWI", source)
         inputs = [data, weight, bias, *pads, *strides, ctx.int32(groups), fuse, nchw]
-        ctx.emit("GROUPED_CONV_2D", inputs, [out], source)
+    ctx.emit(operation, inputs, [out], source)
     return out
+
+
+_EMITS = {
+    "relax.nn.conv2d": ("CONV_2D", "DEPTHWISE_CONV_2D", "GROUPED_CONV_2D", "TRANSPOSE"),
+    "relax.nn.conv2d_transpose": ("TRANSPOSE_CONV_2D", "TRANSPOSE"),
+}
+
+
+def _lowering(op: str, with_bias: bool, with_activation: bool) -> Lowering:
+    suffix = ("_bias" if with_bias else "") + ("_act" if with_activation else "")
+    return Lowering(
+        name=f"nnapi.{op.rsplit('.', 1)[1]}{suffix}",
+        relax_op=op,
+        pattern=_conv_pattern(op, with_bias, with_activation),
+        check=_check_conv,
+        convert=convert_conv,
+        emits=_EMITS[op],
+        requires=_conv_operations,
+    )
+
+
+# With a bias and an activation, then with one of them: each is tried before the smaller forms
+# it contains (see the order in lowerings/__init__.py).
+FUSED: list[Lowering] = [
+    _lowering(op, with_bias, with_activation)
+    for op in _EMITS
+    for with_bias, with_activation in [(True, True), (True, False), (False, True)]
+]
+SINGLE: list[Lowering] = [_lowering(op, False, False) for op in _EMITS]

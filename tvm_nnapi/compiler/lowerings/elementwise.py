@@ -1,4 +1,8 @@
-"""Elementwise operators: arithmetic, comparisons, logic, unary math, activations, casts."""
+"""Elementwise operators: arithmetic, comparisons, logic, unary math, activations, casts.
+
+:data:`LOWERINGS` lists this family's records; :data:`REFUSED` the exact GELU, which has no
+NNAPI operation.
+"""
 
 from __future__ import annotations
 
@@ -8,25 +12,20 @@ import numpy as np
 from tvm import relax
 from tvm.relax.transform import PatternCheckContext
 
-from ..converters import (
-    FUSED_NONE,
-    FUSED_RELU,
-    FUSED_RELU1,
-    FUSED_RELU6,
-    ConvertContext,
-    converter,
-)
+from ..converters import FUSED_NONE, FUSED_RELU, FUSED_RELU1, FUSED_RELU6, ConvertContext
 from ..patterns import (
     FEATURE_LEVEL_1,
     FEATURE_LEVEL_2,
     FEATURE_LEVEL_3,
     FEATURE_LEVEL_4,
     CheckResult,
+    Lowering,
     PartitionOptions,
     RefusalKind,
+    Refused,
     check_tensors,
     dtype_of,
-    register_single_op,
+    single_op,
 )
 
 FLOAT = {"float32": FEATURE_LEVEL_1, "float16": FEATURE_LEVEL_3}
@@ -65,11 +64,8 @@ _ARITHMETIC = {
     ),
     "relax.divide": ("DIV", {"float32": FEATURE_LEVEL_2, "float16": FEATURE_LEVEL_3}),
 }
-for _op, (_nnapi, _dtypes) in _ARITHMETIC.items():
-    register_single_op(_op, (_nnapi,), 2, _dtype_check(_dtypes))
 
 
-@converter(*_ARITHMETIC)
 def convert_arithmetic(ctx: ConvertContext, call: relax.Call) -> int:
     op = _ARITHMETIC[str(call.op.name)][0]
     lhs, rhs = ctx.operand(call.args[0]), ctx.operand(call.args[1])
@@ -83,9 +79,6 @@ _BINARY = {
     "relax.minimum": ("MINIMUM", {**FLOAT_FL3, "int32": FEATURE_LEVEL_3}),
     "relax.power": ("POW", FLOAT_FL3),
 }
-for _op, (_nnapi, _dtypes) in _BINARY.items():
-    register_single_op(_op, (_nnapi,), 2, _dtype_check(_dtypes))
-
 _COMPARISONS = {
     "relax.equal": "EQUAL",
     "relax.not_equal": "NOT_EQUAL",
@@ -95,15 +88,10 @@ _COMPARISONS = {
     "relax.less_equal": "LESS_EQUAL",
 }
 _COMPARABLE = {**FLOAT_FL3, "int32": FEATURE_LEVEL_3}
-for _op, _nnapi in _COMPARISONS.items():
-    register_single_op(_op, (_nnapi,), 2, _dtype_check(_COMPARABLE, {"bool": FEATURE_LEVEL_3}))
 
 _LOGICAL = {"relax.logical_and": "LOGICAL_AND", "relax.logical_or": "LOGICAL_OR"}
-for _op, _nnapi in _LOGICAL.items():
-    register_single_op(_op, (_nnapi,), 2, _dtype_check({"bool": FEATURE_LEVEL_3}))
 
 
-@converter(*_BINARY, *_COMPARISONS, *_LOGICAL)
 def convert_binary(ctx: ConvertContext, call: relax.Call) -> int:
     name = str(call.op.name)
     op = _BINARY[name][0] if name in _BINARY else _COMPARISONS.get(name) or _LOGICAL[name]
@@ -128,11 +116,8 @@ _UNARY = {
     "relax.nn.relu": ("RELU", FLOAT),
     "relax.logical_not": ("LOGICAL_NOT", {"bool": FEATURE_LEVEL_3}),
 }
-for _op, (_nnapi, _dtypes) in _UNARY.items():
-    register_single_op(_op, (_nnapi,), 1, _dtype_check(_dtypes))
 
 
-@converter(*_UNARY)
 def convert_unary(ctx: ConvertContext, call: relax.Call) -> int:
     name = str(call.op.name)
     return ctx.unary(_UNARY[name][0], ctx.operand(call.args[0]), call, name)
@@ -140,10 +125,7 @@ def convert_unary(ctx: ConvertContext, call: relax.Call) -> int:
 
 # ---- composite activations -----------------------------------------------------------------------
 
-register_single_op("relax.nn.silu", ("LOGISTIC", "MUL"), 1, _dtype_check(FLOAT))
 
-
-@converter("relax.nn.silu")
 def convert_silu(ctx: ConvertContext, call: relax.Call) -> int:
     """silu(x) = x * sigmoid(x)."""
     x = ctx.operand(call.args[0])
@@ -151,10 +133,6 @@ def convert_silu(ctx: ConvertContext, call: relax.Call) -> int:
     return ctx.binary("MUL", x, sigmoid, call, "relax.nn.silu")
 
 
-register_single_op("relax.nn.gelu_tanh", ("MUL", "ADD", "TANH"), 1, _dtype_check(FLOAT))
-
-
-@converter("relax.nn.gelu_tanh")
 def convert_gelu_tanh(ctx: ConvertContext, call: relax.Call) -> int:
     """gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
     source = "relax.nn.gelu_tanh"
@@ -174,16 +152,14 @@ def convert_gelu_tanh(ctx: ConvertContext, call: relax.Call) -> int:
     return ctx.binary("MUL", half_x, one_plus, call, source)
 
 
-def _check_gelu(
-    call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
-) -> CheckResult:
-    return (
+REFUSED = [
+    Refused(
+        "relax.nn.gelu",
+        1,
         RefusalKind.ATTRIBUTE,
         "the exact (erf) GELU has no NNAPI operation; its tanh form (gelu_tanh) is offloaded",
     )
-
-
-register_single_op("relax.nn.gelu", (), 1, _check_gelu)
+]
 
 
 # ---- clip -> fused activations or MAXIMUM/MINIMUM ------------------------------------------------
@@ -213,22 +189,33 @@ def _check_clip(
     return None
 
 
-register_single_op("relax.clip", ("RELU6",), 3, _check_clip)
-
 _FUSED_CLIPS = {(0.0, 6.0): ("RELU6", FUSED_RELU6), (-1.0, 1.0): ("RELU1", FUSED_RELU1)}
 
 
-@converter("relax.clip")
-def convert_clip(ctx: ConvertContext, call: relax.Call) -> int:
-    x = ctx.operand(call.args[0])
+def _clip_lowering(call: relax.Call) -> tuple[str | None, float, float]:
+    """The NNAPI activation equal to an accepted clip, with its bounds; None for a clip that
+    becomes MAXIMUM then MINIMUM (the bounds clamped to the range of the dtype)."""
     low, high = _clip_bounds(call)  # type: ignore[misc]
     if (low, high) in _FUSED_CLIPS:
-        return ctx.unary(_FUSED_CLIPS[(low, high)][0], x, call, "relax.clip")
-    dtype = ctx.dtype(call)
-    finfo = np.finfo(dtype)
+        return _FUSED_CLIPS[(low, high)][0], low, high
+    finfo = np.finfo(dtype_of(call))
     low, high = max(low, float(finfo.min)), min(high, float(finfo.max))
     if low == 0.0 and high == float(finfo.max):
-        return ctx.unary("RELU", x, call, "relax.clip")
+        return "RELU", low, high
+    return None, low, high
+
+
+def _clip_operations(call: relax.Call) -> tuple[str, ...]:
+    activation = _clip_lowering(call)[0]
+    return (activation,) if activation is not None else ("MAXIMUM", "MINIMUM")
+
+
+def convert_clip(ctx: ConvertContext, call: relax.Call) -> int:
+    x = ctx.operand(call.args[0])
+    activation, low, high = _clip_lowering(call)
+    if activation is not None:
+        return ctx.unary(activation, x, call, "relax.clip")
+    dtype = ctx.dtype(call)
     lower = ctx.output(call)
     ctx.emit("MAXIMUM", [x, ctx.constant(np.array([low], dtype))], [lower], "relax.clip")
     out = ctx.output(call)
@@ -261,10 +248,6 @@ def _check_astype(
     return check_tensors(call, _CASTABLE, options)
 
 
-register_single_op("relax.astype", ("CAST",), 1, _check_astype)
-
-
-@converter("relax.astype")
 def convert_astype(ctx: ConvertContext, call: relax.Call) -> int:
     return ctx.unary("CAST", ctx.operand(call.args[0]), call, "relax.astype")
 
@@ -287,11 +270,47 @@ def _check_where(
     return None
 
 
-register_single_op("relax.where", ("SELECT",), 3, _check_where)
-
-
-@converter("relax.where")
 def convert_where(ctx: ConvertContext, call: relax.Call) -> int:
     out = ctx.output(call)
     ctx.emit("SELECT", [ctx.operand(a) for a in call.args], [out], "relax.where")
     return out
+
+
+LOWERINGS: list[Lowering] = [
+    *(
+        single_op(op, 2, _dtype_check(dtypes), convert_arithmetic, (nnapi,))
+        for op, (nnapi, dtypes) in _ARITHMETIC.items()
+    ),
+    *(
+        single_op(op, 2, _dtype_check(dtypes), convert_binary, (nnapi,))
+        for op, (nnapi, dtypes) in _BINARY.items()
+    ),
+    *(
+        single_op(
+            op, 2, _dtype_check(_COMPARABLE, {"bool": FEATURE_LEVEL_3}), convert_binary, (nnapi,)
+        )
+        for op, nnapi in _COMPARISONS.items()
+    ),
+    *(
+        single_op(op, 2, _dtype_check({"bool": FEATURE_LEVEL_3}), convert_binary, (nnapi,))
+        for op, nnapi in _LOGICAL.items()
+    ),
+    *(
+        single_op(op, 1, _dtype_check(dtypes), convert_unary, (nnapi,))
+        for op, (nnapi, dtypes) in _UNARY.items()
+    ),
+    single_op("relax.nn.silu", 1, _dtype_check(FLOAT), convert_silu, ("LOGISTIC", "MUL")),
+    single_op(
+        "relax.nn.gelu_tanh", 1, _dtype_check(FLOAT), convert_gelu_tanh, ("MUL", "ADD", "TANH")
+    ),
+    single_op(
+        "relax.clip",
+        3,
+        _check_clip,
+        convert_clip,
+        ("RELU6", "RELU1", "RELU", "MAXIMUM", "MINIMUM"),
+        requires=_clip_operations,
+    ),
+    single_op("relax.astype", 1, _check_astype, convert_astype, ("CAST",)),
+    single_op("relax.where", 3, _check_where, convert_where, ("SELECT",)),
+]

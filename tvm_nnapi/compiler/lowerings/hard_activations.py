@@ -25,17 +25,16 @@ from tvm.relax.backend.utils import has_leaking_intermediate_variables
 from tvm.relax.dpl import is_const, is_op, wildcard
 from tvm.relax.transform import PatternCheckContext
 
-from ..converters import FUSED_RELU6, ConvertContext, composite_converter
+from ..converters import FUSED_RELU6, ConvertContext, operator_calls
 from ..patterns import (
     FEATURE_LEVEL_2,
     FEATURE_LEVEL_3,
     FEATURE_LEVEL_4,
     CheckResult,
+    Lowering,
     PartitionOptions,
-    PatternSpec,
     RefusalKind,
     check_tensors,
-    register,
 )
 from .elementwise import _clip_bounds
 
@@ -44,7 +43,8 @@ _HARDSIGMOID_DTYPES = {"float32": FEATURE_LEVEL_2, "float16": FEATURE_LEVEL_3}
 _HARDSWISH_DTYPES = {"float32": FEATURE_LEVEL_4, "float16": FEATURE_LEVEL_4}
 
 # (kind, clips, scale op): kind is where the 1/6 scaling sits (see the module docstring).
-_KINDS = ("hardsigmoid", "hardswish", "hardswish_scaled_last")
+# In the order they are tried: hardswish before the hardsigmoid it contains.
+_KINDS = ("hardswish", "hardswish_scaled_last", "hardsigmoid")
 _SCALES = {"relax.divide": 6.0, "relax.multiply": 1.0 / 6.0}
 
 
@@ -118,44 +118,9 @@ def _make_check(kind: str, scale_op: str):
     return check
 
 
-def _names() -> list[tuple[str, str, int, str]]:
-    entries = []
-    for kind in _KINDS:
-        for clips in (1, 2):
-            for scale_op in _SCALES:
-                suffix = ("_clip2" if clips == 2 else "") + (
-                    "_mul" if scale_op == "relax.multiply" else ""
-                )
-                entries.append((f"nnapi.{kind}{suffix}", kind, clips, scale_op))
-    return entries
-
-
-for _name, _kind, _clips, _scale_op in _names():
-    register(
-        PatternSpec(
-            name=_name,
-            # The root (last) operator, under which a refusal is reported.
-            relax_op="relax.multiply" if _kind == "hardswish" else _scale_op,
-            nnapi_ops=("ADD", "DIV" if _scale_op == "relax.divide" else "MUL")
-            if _kind == "hardsigmoid"
-            else ("HARD_SWISH",),
-            make_pattern=_make_pattern(_kind, _clips, _scale_op),
-            check=_make_check(_kind, _scale_op),
-            # Above every single operator and the conv fusions; hardswish before the
-            # hardsigmoid it contains.
-            priority=4 if _kind == "hardsigmoid" else 5,
-        )
-    )
-
-
 def _chain(composite: relax.Function) -> tuple[relax.Call, relax.Call]:
     """The ``x + 3`` call and the result call of a hard-activation composite."""
-    calls = [
-        binding.value
-        for block in composite.body.blocks
-        for binding in block.bindings
-        if isinstance(binding.value, relax.Call)
-    ]
+    calls = operator_calls(composite)
     add = next(call for call in calls if str(call.op.name) == "relax.add")
     return add, calls[-1]
 
@@ -167,8 +132,7 @@ def _x_and_three(add: relax.Call) -> tuple[relax.Expr, relax.Expr]:
     return add.args[1], add.args[0]
 
 
-@composite_converter(*[name for name, kind, _, _ in _names() if kind == "hardsigmoid"])
-def convert_hardsigmoid(ctx: ConvertContext, composite: relax.Function, arguments: list) -> int:
+def convert_hardsigmoid(ctx: ConvertContext, composite: relax.Function) -> int:
     source = "hardsigmoid"
     add, root = _chain(composite)
     x, three = _x_and_three(add)
@@ -180,8 +144,28 @@ def convert_hardsigmoid(ctx: ConvertContext, composite: relax.Function, argument
     return ctx.binary(op, shifted, ctx.constant(value), root, source)
 
 
-@composite_converter(*[name for name, kind, _, _ in _names() if kind != "hardsigmoid"])
-def convert_hardswish(ctx: ConvertContext, composite: relax.Function, arguments: list) -> int:
+def convert_hardswish(ctx: ConvertContext, composite: relax.Function) -> int:
     add, root = _chain(composite)
     x, _ = _x_and_three(add)
     return ctx.unary("HARD_SWISH", ctx.operand(x), root, "hardswish")
+
+
+def _lowering(kind: str, clips: int, scale_op: str) -> Lowering:
+    suffix = ("_clip2" if clips == 2 else "") + ("_mul" if scale_op == "relax.multiply" else "")
+    hardsigmoid = kind == "hardsigmoid"
+    return Lowering(
+        name=f"nnapi.{kind}{suffix}",
+        # The root (last) operator, under which a refusal is reported.
+        relax_op="relax.multiply" if kind == "hardswish" else scale_op,
+        pattern=_make_pattern(kind, clips, scale_op),
+        check=_make_check(kind, scale_op),
+        convert=convert_hardsigmoid if hardsigmoid else convert_hardswish,
+        emits=("ADD", "DIV" if scale_op == "relax.divide" else "MUL")
+        if hardsigmoid
+        else ("HARD_SWISH",),
+    )
+
+
+LOWERINGS: list[Lowering] = [
+    _lowering(kind, clips, scale_op) for kind in _KINDS for clips in (1, 2) for scale_op in _SCALES
+]

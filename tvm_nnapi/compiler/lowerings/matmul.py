@@ -6,6 +6,7 @@ A plain 2-D right side [K, N] is transposed once (at compile time for constants,
 TRANSPOSE operation). FULLY_CONNECTED flattens its input to [batch, K]; a RESHAPE restores the
 leading dimensions (symbolic ones included). ``+ bias`` with a constant [N] vector is fused.
 Batched right sides go to BATCH_MATMUL (feature level 6), with adj_y for a transposed operand.
+:func:`_matmul_operations` says which of these operations one match emits.
 """
 
 from __future__ import annotations
@@ -16,17 +17,16 @@ from tvm import relax
 from tvm.relax.dpl import is_const, is_op, wildcard
 from tvm.relax.transform import PatternCheckContext
 
-from ..converters import FUSED_NONE, ConvertContext, composite_calls, composite_converter, int_tuple
+from ..converters import FUSED_NONE, ConvertContext, composite_calls, int_tuple
 from ..patterns import (
     FEATURE_LEVEL_1,
     FEATURE_LEVEL_3,
     FEATURE_LEVEL_6,
     CheckResult,
+    Lowering,
     PartitionOptions,
-    PatternSpec,
     RefusalKind,
     check_tensors,
-    register,
     tensor_info,
 )
 
@@ -90,21 +90,24 @@ def _check(call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
     return result
 
 
-for _with_bias, _transposed in [(True, True), (True, False), (False, True), (False, False)]:
-    register(
-        PatternSpec(
-            name="nnapi.matmul" + ("_bias" if _with_bias else "") + ("_t" if _transposed else ""),
-            relax_op="relax.matmul",
-            nnapi_ops=("FULLY_CONNECTED", "BATCH_MATMUL"),
-            make_pattern=_patterns(_with_bias, _transposed),
-            check=_check,
-            priority=2 * _with_bias + _transposed,
-        )
-    )
+def _requires(transposed: bool):
+    def operations(call: relax.Call) -> tuple[str, ...]:
+        """What one matmul emits: BATCH_MATMUL, or FULLY_CONNECTED with a TRANSPOSE of a
+        [K, N] right side that is not a constant and a RESHAPE back to more than 2 dimensions."""
+        rhs = call.args[1]  # the weight, or (transposed) the permute_dims of the weight
+        if rhs.ty.ndim != 2:
+            return ("BATCH_MATMUL",)
+        operations = ["FULLY_CONNECTED"]
+        if not transposed and not isinstance(rhs, tvm.ir.Constant):
+            operations.append("TRANSPOSE")
+        if call.ty.ndim != 2:
+            operations.append("RESHAPE")
+        return tuple(operations)
+
+    return operations
 
 
-@composite_converter("nnapi.matmul", "nnapi.matmul_t", "nnapi.matmul_bias", "nnapi.matmul_bias_t")
-def convert_matmul(ctx: ConvertContext, composite: relax.Function, arguments: list) -> int:
+def convert_matmul(ctx: ConvertContext, composite: relax.Function) -> int:
     calls = composite_calls(composite)
     matmul = calls["relax.matmul"]
     permute = calls.get("relax.permute_dims")
@@ -147,3 +150,30 @@ def _product(dims: list) -> int | str:
     if all(isinstance(d, int) for d in dims):
         return int(np.prod(dims))
     return " * ".join(f"({d})" for d in dims)
+
+
+def _lowering(with_bias: bool, transposed: bool) -> Lowering:
+    return Lowering(
+        name="nnapi.matmul" + ("_bias" if with_bias else "") + ("_t" if transposed else ""),
+        relax_op="relax.matmul",
+        pattern=_patterns(with_bias, transposed),
+        check=_check,
+        convert=convert_matmul,
+        emits=(
+            "FULLY_CONNECTED",
+            # A fused bias needs a 2-D weight; a transposed one is used as it is.
+            *(() if with_bias else ("BATCH_MATMUL",)),
+            *(() if transposed else ("TRANSPOSE",)),
+            "RESHAPE",
+        ),
+        requires=_requires(transposed),
+    )
+
+
+# With the bias and the transposition, then with one of them: each is tried before the smaller
+# forms it contains (see the order in lowerings/__init__.py).
+FUSED: list[Lowering] = [
+    _lowering(with_bias, transposed)
+    for with_bias, transposed in [(True, True), (True, False), (False, True)]
+]
+SINGLE: list[Lowering] = [_lowering(False, False)]

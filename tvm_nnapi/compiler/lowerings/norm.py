@@ -13,25 +13,16 @@ from tvm import relax
 from tvm.relax.dpl import is_const, is_op, wildcard
 from tvm.relax.transform import PatternCheckContext
 
-from ..converters import (
-    UNAVAILABLE,
-    ConvertContext,
-    composite_calls,
-    composite_converter,
-    converter,
-    int_tuple,
-    normalize_axis,
-)
+from ..converters import UNAVAILABLE, ConvertContext, composite_calls, int_tuple, normalize_axis
 from ..patterns import (
     FEATURE_LEVEL_2,
     FEATURE_LEVEL_3,
     CheckResult,
+    Lowering,
     PartitionOptions,
-    PatternSpec,
     RefusalKind,
     check_tensors,
-    register,
-    register_single_op,
+    single_op,
     tensor_info,
 )
 
@@ -42,10 +33,6 @@ def _check_norm(
     call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
 ) -> CheckResult:
     return check_tensors(call, _DTYPES, options)
-
-
-for _op, _arity in [("relax.nn.rms_norm", 2), ("relax.nn.layer_norm", 3)]:
-    register_single_op(_op, ("MUL", "MEAN", "ADD", "RSQRT"), _arity, _check_norm)
 
 
 def _mean(ctx: ConvertContext, x: int, like: relax.Expr, axes: list[int], source: str) -> int:
@@ -80,14 +67,12 @@ def _normalize(
     return ctx.binary("MUL", x, inverse, call, source), axes
 
 
-@converter("relax.nn.rms_norm")
 def convert_rms_norm(ctx: ConvertContext, call: relax.Call) -> int:
     source = "relax.nn.rms_norm"
     normalized, _ = _normalize(ctx, call, centered=False, source=source)
     return ctx.binary("MUL", normalized, ctx.operand(call.args[1]), call, source)
 
 
-@converter("relax.nn.layer_norm")
 def convert_layer_norm(ctx: ConvertContext, call: relax.Call) -> int:
     source = "relax.nn.layer_norm"
     out, _ = _normalize(ctx, call, centered=True, source=source)
@@ -124,22 +109,7 @@ def _check_batch_norm(
     return None
 
 
-register(
-    PatternSpec(
-        name="nnapi.batch_norm",
-        relax_op="relax.nn.batch_norm",
-        nnapi_ops=("MUL", "ADD"),
-        make_pattern=_batch_norm_pattern,
-        check=_check_batch_norm,
-        priority=1,
-    )
-)
-
-
-@composite_converter("nnapi.batch_norm")
-def convert_batch_norm(
-    ctx: ConvertContext, composite: relax.Function, arguments: list
-) -> tuple[int, int, int]:
+def convert_batch_norm(ctx: ConvertContext, composite: relax.Function) -> tuple[int, int, int]:
     call = composite_calls(composite)["relax.nn.batch_norm"]
     source = "relax.nn.batch_norm"
     dtype = ctx.dtype(call.args[0])
@@ -164,3 +134,28 @@ def convert_batch_norm(
     )
     # Inference-mode batch_norm returns its moving statistics unchanged; they stay on the host.
     return out, UNAVAILABLE, UNAVAILABLE
+
+
+# The constant-statistics batch_norm is listed (and so tried) before the run-time form of
+# batch_norm_runtime.py, which matches the same call.
+BATCH_NORM = Lowering(
+    name="nnapi.batch_norm",
+    relax_op="relax.nn.batch_norm",
+    pattern=_batch_norm_pattern,
+    check=_check_batch_norm,
+    convert=convert_batch_norm,
+    emits=("MUL", "ADD"),
+)
+
+LOWERINGS: list[Lowering] = [
+    single_op(
+        "relax.nn.rms_norm", 2, _check_norm, convert_rms_norm, ("MUL", "MEAN", "ADD", "RSQRT")
+    ),
+    single_op(
+        "relax.nn.layer_norm",
+        3,
+        _check_norm,
+        convert_layer_norm,
+        ("MEAN", "SUB", "MUL", "ADD", "RSQRT"),
+    ),
+]

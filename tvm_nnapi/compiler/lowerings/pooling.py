@@ -13,16 +13,17 @@ from __future__ import annotations
 from tvm import relax
 from tvm.relax.transform import PatternCheckContext
 
-from ..converters import FUSED_NONE, ConvertContext, converter, int_tuple
+from ..converters import FUSED_NONE, ConvertContext, int_tuple
 from ..patterns import (
     FEATURE_LEVEL_1,
     FEATURE_LEVEL_2,
     FEATURE_LEVEL_3,
     CheckResult,
+    Lowering,
     PartitionOptions,
     RefusalKind,
     check_tensors,
-    register_single_op,
+    single_op,
     static_shape,
 )
 
@@ -68,11 +69,6 @@ def _check_pool(
     return None
 
 
-for _op, _nnapi in _POOLS.items():
-    register_single_op(_op, (_nnapi,), 1, _check_pool)
-
-
-@converter(*_POOLS)
 def convert_pool(ctx: ConvertContext, call: relax.Call) -> int:
     attrs = call.attrs
     source = str(call.op.name)
@@ -102,15 +98,22 @@ def _check_adaptive(
     return None
 
 
-register_single_op(
-    "relax.nn.adaptive_avg_pool2d", ("MEAN",), 1, _check_adaptive, name="nnapi.adaptive_avg_pool2d"
-)
-
-
-@converter("relax.nn.adaptive_avg_pool2d")
 def convert_adaptive(ctx: ConvertContext, call: relax.Call) -> int:
     axes = list(_spatial_axes(str(call.attrs.layout)))
     out = ctx.output(call)
     inputs = [ctx.operand(call.args[0]), ctx.int_vector(axes), ctx.int32(1)]
     ctx.emit("MEAN", inputs, [out], "relax.nn.adaptive_avg_pool2d")
     return out
+
+
+LOWERINGS: list[Lowering] = [
+    *(single_op(op, 1, _check_pool, convert_pool, (nnapi,)) for op, nnapi in _POOLS.items()),
+    single_op(
+        "relax.nn.adaptive_avg_pool2d",
+        1,
+        _check_adaptive,
+        convert_adaptive,
+        ("MEAN",),
+        name="nnapi.adaptive_avg_pool2d",
+    ),
+]

@@ -10,16 +10,17 @@ from __future__ import annotations
 from tvm import relax
 from tvm.relax.transform import PatternCheckContext
 
-from ..converters import ConvertContext, converter, int_tuple, normalize_axis
+from ..converters import ConvertContext, int_tuple, normalize_axis
 from ..patterns import (
     FEATURE_LEVEL_1,
     FEATURE_LEVEL_2,
     FEATURE_LEVEL_3,
     CheckResult,
+    Lowering,
     PartitionOptions,
     RefusalKind,
     check_tensors,
-    register_single_op,
+    single_op,
     tensor_info,
 )
 
@@ -42,10 +43,6 @@ def _check_reduction(
     return result
 
 
-for _op, (_nnapi, _) in _REDUCTIONS.items():
-    register_single_op(_op, (_nnapi,), 1, _check_reduction)
-
-
 def reduce_axes(ctx: ConvertContext, call: relax.Call) -> list[int]:
     rank = ctx.rank(call.args[0])
     axis = call.attrs.axis
@@ -54,7 +51,6 @@ def reduce_axes(ctx: ConvertContext, call: relax.Call) -> list[int]:
     return sorted(normalize_axis(a, rank) for a in int_tuple(axis))
 
 
-@converter(*_REDUCTIONS)
 def convert_reduction(ctx: ConvertContext, call: relax.Call) -> int:
     name = str(call.op.name)
     op = _REDUCTIONS[name][0]
@@ -89,11 +85,6 @@ def _check_softmax(
     return None
 
 
-for _op, _nnapi in _SOFTMAX.items():
-    register_single_op(_op, (_nnapi,), 1, _check_softmax)
-
-
-@converter(*_SOFTMAX)
 def convert_softmax(ctx: ConvertContext, call: relax.Call) -> int:
     name = str(call.op.name)
     dtype = ctx.dtype(call)
@@ -105,3 +96,15 @@ def convert_softmax(ctx: ConvertContext, call: relax.Call) -> int:
     out = ctx.output(call)
     ctx.emit(_SOFTMAX[name], inputs, [out], name)
     return out
+
+
+LOWERINGS: list[Lowering] = [
+    *(
+        single_op(op, 1, _check_reduction, convert_reduction, (nnapi,))
+        for op, (nnapi, _) in _REDUCTIONS.items()
+    ),
+    *(
+        single_op(op, 1, _check_softmax, convert_softmax, (nnapi,))
+        for op, nnapi in _SOFTMAX.items()
+    ),
+]

@@ -12,7 +12,7 @@ import tvm
 from tvm import relax
 from tvm.relax.transform import PatternCheckContext
 
-from ..converters import ConvertContext, converter, int_attr, int_tuple, normalize_axis
+from ..converters import ConvertContext, int_attr, int_tuple, normalize_axis
 from ..graph_json import Dim
 from ..patterns import (
     FEATURE_LEVEL_1,
@@ -22,10 +22,11 @@ from ..patterns import (
     FEATURE_LEVEL_6,
     FEATURE_LEVEL_7,
     CheckResult,
+    Lowering,
     PartitionOptions,
     RefusalKind,
     check_tensors,
-    register_single_op,
+    single_op,
     static_shape,
     tensor_info,
 )
@@ -48,11 +49,6 @@ def _check_reshape(
     return result
 
 
-for _op, _arity in _RESHAPES.items():
-    register_single_op(_op, ("RESHAPE",), _arity, _check_reshape)
-
-
-@converter(*_RESHAPES)
 def convert_reshape(ctx: ConvertContext, call: relax.Call) -> int:
     out = ctx.output(call)
     target = ctx.int_vector(ctx.shape(call))
@@ -70,10 +66,6 @@ def _check_permute(
     return check_tensors(call, dtypes, options)
 
 
-register_single_op("relax.permute_dims", ("TRANSPOSE",), 1, _check_permute)
-
-
-@converter("relax.permute_dims")
 def convert_permute(ctx: ConvertContext, call: relax.Call) -> int:
     rank = ctx.rank(call)
     axes = call.attrs.axes
@@ -103,10 +95,6 @@ def _check_concat(
     return check_tensors(call, {**_FLOAT, "int32": FEATURE_LEVEL_3}, options, inputs=list(fields))
 
 
-register_single_op("relax.concat", ("CONCATENATION",), 1, _check_concat)
-
-
-@converter("relax.concat")
 def convert_concat(ctx: ConvertContext, call: relax.Call) -> int:
     rank = ctx.rank(call)
     inputs = [*ctx.operands(call.args[0]), ctx.int32(normalize_axis(int(call.attrs.axis), rank))]
@@ -116,6 +104,11 @@ def convert_concat(ctx: ConvertContext, call: relax.Call) -> int:
 
 
 # ---- split -> SPLIT (equal sections) or SLICE per piece ------------------------------------------
+
+
+def _split_indices(call: relax.Call) -> bool:
+    """Whether the split is at indices (not into equal sections)."""
+    return isinstance(call.attrs.indices_or_sections, tvm.ir.Array | list | tuple)
 
 
 def _check_split(
@@ -133,16 +126,17 @@ def _check_split(
     # Only the split axis must be static; other dimensions (an LLM's seq_len) may be symbolic.
     size = getattr(x.shape.values[axis], "value", None) if x.shape is not None else None
     sections = call.attrs.indices_or_sections
-    if not isinstance(sections, tvm.ir.Array | list | tuple):
+    if not _split_indices(call):
         if size is None or int(size) % int_attr(sections) != 0:
             return RefusalKind.ATTRIBUTE, "SPLIT needs the axis to divide evenly (static size)"
     return None
 
 
-register_single_op("relax.split", ("SPLIT", "SLICE"), 1, _check_split)
+def _split_operations(call: relax.Call) -> tuple[str, ...]:
+    """SPLIT for equal sections, else one SLICE per piece."""
+    return ("SLICE",) if _split_indices(call) else ("SPLIT",)
 
 
-@converter("relax.split")
 def convert_split(ctx: ConvertContext, call: relax.Call) -> tuple[int, ...]:
     x_expr = call.args[0]
     x = ctx.operand(x_expr)
@@ -156,7 +150,7 @@ def convert_split(ctx: ConvertContext, call: relax.Call) -> tuple[int, ...]:
     for field in output_types:
         dims = ctx.builder.shape(list(field.shape.values), ctx.shape_vars)
         outputs.append(ctx.tensor(dtype, dims))
-    if not isinstance(sections, tvm.ir.Array | list | tuple):
+    if not _split_indices(call):
         inputs = [x, ctx.int32(axis), ctx.int32(int_attr(sections))]
         ctx.emit("SPLIT", inputs, outputs, "relax.split")
         return tuple(outputs)
@@ -188,17 +182,6 @@ def _check_strided_slice(
     return None
 
 
-register_single_op("relax.strided_slice", ("STRIDED_SLICE",), 4, _check_strided_slice)
-register_single_op(
-    "relax.strided_slice",
-    ("STRIDED_SLICE",),
-    5,
-    _check_strided_slice,
-    name="nnapi.strided_slice_strides",
-)
-
-
-@converter("relax.strided_slice")
 def convert_strided_slice(ctx: ConvertContext, call: relax.Call) -> int:
     x_expr = call.args[0]
     rank = ctx.rank(x_expr)
@@ -263,10 +246,6 @@ def _check_take(
     return None
 
 
-register_single_op("relax.take", ("GATHER",), 2, _check_take)
-
-
-@converter("relax.take")
 def convert_take(ctx: ConvertContext, call: relax.Call) -> int:
     rank = ctx.rank(call.args[0])
     indices_expr = call.args[1]
@@ -301,24 +280,22 @@ def _check_pad(
     return RefusalKind.ATTRIBUTE, f"pad mode {mode} has no NNAPI operation"
 
 
-register_single_op("relax.nn.pad", ("PAD", "PAD_V2", "MIRROR_PAD"), 1, _check_pad)
+def _pad_operation(call: relax.Call) -> str:
+    if str(call.attrs.pad_mode) == "reflect":
+        return "MIRROR_PAD"
+    return "PAD_V2" if float(call.attrs.pad_value) != 0.0 else "PAD"
 
 
-@converter("relax.nn.pad")
 def convert_pad(ctx: ConvertContext, call: relax.Call) -> int:
     attrs = call.attrs
     rank = ctx.rank(call)
     widths = np.array(int_tuple(attrs.pad_width), dtype=np.int32).reshape(rank, 2)
     inputs = [ctx.operand(call.args[0]), ctx.constant(widths)]
-    mode = str(attrs.pad_mode)
-    if mode == "reflect":
-        op = "MIRROR_PAD"
+    op = _pad_operation(call)
+    if op == "MIRROR_PAD":
         inputs.append(ctx.int32(0))  # REFLECT
-    elif float(attrs.pad_value) != 0.0:
-        op = "PAD_V2"
+    elif op == "PAD_V2":
         inputs.append(ctx.float_scalar(float(attrs.pad_value), ctx.dtype(call)))
-    else:
-        op = "PAD"
     out = ctx.output(call)
     ctx.emit(op, inputs, [out], "relax.nn.pad")
     return out
@@ -361,19 +338,17 @@ def _check_resize(
     return None
 
 
-register_single_op(
-    "relax.image.resize2d", ("RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR"), 2, _check_resize
-)
+def _resize_operation(call: relax.Call) -> str:
+    return "RESIZE_BILINEAR" if str(call.attrs.method) == "linear" else "RESIZE_NEAREST_NEIGHBOR"
 
 
-@converter("relax.image.resize2d")
 def convert_resize(ctx: ConvertContext, call: relax.Call) -> int:
     attrs = call.attrs
     layout = str(attrs.layout)
     out_shape = ctx.shape(call)
     height, width = out_shape[layout.index("H")], out_shape[layout.index("W")]
     align, half = _RESIZE_MODES[str(attrs.coordinate_transformation_mode)]
-    op = "RESIZE_BILINEAR" if str(attrs.method) == "linear" else "RESIZE_NEAREST_NEIGHBOR"
+    op = _resize_operation(call)
     inputs = [
         ctx.operand(call.args[0]),
         ctx.int32(width),
@@ -385,3 +360,49 @@ def convert_resize(ctx: ConvertContext, call: relax.Call) -> int:
     out = ctx.output(call)
     ctx.emit(op, inputs, [out], "relax.image.resize2d")
     return out
+
+
+LOWERINGS: list[Lowering] = [
+    *(
+        single_op(op, arity, _check_reshape, convert_reshape, ("RESHAPE",))
+        for op, arity in _RESHAPES.items()
+    ),
+    single_op("relax.permute_dims", 1, _check_permute, convert_permute, ("TRANSPOSE",)),
+    single_op("relax.concat", 1, _check_concat, convert_concat, ("CONCATENATION",)),
+    single_op(
+        "relax.split",
+        1,
+        _check_split,
+        convert_split,
+        ("SPLIT", "SLICE"),
+        requires=_split_operations,
+    ),
+    single_op(
+        "relax.strided_slice", 4, _check_strided_slice, convert_strided_slice, ("STRIDED_SLICE",)
+    ),
+    single_op(
+        "relax.strided_slice",
+        5,
+        _check_strided_slice,
+        convert_strided_slice,
+        ("STRIDED_SLICE",),
+        name="nnapi.strided_slice_strides",
+    ),
+    single_op("relax.take", 2, _check_take, convert_take, ("GATHER",)),
+    single_op(
+        "relax.nn.pad",
+        1,
+        _check_pad,
+        convert_pad,
+        ("PAD", "PAD_V2", "MIRROR_PAD"),
+        requires=lambda call: (_pad_operation(call),),
+    ),
+    single_op(
+        "relax.image.resize2d",
+        2,
+        _check_resize,
+        convert_resize,
+        ("RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR"),
+        requires=lambda call: (_resize_operation(call),),
+    ),
+]
