@@ -17,6 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PATH = ROOT / "emulator" / "arm64_device.py"
 spec = importlib.util.spec_from_file_location("arm64_device", PATH)
+assert spec is not None and spec.loader is not None
 harness = importlib.util.module_from_spec(spec)
 sys.modules["arm64_device"] = harness
 spec.loader.exec_module(harness)
