@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """CV networks: the NNAPI-offloaded build on the mock vs TVM's llvm build, side by side.
 
 Reports, per network: NNAPI subgraphs, share of FLOPs offloaded, and the steady-state latency of

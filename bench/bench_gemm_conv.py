@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Throughput of the mock's GEMM-shaped and convolution kernels against reference libraries.
 
 Each row is measured side by side in one process with the same thread count on both sides:

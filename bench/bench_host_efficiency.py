@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The efficiency of TVM's unscheduled CPU code, MEASURED side by side with OpenBLAS (numpy).
 
 The ``tvm-default`` host model of ``tvm_nnapi.tools.estimate`` (docs/cost-model.md, "Host code")

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Runtime overheads, measured side by side in one run.
 
 1. Per-call time of a cached dynamic-shape subgraph (symbolic seq_len, signature already

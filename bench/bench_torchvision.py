@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """torchvision's CV networks (random weights, torch.export + TVM's PyTorch frontend): the
 NNAPI-offloaded build on the mock vs TVM's llvm build of the same Relax module, side by side.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The thesis experiments in simulation: MODELLED prefill and decode latency of Llama-2-7B,
 Mistral-7B, Qwen2-7B and TinyLlama-1.1B on the phone profiles, TVM's CPU backend vs the
 NNAPI-offloaded build (docs/experiments.md). Nothing here is measured: every time comes from

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // IEEE 754 binary16 storage type with conversions to and from float (round to nearest even).
 // Shared by mock_nnapi (fp16 kernels) and the tvm_nnapi runtime (fp16 scalar values).
 #ifndef TVM_NNAPI_COMMON_HALF_H_

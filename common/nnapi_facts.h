@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Facts of the NNAPI C ABI that mock_nnapi and the tvm_nnapi runtime both need: the names and
 // feature levels of the operations, operand types and result codes, expanded from the X-macro
 // lists beside this file (nnapi_operations.inc, nnapi_operand_types.inc, nnapi_result_codes.inc).

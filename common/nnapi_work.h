@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The work of one NNAPI operation: its arithmetic operations (a multiply-add counts 2) from its
 // operand shapes and scalar arguments, one formula per cost kind (the COST column of
 // nnapi_operations.inc). Used by both the mock's cost model (mock_nnapi/src/cost_model.cc) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SHA-256 (FIPS 180-4). Shared by mock_nnapi (compilation-cache fingerprints and checksums)
 // and the tvm_nnapi runtime (NNAPI compilation-cache tokens).
 #ifndef TVM_NNAPI_COMMON_SHA256_H_

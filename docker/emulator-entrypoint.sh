@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Starts the emulator headless (console 5554, adb 5555 on the container's loopback) and
 # re-exposes its adb port on the container's network interface, where Docker publishes it.
 set -euo pipefail

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Run the test suite on an Android emulator (x86_64 system image, API 30+).
 
     python emulator/android_emulator.py [--backend docker|sdk|auto] [--api 30] [-- PYTEST ARGS]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """An emulated ARM64 Linux device for the ``device`` test target (``tox -e arm64``).
 
     python emulator/arm64_device.py [all|prepare|c-programs|test|mock-tests|sizes] [options]

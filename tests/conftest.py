@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared pytest configuration for the tvm-nnapi test suite."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """pytest plugin: the differential report of every test run (format: tvm_nnapi.testing.difftest).
 
 Per test it records the target the test ran on, its outcome, the errors of every array a test

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Where the code under test runs: one test suite, several targets (issue: "one suite on every
 target"). The oracle is always TVM's llvm build run locally; a target runs the NNAPI build.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the tvm_nnapi runtime library for Android with the NDK's CMake toolchain.
 #
 #   tools/build_android.sh ABI [--api LEVEL] [--build-dir DIR] [--tvm-source DIR] [--dry-run]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Fail if any C/C++ file of the project is not formatted with clang-format (repo .clang-format).
 
 Usage: python tools/check_clang_format.py [--fix]

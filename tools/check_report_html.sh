@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Check that a `tvm-nnapi ... --report out.html` page renders in headless Chromium without errors.
 #
 #   tools/check_report_html.sh REPORT.html [SCREENSHOT.png]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Cross-builds tvm-ffi and this project's C++ libraries for another machine with one CMake
 # toolchain file: the path shared by the Android build (tools/build_android.sh, the NDK's
 # android.toolchain.cmake) and the emulated ARM64 Linux device (emulator/arm64_device.py,

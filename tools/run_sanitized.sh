@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds mock_nnapi (and, with --runtime or --thread, the tvm_nnapi runtime module) with
 # sanitizers, then runs pytest against those builds. Used by tox -e sanitize and tox -e tsan;
 # docs/reliability.md explains the selections.

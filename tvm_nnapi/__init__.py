@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """tvm_nnapi: run TVM Relax subgraphs on Android's NNAPI through BYOC.
 
 Typical use::

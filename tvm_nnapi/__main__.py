@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``python -m tvm_nnapi``: the same command line as ``tvm-nnapi``."""
 
 import sys

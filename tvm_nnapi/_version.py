@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The package version. It is written once, in pyproject.toml: the installed package's metadata
 carries it, CMake gets it from scikit-build-core (CMakeLists.txt), and a source tree that is on
 ``sys.path`` without being installed reads the pyproject.toml beside it."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The ``tvm-nnapi`` command line (also ``python -m tvm_nnapi``); docs/cli.md documents it.
 
 Subcommands:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Exceptions raised by tvm_nnapi: one hierarchy under :class:`NnapiBackendError`.
 
     NnapiBackendError (RuntimeError)

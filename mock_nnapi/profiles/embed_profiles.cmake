@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Generates a C++ source that embeds every device profile (PROFILE_DIR/*.json) in the mock
 # library, so built-in profiles are found without the source tree or an installed copy.
 #   cmake -DPROFILE_DIR=<dir> -DOUTPUT=<file.cc> -P embed_profiles.cmake

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // C entry points: compilations, executions, events, bursts, memories and memory descriptors.
 #include <android/NeuralNetworks.h>
 #include <android/NeuralNetworksExtensions.h>

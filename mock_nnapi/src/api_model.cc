@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // C entry points: models and devices. Each one is thin: null checks (UNEXPECTED_NULL), the
 // injection point for fault tests, then a call into the Model / Device objects.
 #include <android/NeuralNetworks.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Check macros for the mock NNAPI runtime.
 //
 // Every failed check records a message (file, line, condition, values) as the thread's last error

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ANeuralNetworksCompilation: device assignment of each operation, preferences and caching.
 //
 // Compilation caching (ANeuralNetworksCompilation_setCaching). finish() looks in the cache

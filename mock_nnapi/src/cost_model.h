@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cost model: MODELLED times (and energy) of executions and compilations on the devices of
 // the active profile. The equations are documented once, in docs/cost-model.md. Nothing here
 // is a measurement: the mock computes every result on the host, and these numbers say how long

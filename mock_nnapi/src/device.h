@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The NNAPI devices the mock exposes (ANeuralNetworksDevice).
 //
 // A device is declarative, like the sample drivers of Android: a name, a type, a feature level,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ANeuralNetworksExecution, ANeuralNetworksEvent and ANeuralNetworksBurst.
 //
 // An execution moves preparation -> computing -> completed, like Android's ExecutionBuilder:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The reference executor: runs a finished model's operations in order on host buffers.
 // Numerics are the same whichever simulated device an operation is assigned to; the device only
 // changes the modelled time (see cost_model.h).

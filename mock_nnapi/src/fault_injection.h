@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fault injection in the spirit of TFLite's NnApiHandler: make a named NNAPI function return a
 // chosen result code for the next N calls (or always) until cleared.
 #ifndef MOCK_NNAPI_SRC_FAULT_INJECTION_H_

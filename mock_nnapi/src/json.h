@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small, strict JSON reader and writer helpers (RFC 8259), so the mock needs no library.
 //
 // The reader accepts exactly RFC 8259 JSON: no comments, no trailing commas, no NaN/Infinity,

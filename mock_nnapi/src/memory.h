@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ANeuralNetworksMemory (from a file descriptor or from a memory descriptor) and
 // ANeuralNetworksMemoryDesc.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The MockNnapi_* control API (include/mock_nnapi/mock_nnapi.h).
 #include <mock_nnapi/mock_nnapi.h>
 

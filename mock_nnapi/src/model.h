@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ANeuralNetworksModel: operands, operations, model inputs/outputs, and the validation Android's
 // ModelBuilder performs when each piece is added and at finish().
 #ifndef MOCK_NNAPI_SRC_MODEL_H_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Live-object accounting for the mock's handles (models, compilations, executions, ...), so
 // tests can assert that a client frees every NNAPI object it creates.
 #ifndef MOCK_NNAPI_SRC_OBJECT_COUNTER_H_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Facts about NNAPI operand types: which codes exist, element sizes, scalar vs tensor.
 #ifndef MOCK_NNAPI_SRC_OPERAND_TYPES_H_
 #define MOCK_NNAPI_SRC_OPERAND_TYPES_H_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The operation interface: every NNAPI operation is one registration with three steps.
 //
 //   validate(context)  types, counts, ranks and constant arguments, using only what is known when

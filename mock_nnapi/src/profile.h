@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Device profiles: a phone described as a set of NNAPI devices (docs/device-profiles.md).
 //
 // A profile is a JSON file. Built-in profiles (mock_nnapi/profiles/*.json) are embedded in the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Process-wide counters of what the mock did, read through the MockNnapi_* control API so that
 // tests can prove work really went through NNAPI.
 #ifndef MOCK_NNAPI_SRC_STATISTICS_H_

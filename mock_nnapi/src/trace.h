@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Traces of the last executions: which operation ran on which device, with the MODELLED start,
 // duration, work and transfers of each (cost_model.h). Kept in a bounded ring and read as JSON
 // through MockNnapi_getLastTrace / MockNnapi_getTraces; the Python package turns them into

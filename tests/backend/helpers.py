@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Helpers for differential tests: build a module for host llvm and with NNAPI offload, run both."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``tvm_nnapi.build`` keeps one copy of the NNAPI subgraphs' constants: in their own blobs,
 not again in a constant-loader module of the executable (RunCodegen lists them for the VM
 linker, which would keep them all), also after ``export_library``."""

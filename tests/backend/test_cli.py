@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The tvm-nnapi command line: devices, models, explain, estimate and run on a CNN, an LLM
 configuration and an ONNX file the tests write."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """--devices / --no-nnapi-cpu (and the runtime's devices/exclude_cpu options) choose the NNAPI
 devices of every compilation; run as a user runs the commands (a fresh process)."""
 

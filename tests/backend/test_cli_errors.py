@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """User errors of the tvm-nnapi commands, run as a user runs them (a fresh process): one line on
 stderr naming what is at fault and what to do, exit code 2, no traceback (unless --debug)."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`tvm-nnapi run --layerwise`, run as a user runs it (a fresh process): it compares every NNAPI
 operator with the host and names the one whose results diverge (a numeric fault injected into
 the mock)."""

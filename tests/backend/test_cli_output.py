@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the tvm-nnapi commands print, run as a user runs them (a fresh process): the estimate's
 per-call breakdown and why NNAPI loses, the demo's refusals and profile, packed functions
 named in refusals, and LLM builds without TVM's "Fast mode" warning."""

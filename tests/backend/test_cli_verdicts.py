@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Verdicts and pictures of the tvm-nnapi commands, run as a user runs them (a fresh process):
 the tolerance follows the precision the model computed in, the report's graph shows the NNAPI
 operations the runtime executes, counts say what they count, speedups keep their digits."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Concurrency: many threads running the same compiled module, separate modules at once, and the
 runtime's compiled-signature LRU cache inserting and evicting under concurrent calls, a new
 signature compiling while calls on compiled ones go on (the mock holds the compilation); also the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Input-based device selection: per shape signature, NNAPI or TVM's host code for the same
 subgraph; fallback to the host when NNAPI fails."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The whole path: partition -> relax.ext.nnapi -> runtime module -> mock NNAPI, vs host llvm."""
 
 from __future__ import annotations

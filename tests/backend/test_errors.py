@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One exception hierarchy for tvm_nnapi, and codegen errors that name the subgraph and the
 operator wherever they surface (tvm_nnapi.build, which crosses tvm-ffi, and lower_function)."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The modelled-latency estimate (tvm_nnapi.tools.estimate): totals consistent with their rows,
 NNAPI times that follow the profile, the mock's cost-only mode giving the same modelled times as a
 real execution, and full-size models costed without allocating their weights.

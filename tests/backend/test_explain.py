@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`tvm-nnapi explain`: what is offloaded, as which NNAPI operations, and why the rest is not."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The runtime validates graph JSON and module bytes at load and names what is wrong."""
 
 from __future__ import annotations

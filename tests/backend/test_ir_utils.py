@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """tvm_nnapi.compiler.ir_utils: the bindings and operator calls the partitioner, the offload
 summary and the estimate walk."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """LLM integration: a tiny MLC-style Llama with its prefill offloaded to NNAPI (the mock) generates
 the same tokens as TVM's pure host llvm build of the same module.
 

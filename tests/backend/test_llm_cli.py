@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``tvm-nnapi llm generate`` and ``tvm-nnapi llm bench`` on tiny-llama, with a tokenizer
 trained here (nothing is downloaded)."""
 

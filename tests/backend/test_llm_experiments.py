@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """bench/llm_experiments.py on a tiny configuration and one profile: records for every prompt
 length and decode, consistent tables, plots and the generated section of a docs page."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """LLM prefill with its weights resident: bound as constants of the NNAPI subgraphs
 (``llm.build_llm(..., resident_weights=...)``) instead of passed as inputs at every call.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The lowering records (tvm_nnapi/compiler/lowerings): one record per pattern with its check,
 its converter and the NNAPI operations it emits, collected in one list.
 

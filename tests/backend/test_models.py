@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Whole networks: a MobileNetV2-style CNN partitioned, run on the mock NNAPI and compared with
 TVM's llvm build of the same module."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Per-operator differential tests: each Relax operator (or fused pattern) is partitioned,
 lowered to NNAPI, run on the mock and compared with TVM's own llvm build of the same module.
 Every case also asserts that the expected NNAPI operations really ran."""

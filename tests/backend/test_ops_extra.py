@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Differential tests for the operator forms of torchvision's CV networks as TVM's PyTorch
 frontend imports them: hardswish / hardsigmoid chains, squeeze-and-excitation blocks, linear and
 conv biases added on the left. Each case is partitioned, lowered to NNAPI, run on the mock and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The --report HTML page: self-contained, graph layout, timeline, and rendering in headless
 Chromium (tools/check_report_html.sh)."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The runtime module's lifecycle: NNAPI objects are freed, calls from many threads are safe,
 one NNAPI model is compiled per shape signature."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Dynamic-shape compilation cache of the runtime module: LRU bounds, precompilation,
 statistics, options and NNAPI compilation caching."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The runtime's device choice: the devices/exclude_cpu options make every NNAPI compilation
 use ANeuralNetworksCompilation_createForDevices with the chosen devices."""
 

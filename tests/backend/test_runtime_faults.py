@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every NNAPI call the runtime makes fails once (the mock's fault injection): the runtime raises
 an error naming the call and the result code, or falls back to the host; the next call works;
 and once the module is freed no NNAPI object is left alive.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The runtime's placement policy counts an operation's work with the formula the mock's cost
 model uses (common/nnapi_work.h): for each operation, the FLOPs the runtime estimates for a graph
 equal the FLOPs of the mock's modelled trace for the same operation, and follow the NDK

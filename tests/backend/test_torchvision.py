@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """torchvision's MobileNetV2, MobileNetV3-Large and EfficientNet-B0 (random weights, nothing
 downloaded) through torch.export and TVM's PyTorch frontend: partitioned, run on the mock NNAPI
 and compared with TVM's llvm build of the same Relax module.

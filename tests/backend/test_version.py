@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The version is written once, in pyproject.toml: the package, the libraries CMake builds and a
 plain CMake configure all report that one."""
 

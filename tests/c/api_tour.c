@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * A tour of the NNAPI C API in one process, for leak and sanitizer checks of the mock: success
  * and error paths of models, compilations (with caching), executions (sync, async, burst,

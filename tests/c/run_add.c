@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * A plain C NNAPI client: builds out = a + b (ADD of two [2, 2] float tensors), compiles it,
  * runs it and prints the result. Written only against the NDK API (android/NeuralNetworks.h),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """API-sequence fuzzer for the NNAPI C API (run in a child process by test_api_sequences.py).
 
 Each sequence is a random program of NNAPI calls: objects are created, configured, used and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """API-sequence fuzzing of the NNAPI C API (tests/fuzz/api_fuzzer.py) in child processes, so a
 crash is caught and reported with the seed that reproduces it.
 

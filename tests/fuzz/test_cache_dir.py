@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The runtime's NNAPI compilation cache directory under attack: corrupted, truncated, foreign,
 symlinked and special files where the cache file should be, and an unsafe directory.
 

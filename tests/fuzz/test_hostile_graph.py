@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Hostile graph JSON and hostile exported-module bytes given to the runtime's loader.
 
 Hypothesis mutates a valid subgraph (symbolic shapes, a constant, inline values, a RESHAPE

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Differential fuzzing of the mock's operations against independent numpy references.
 
 Hypothesis draws shapes (including broadcasting and size-1 axes), dtypes, quantisation

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Fixtures of the NNAPI C API tests: an arena of handles and a leak check around every test."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Raw ctypes helpers for the NNAPI C API tests: handles, operand types, small ADD models.
 
 The tests call the C functions directly (``lib.ANeuralNetworks...``) so that every result code

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The library's ABI: the exported symbols and the layout of the public structs."""
 
 from __future__ import annotations

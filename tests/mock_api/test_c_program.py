@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Plain C programs written against the NDK header link with -lneuralnetworks against the built
 mock and run: run_add.c (an ADD model) and api_tour.c (success and error paths of the whole API,
 every object freed). Under AddressSanitizer (libasan in LD_PRELOAD) the programs run with

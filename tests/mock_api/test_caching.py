@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Compilation caching: hits and misses, the file's safety properties, and every kind of bad
 file (which must never be trusted)."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ANeuralNetworksCompilation_*: creation, settings before/after finish, preferred memory
 queries (TestValidation.cpp ValidationTestCompilation / ...ForDevices_1)."""
 

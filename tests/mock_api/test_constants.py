@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Python package's NNAPI constants (mock_nnapi.constants) are the ABI header's enums, and
 the operation, operand-type and result-code tables of common/*.inc list the same names: the C
 header is the one source of the numbers, the tables and the Python enums are checked against it."""

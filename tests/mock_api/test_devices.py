@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Devices, feature levels, loop timeouts and getSupportedOperationsForDevices."""
 
 from __future__ import annotations

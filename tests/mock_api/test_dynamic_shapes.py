@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The dynamic output shape protocol (nnapi-facts.md section 2b): an output declared with unknown
 dimensions or rank gets OUTPUT_INSUFFICIENT_SIZE and its real dimensions when the buffer is too
 small; a second execution with a large enough buffer succeeds."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Events: startCompute, sync fences (an eventfd or a pipe stands in for a sync_file) and
 startComputeWithDependencies."""
 

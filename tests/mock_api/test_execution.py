@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ANeuralNetworksExecution_*: arguments, the computation state machine, bursts, timing and
 timeouts (TestValidation.cpp ValidationTestExecution, ExecutionUsability, ExecutionTiming)."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """MockNnapi_injectFault: make an NNAPI function fail once, N times or always, like TFLite's
 NnApiHandler; and MockNnapi_holdCompilations, which keeps compilations in progress."""
 

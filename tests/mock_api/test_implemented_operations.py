@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Which NNAPI operations the mock implements, asked through the C API, and the README's count
 of them (so the number there cannot drift from the registered operations)."""
 

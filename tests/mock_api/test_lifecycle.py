@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Object lifetimes: free(NULL), freeing related objects in every legal order, and the mock's
 live-object counters returning to zero."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Limits of the C API: dimension products that overflow, tensors too large for memory and
 absurd operand counts return BAD_DATA / OUT_OF_MEMORY / OP_FAILED, never a crash or a silently
 wrong shape."""

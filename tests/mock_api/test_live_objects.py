@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The mock's live-object counters (mock_nnapi.control.live_objects, MockNnapi_getCounter
 "live_*"): one count per kind of NNAPI object handed out and not yet freed."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Memories from file descriptors (memfd) and from memory descriptors: creation, roles,
 dimensions, ANeuralNetworksMemory_copy, and their use as execution arguments (TestValidation.cpp
 ValidationTestMemoryDesc, ValidationTestExecutionDeviceMemory)."""

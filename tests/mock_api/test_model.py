@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ANeuralNetworksModel_*: Android's validation rules and result codes (TestValidation.cpp,
 ModelBuilder.cpp), including the order in which the checks run."""
 

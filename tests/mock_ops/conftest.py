@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """On ``--target rpc|device`` every OpTester run also executes on the target's NNAPI."""
 
 from __future__ import annotations

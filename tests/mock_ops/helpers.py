@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the single-operation tests share besides :class:`OpTester`: operand-type shorthands, the
 dtypes the data-movement operations take, the fused activations and the quantisation rule as
 numpy references, random samples, the error checks and zero-sized inputs."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A fluent tester for single NNAPI operations on the mock, in the style of XNNPACK's testers.
 
     result = (

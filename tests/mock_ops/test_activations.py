@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """RELU, RELU1, RELU6, LOGISTIC, TANH, HARD_SWISH, ELU, PRELU against numpy."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ARGMAX and ARGMIN against numpy: dtypes, ranks 1-4, negative axes, ties, validation."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ADD, SUB, MUL, DIV against numpy: dtypes, broadcasting, fused activations, quantisation."""
 
 from __future__ import annotations

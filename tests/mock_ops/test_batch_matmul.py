@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """BATCH_MATMUL against numpy.matmul over the (optionally transposed) last two dimensions.
 
 Covered: fp32 at ranks 2 to 4 with every adj_x / adj_y combination, y broadcast over a batch

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """AXIS_ALIGNED_BBOX_TRANSFORM against a numpy reference of the NDK's equations: the box centre
 moves by (dx * w, dy * h), the size scales by (exp(dw), exp(dh)), and the corners are clipped to
 the box's image.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """BOX_WITH_NMS_LIMIT against a Python reference of the NDK's greedy NMS (hard, linear and
 Gaussian kernels), per image and per class, background class 0 ignored, with Android's output
 order (by class, then decreasing score, image by image).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """CAST, QUANTIZE, DEQUANTIZE against numpy."""
 
 from __future__ import annotations

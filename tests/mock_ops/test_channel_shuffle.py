@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """CHANNEL_SHUFFLE against a numpy reshape-transpose: groups, (negative) axes, dtypes."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """CONCATENATION and PACK against numpy: axes, dtypes, requantisation, zero-sized inputs."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """CONV_2D and GROUPED_CONV_2D against an independent numpy reference.
 
 The reference pads the NHWC input explicitly and sums np.einsum products over the (dilated,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """DEPTH_TO_SPACE and SPACE_TO_DEPTH against numpy reshapes: block sizes, layouts, dtypes."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """DEPTHWISE_CONV_2D against an independent numpy reference.
 
 The reference pads the NHWC input, repeats each input channel depth_multiplier times and sums the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """POW, MAXIMUM, MINIMUM, LOGICAL_AND, LOGICAL_OR against numpy, with broadcasting."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """FILL and RANK: shapes, value types, shapes fed at execution, validation."""
 
 from __future__ import annotations

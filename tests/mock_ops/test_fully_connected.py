@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """FULLY_CONNECTED against numpy: out = act(x.reshape(-1, input_size) @ w.T + b).
 
 Covered: fp32 (ranks 2 to 4, inputs whose first dimension is not the batch), fp16, QUANT8_ASYMM

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """GATHER and EMBEDDING_LOOKUP against numpy.take: axes, index ranks, dtypes, bad indices."""
 
 from __future__ import annotations

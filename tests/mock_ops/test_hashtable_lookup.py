@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """HASHTABLE_LOOKUP against a dictionary reference of the NDK's definition: output[j] is the
 values row of the key lookups[j] (zeros when the key is absent) and hits[j] says whether it was
 found.

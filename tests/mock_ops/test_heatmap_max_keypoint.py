@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """HEATMAP_MAX_KEYPOINT against a numpy reference of the NDK's definition: the maximum of each
 heatmap, refined to sub-pixel precision by the quadratic (Taylor) model of its 3x3 patch, mapped
 into the box.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """LSH_PROJECTION against a reference of the NDK's definition, with FarmHash's Fingerprint64 from
 the pyfarmhash package (an implementation independent of the mock's): bit(seed) is the sign of
 sum_i weight_i * int64(Fingerprint64(float32 seed bytes + bytes of input item i)).

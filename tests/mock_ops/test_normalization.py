@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """L2_NORMALIZATION, INSTANCE_NORMALIZATION, LOCAL_RESPONSE_NORMALIZATION against numpy.
 
 Covers the optional axis (negative values, default last), ranks 1-4, float16, quantised

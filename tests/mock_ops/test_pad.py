@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """PAD, PAD_V2, MIRROR_PAD against numpy.pad: dtypes, quantised zero, pad values, modes."""
 
 from __future__ import annotations

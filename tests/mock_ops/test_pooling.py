@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """AVERAGE_POOL_2D, MAX_POOL_2D, L2_POOL_2D against a numpy reference.
 
 Covers implicit (7/8 inputs) and explicit (10/11 inputs) padding, non-square filters and strides

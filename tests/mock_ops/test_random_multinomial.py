@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """RANDOM_MULTINOMIAL: samples of the categorical distribution softmax(logits) of each row.
 
 Android specifies the distribution, not the draws (its generator is not the mock's), so the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """MEAN and REDUCE_SUM/PROD/MAX/MIN/ALL/ANY against numpy.
 
 Covers negative and duplicate axes, keep_dims both ways (INT32 for MEAN, where any positive value

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """RESHAPE, SQUEEZE, EXPAND_DIMS against numpy: dtypes, -1, shape tensors fed at execution."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """RESIZE_BILINEAR and RESIZE_NEAREST_NEIGHBOR against numpy references.
 
 The references follow TensorFlow's sampling rules (which Android implements), computing the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """REVERSE against numpy.flip: every axis of ranks 1-5, dtypes, validation."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ROI_ALIGN and ROI_POOLING against numpy references of the NDK's definitions (Mask R-CNN's
 RoIAlign: averaged bilinear samples on a regular grid in each bin; Fast R-CNN's RoIPool: the
 maximum over each bin of the rounded box).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """SELECT against numpy.where: dtypes, requantisation, shape rules."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """SLICE and STRIDED_SLICE against numpy slicing: sizes of -1, masks, negative strides."""
 
 from __future__ import annotations

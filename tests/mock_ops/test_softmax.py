@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """SOFTMAX and LOG_SOFTMAX against a float64 numpy reference.
 
 Covers beta (FLOAT32, or FLOAT16 for float16 tensors), the optional axis (negative values), ranks

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND against numpy references written from the NDK's
 (TensorFlow's) definition: pad, reshape into blocks, move the block offsets into the batch.
 

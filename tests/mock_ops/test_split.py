@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """SPLIT against numpy: equal splits along (negative) axes, dtypes, validation."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """TILE against numpy.tile: ranks 1-4, dtypes, multiples fed at execution."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """TOPK_V2 against a numpy reference of the NDK's definition: the k largest entries of each slice
 along the last dimension, in descending order; of two equal values the one with the larger
 index first.

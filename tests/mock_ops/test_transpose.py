@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """TRANSPOSE against numpy: every permutation of a 4-D tensor, dtypes, omitted perm."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """TRANSPOSE_CONV_2D against an independent numpy reference.
 
 The reference scatters every input pixel's products with each filter tap into an uncropped

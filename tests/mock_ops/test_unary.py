@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ABS, NEG, EXP, LOG, SIN, SQRT, RSQRT, FLOOR, LOGICAL_NOT against numpy."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Fixtures for the device-profile and cost-model tests: every test starts and ends on the
 default "reference" profile with no faults and no traces."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Profiles, models and raw NNAPI calls shared by the device-profile tests."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Compilation_create assigns each operation the way Android's ExecutionPlan does."""
 
 from __future__ import annotations

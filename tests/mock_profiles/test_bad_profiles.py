@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every kind of bad profile is rejected with a message naming the file and the field."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The calibration tool (tvm_nnapi.tools.calibrate): measurement formats, the phone-side
 measuring path, the re-timing of traces, and a fit that recovers known parameters."""
 

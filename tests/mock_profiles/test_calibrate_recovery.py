@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A fit of a profile to synthetic measurements generated from known parameters recovers
 them (tvm_nnapi.tools.calibrate, docs/cost-model.md "Calibration")."""
 

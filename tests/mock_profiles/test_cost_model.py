@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The cost model: modelled times follow docs/cost-model.md, checked on a profile with round
 numbers (1 GOP/s, 1 GB/s: 1000 operations or bytes per microsecond)."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Split compute and memory efficiencies and on-chip fusion of element-wise chains
 (docs/cost-model.md), on a CPU-only profile with round numbers (1 GOP/s, 1 GB/s)."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Cost-only executions (MockNnapi_setCostOnlyExecution): the same modelled trace as a real
 run, no kernel executed, and temporaries that take no memory."""
 

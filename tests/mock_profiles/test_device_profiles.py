@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """mock_nnapi.device_profiles, the Python reader of profile files, against the mock's own reader:
 the same files by name and path, the same refusals, and the facts the Python side derives."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Device faults: every kind, and MockNnapi_clearFaults restoring the devices."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Profile selection, device enumeration and per-device support for every built-in profile."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """relaxComputationFloat32toFloat16 is honoured: float32 operations that the compilation puts on
 a device computing relaxed float32 in float16 produce float16-precision results; the runtime's
 CPU (and models without the relaxed flag) stay exact float32."""

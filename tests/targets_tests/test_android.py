@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Device selection, NDK settings and the adb RPC server of tvm_nnapi.testing.android, driven
 with fake environments, adb devices and clocks (no phone or NDK on CI machines)."""
 

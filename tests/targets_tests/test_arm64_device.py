@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The emulated ARM64 device's harness (emulator/arm64_device.py) without emulating anything:
 the commands it runs on the device, the environment they get, the host checks, the wheels it
 asks for, the cross build's command lines (tools/cross_build.sh --dry-run), and how it judges

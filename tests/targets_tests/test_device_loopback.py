@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The `device` target's tracker path for real, on loopback: a TVM RPC tracker and a plain TVM
 RPC server registered under a key (no runtime preloaded, like TVM's RPC server on a phone), and
 this host standing in for the phone (TVM_NNAPI_DEVICE_COMPILE_TARGET=llvm, the host compiler

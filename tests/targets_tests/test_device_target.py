@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The `device` target (tests/targets.py) against a fake tracker, a fake adb and fake RPC
 sessions: which phone it asks for, what it compiles with, what it uploads, and its skips."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The differential report format and `tvm-nnapi compare-reports`."""
 
 from __future__ import annotations

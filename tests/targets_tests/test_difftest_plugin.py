@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The differential report written by every test run, with and without pytest-xdist."""
 
 from __future__ import annotations

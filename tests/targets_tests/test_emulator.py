@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The emulator harness (emulator/android_emulator.py) against fakes: command lines, the Docker
 options, boot waiting and its retries, backend choice and its messages, and the suite run."""
 

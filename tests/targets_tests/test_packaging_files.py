@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Static checks of files that cannot be exercised here (no Docker engine, no Android NDK):
 the Dockerfiles' instructions and the files they copy, the entrypoint's shell syntax, and the
 Android build script's argument handling and commands (in --dry-run)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """tvm_nnapi.testing.run_graph and nnapi_stats, the runtime functions the remote targets call,
 run in this process on the mock: results, reported shapes, and errors that name what is wrong."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The compiler: Relax IRModule -> NNAPI subgraphs -> graph JSON -> "nnapi" runtime modules.
 
 - :mod:`.patterns`: partition options, typed refusals and the :class:`~.patterns.Lowering`

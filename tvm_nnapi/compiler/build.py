@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Building a Relax module with its NNAPI subgraphs, and summarising what runs where."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The ``relax.ext.nnapi`` codegen: NNAPI subgraph functions -> "nnapi" runtime modules.
 
 ``relax.transform.RunCodegen`` calls :func:`nnapi_codegen` with every function annotated

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The lowering context shared by the converters in :mod:`tvm_nnapi.compiler.lowerings`.
 
 A converter receives the :class:`ConvertContext` of the subgraph being built and the composite

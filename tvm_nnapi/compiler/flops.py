@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """FLOP estimates of Relax operators (multiply-adds count as two), for offload reports.
 
 Only the operators that dominate CNN and LLM cost are counted exactly (convolutions, matmul);

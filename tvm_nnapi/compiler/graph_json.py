@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Build the NNAPI graph JSON (format "tvm-nnapi-graph", version 1; see docs/graph-json.md).
 
 :class:`GraphBuilder` collects NNAPI operands and operations for one subgraph. Shapes may contain

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Small IRModule utilities: walking a function's bindings and operator calls, and renaming
 global functions consistently."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Partitioning: mark the Relax operators NNAPI can run and group them into NNAPI subgraphs.
 
 ``partition(mod)`` runs ``FuseOpsByPattern`` with our own pattern table, then merges adjacent

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The pattern infrastructure: partition options, typed refusals and the :class:`Lowering` record.
 
 A :class:`Lowering` holds everything about one way of offloading Relax: its pattern (composite

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """LLM integration: an MLC-LLM-style Llama-family decoder with its prefill offloaded to NNAPI.
 
 from tvm_nnapi import llm

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``tvm-nnapi llm generate`` and ``tvm-nnapi llm bench`` (docs/llm.md).
 
 ``generate`` builds a Llama-family model (prefill offloaded to NNAPI, or the pure host build),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Llama-family model configurations: the full-size models of the evaluation and tiny ones for
 tests.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """NNAPI dispatch for LLMs, in the spirit of MLC-LLM's ``BLASDispatch``: offload only the given
 entry functions (by default ``prefill``), leave the others (``decode``, ``embed``, the KV-cache
 creation) on the host.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The thesis experiments in simulation: modelled prefill and decode latency of the LLM
 configurations on the phone profiles, TVM's CPU backend vs the NNAPI-offloaded build.
 

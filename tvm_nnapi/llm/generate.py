@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Text generation over a compiled decoder: embed -> prefill -> decode steps with TVM's paged KV
 cache, greedy or sampled (temperature, top-p) from a seeded RNG, stop tokens and streaming.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A Llama-family decoder written with ``tvm.relax.frontend.nn``, shaped like MLC-LLM's models.
 
 Entry functions (as in MLC-LLM's ``llama_model.py``):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Weights of the decoder: loading Hugging Face Llama checkpoints (safetensors) or random ones.
 
 Hugging Face names (``model.layers.N.self_attn.q_proj.weight``, ...) map onto the parameters of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Built-in models: small networks for demos and tests (random weights, nothing downloaded)."""
 
 from __future__ import annotations

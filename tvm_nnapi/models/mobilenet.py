@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A MobileNetV2-style network built directly in Relax (random weights, nothing downloaded).
 
 Same block structure as MobileNetV2 (Sandler et al., 2018): a strided 3x3 stem, inverted

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A tiny residual network of elementwise layers with one host-only operator.
 
 It mixes operators NNAPI gets with one it has no operation for (``cumsum``), so it shows two

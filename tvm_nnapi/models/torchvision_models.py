@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """torchvision's CV networks, with random weights, imported into Relax through torch.export.
 
 The networks are torchvision's own definitions (``weights=None``: nothing is downloaded), exported

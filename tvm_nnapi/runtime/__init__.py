@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Controls and statistics of the NNAPI runtime modules in a built program.
 
     import tvm_nnapi.runtime as rt

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Loading the C++ runtime library and choosing the NNAPI library it dlopen()s."""
 
 from __future__ import annotations

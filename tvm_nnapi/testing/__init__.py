@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Support for running the test suite on remote targets (phones, emulators, RPC servers).
 
 - :mod:`tvm_nnapi.testing.android`: which phone a test worker uses (TVM RPC tracker or adb),

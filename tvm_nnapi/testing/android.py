@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Phones and emulators as test targets: which device a test worker uses, how code is
 cross-compiled for it, and how a TVM RPC server is brought up on it over adb.
 

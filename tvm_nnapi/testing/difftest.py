@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Differential test reports: what every test run records, and comparing two runs.
 
 A pytest session of this project (tests/difftest_plugin.py) writes one report per run, as JSON

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tooling on top of the compiler and the runtime: what the CLI commands are made of.
 
 - :mod:`.sources`: loading a MODEL argument (built-ins, .py, TVMScript, ONNX, torch.export, LLMs).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Calibrating a device profile against measurements (docs/cost-model.md, "Calibration").
 
 Three parts, all usable without TVM:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Modelled latency of a Relax program on a phone profile: NNAPI-offloaded vs all on the host.
 
     from tvm_nnapi.tools.estimate import estimate

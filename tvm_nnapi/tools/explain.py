@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the backend does with a model, and why: the data behind ``tvm-nnapi explain``.
 
 :func:`explain` partitions a module and returns, per NNAPI subgraph, the Relax operators it

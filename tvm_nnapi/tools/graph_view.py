@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The partitioned program as a graph of operators, for drawing it (``--report``).
 
 :func:`operator_graph` walks one entry function of a partitioned module in execution order.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``tvm-nnapi run --layerwise``: compare every NNAPI operator's output with the host
 computation of the same operator, and name the first one over the tolerance (like TFLite's
 inference-diff tool).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The ``--report out.html`` page: one self-contained HTML file (inline CSS, JavaScript and SVG;
 nothing is fetched, a Content-Security-Policy forbids it) drawn from the same document that
 ``--json`` prints (docs/cli.md).

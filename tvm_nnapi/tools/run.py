@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``tvm-nnapi run``: build a model with NNAPI offload, run it on the mock NNAPI, check it against
 the host ``llvm`` build of the same module, and keep the mock's execution traces.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """MODEL arguments of the ``tvm-nnapi`` commands: where a Relax module comes from.
 
 :func:`load_model_source` accepts

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The calibration workloads as NNAPI models: MobileNetV2, MobileNetV3-Large and the weight
 streaming of LLM decode and prefill (docs/cost-model.md, "Calibration").
 

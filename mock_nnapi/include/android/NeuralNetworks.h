@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Public functions of the NNAPI C API (API levels 27-31), ABI-compatible with the Android NDK.
 // Part of mock_nnapi. Functions return a ResultCode unless noted otherwise.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Vendor-extension functions of the NNAPI C API, ABI-compatible with the Android NDK.
 // Part of mock_nnapi. Functions return a ResultCode.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Types, enums and constants of the NNAPI C API, ABI-compatible with the Android NDK.
 // Part of mock_nnapi. Written from the public NNAPI ABI facts; values must never change.
 

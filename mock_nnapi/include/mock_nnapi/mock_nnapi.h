@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * mock_nnapi control API: mock-only functions, never part of Android's NNAPI.
  *

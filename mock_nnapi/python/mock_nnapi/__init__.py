@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """mock_nnapi: Python access to the mock NNAPI library (and to a real one through the same API).
 
 - :mod:`mock_nnapi.api`: build models, compile and execute with numpy arrays.

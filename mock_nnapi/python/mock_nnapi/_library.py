@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Locating and loading the built ``libneuralnetworks.so`` with ctypes."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A small Pythonic layer over the NNAPI C API, for tests and tools.
 
     model = Model()

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """NNAPI numeric constants (the NDK ABI values), mirrored from ``android/NeuralNetworksTypes.h``.
 
 tests/mock_api/test_constants.py parses the C header and checks these enums (and the tables of

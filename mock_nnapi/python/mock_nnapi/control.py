@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The mock-only control API (``MockNnapi_*``): counters, fault injection, held compilations,
 last error, device profiles, device faults, and the MODELLED timing traces of the cost model.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Reading device profiles (docs/device-profiles.md) without loading any NNAPI library.
 
 The mock's C++ reader (``src/profile.cc``) is the truth: it validates a profile strictly and

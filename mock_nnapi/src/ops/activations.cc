@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RELU, RELU1, RELU6, LOGISTIC, TANH, HARD_SWISH, ELU, PRELU: activation functions.
 //
 // RELU, RELU1, RELU6, LOGISTIC, TANH, HARD_SWISH: input 0 tensor; output of the same type and

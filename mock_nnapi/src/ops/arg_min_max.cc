@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ARGMAX and ARGMIN: index of the largest (smallest) element along one axis.
 //
 // Inputs: 0 tensor of rank >= 1, 1 INT32 axis in [-n, n) (negative counts from the end).

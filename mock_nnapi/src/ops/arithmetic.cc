@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ADD, SUB, MUL, DIV: elementwise arithmetic with numpy-style broadcasting and a fused
 // activation.
 //

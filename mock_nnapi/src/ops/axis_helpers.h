@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers for the pooling, softmax, reduction, arg-min/max and normalisation operations, on top
 // of index_helpers.h: reading FLOAT32/FLOAT16/BOOL scalars, checks of
 // required and quantised operands, conversion of elements to and from real values.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // BATCH_MATMUL (FL6): out[..., :, :] = op(x[..., :, :]) * op(y[..., :, :]) through sgemm.
 //
 // Inputs (NDK reference; Android's batch_matmul validation and prepare): 0 x [..., r_x, c_x];

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AXIS_ALIGNED_BBOX_TRANSFORM (41, FL3): refines bounding box proposals with per-class deltas and
 // clips the results to the image.
 //

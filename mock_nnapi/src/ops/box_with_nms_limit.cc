@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // BOX_WITH_NMS_LIMIT (44, FL3): per-class non-maximum suppression of scored boxes, per image.
 //
 // Inputs: 0 scores [num_rois, num_classes] (num_classes >= 2; class 0 is the background and is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CAST, QUANTIZE, DEQUANTIZE: conversions between tensor types. Input 0 tensor; output 0 of the
 // same shape and the type declared by the output operand.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CHANNEL_SHUFFLE (46): splits one dimension into num_groups groups and transposes the groups:
 // output index i * num_groups + j along the axis takes input index j * group_size + i.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers shared by operation kernels: fused activations, quantisation, broadcasting.
 #ifndef MOCK_NNAPI_SRC_OPS_COMMON_H_
 #define MOCK_NNAPI_SRC_OPS_COMMON_H_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // EQUAL, NOT_EQUAL, GREATER, GREATER_EQUAL, LESS, LESS_EQUAL: elementwise comparisons with
 // numpy-style broadcasting.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CONCATENATION and PACK: join tensors along an axis.
 //
 // CONCATENATION (2): inputs 0..n-1 tensors of one type and rank (<= 4), equal except along the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CONV_2D and GROUPED_CONV_2D: 2-D convolution (optionally grouped) as im2col + sgemm.
 //
 // CONV_2D (NDK reference; Android's conv_2d validation):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Padding, output-size, layout and argument helpers shared by CONV_2D, GROUPED_CONV_2D,
 // DEPTHWISE_CONV_2D and TRANSPOSE_CONV_2D.
 //

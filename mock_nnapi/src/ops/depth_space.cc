@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DEPTH_TO_SPACE (5) and SPACE_TO_DEPTH (26): move blocks between the channel dimension and the
 // spatial dimensions of a 4-D image tensor.
 //

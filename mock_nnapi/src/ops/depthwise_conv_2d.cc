@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DEPTHWISE_CONV_2D: per-channel 2-D convolution with a depth multiplier, as a direct NHWC loop
 // (it is not GEMM-shaped): every output pixel accumulates its valid filter taps over contiguous
 // channel blocks held in registers; rows of output pixels are split across threads.

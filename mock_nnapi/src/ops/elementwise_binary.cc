@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // POW, MAXIMUM, MINIMUM, LOGICAL_AND, LOGICAL_OR: elementwise functions of two tensors with
 // numpy-style broadcasting (trailing dimensions aligned; equal, or one of them 1).
 //

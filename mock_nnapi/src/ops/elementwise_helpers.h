@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the elementwise operation family (unary.cc, activations.cc,
 // elementwise_binary.cc, comparisons.cc, select.cc, cast_quantize.cc), on top of common.h.
 #ifndef MOCK_NNAPI_SRC_OPS_ELEMENTWISE_HELPERS_H_

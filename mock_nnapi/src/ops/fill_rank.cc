@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FILL and RANK (both FL4).
 //
 // FILL (100): 0 TENSOR_INT32 1-D output shape (non-negative values); 1 the fill value, a scalar

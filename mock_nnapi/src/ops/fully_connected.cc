@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FULLY_CONNECTED: out = activation(input * weights^T + bias) through OpenBLAS sgemm.
 //
 // Inputs (NDK reference; Android's fully_connected validation): 0 input of rank 2 to 4, read as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GATHER and EMBEDDING_LOOKUP: select slices of a tensor by index.
 //
 // GATHER (51): 0 tensor (rank n); 1 INT32 axis in [-n, n); 2 TENSOR_INT32 indices (rank k), each in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GEMM and quantisation helpers (see gemm.h). No operation is registered here.
 #include "gemm.h"
 

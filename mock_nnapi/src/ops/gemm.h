@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GEMM and quantisation helpers shared by the matrix-shaped kernels (FULLY_CONNECTED,
 // BATCH_MATMUL, CONV_2D, GROUPED_CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV_2D).
 //

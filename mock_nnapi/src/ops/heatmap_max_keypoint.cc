@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HEATMAP_MAX_KEYPOINT (56, FL3): the sub-pixel maximum of each keypoint heatmap and its score.
 //
 // Inputs: 0 heatmaps [num_boxes, size, size, num_keypoints] (NHWC; [num_boxes, num_keypoints,

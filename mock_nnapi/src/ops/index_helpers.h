@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Index arithmetic shared by the operation kernels: axes in [-rank, rank) (and an axis input),
 // element counts of dimension ranges, a tensor seen as [outer, axis, inner], row-major strides. The
 // one home of these helpers (shape_helpers.h, axis_helpers.h and elementwise_helpers.h build on

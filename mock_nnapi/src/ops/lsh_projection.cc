@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LSH_PROJECTION (15, FL1): projects an input to a bit vector by locality-sensitive hashing.
 //
 // Inputs: 0 hash functions, TENSOR_FLOAT32 (FL1) or TENSOR_FLOAT16 (FL3) [num_hash, num_bits],

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // L2_NORMALIZATION, INSTANCE_NORMALIZATION and LOCAL_RESPONSE_NORMALIZATION.
 //
 // L2_NORMALIZATION: inputs 0 tensor (rank up to 4), 1 optional INT32 axis (default -1, range

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PAD, PAD_V2, MIRROR_PAD: grow a tensor by padding each dimension at both ends.
 //
 // All three: 0 tensor; 1 TENSOR_INT32 paddings of shape [rank, 2] (before, after per dimension,

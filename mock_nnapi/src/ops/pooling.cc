@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AVERAGE_POOL_2D, MAX_POOL_2D, L2_POOL_2D: 2-D pooling over the height and width of a 4-D
 // tensor.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RANDOM_MULTINOMIAL (74, FL3): draws samples from the categorical distribution of each row of
 // unnormalised log-probabilities.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MEAN and REDUCE_SUM, REDUCE_PROD, REDUCE_MAX, REDUCE_MIN, REDUCE_ALL, REDUCE_ANY.
 //
 // Inputs: 0 tensor (rank up to 4), 1 TENSOR_INT32 1-D axes, 2 keep_dims (INT32 for MEAN, where a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RESHAPE, SQUEEZE, EXPAND_DIMS: operations that change the shape but not the bytes.
 //
 // RESHAPE (22): 0 tensor (rank <= 4), 1 TENSOR_INT32 1-D target shape (a constant or a model

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RESIZE_BILINEAR (23) and RESIZE_NEAREST_NEIGHBOR (94, FL3): resize the spatial dimensions of a
 // 4-D image tensor.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ROI_ALIGN (81) and ROI_POOLING (82), FL3: a fixed-size feature map for each region of interest.
 //
 // Inputs of both: 0 feature map [batches, height, width, depth] (NHWC; NCHW when the layout is

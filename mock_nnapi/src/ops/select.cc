@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SELECT: out = condition ? input1 : input2, elementwise.
 //
 // Inputs: 0 TENSOR_BOOL8 condition, 1 tensor, 2 tensor of the same type as input 1. All three

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the data-movement operations (reshape.cc, transpose.cc, concatenation.cc,
 // split.cc, tile.cc, slice.cc, gather.cc, pad.cc, reverse.cc, fill_rank.cc, resize.cc,
 // depth_space.cc, channel_shuffle.cc), on top of common.h and index_helpers.h.

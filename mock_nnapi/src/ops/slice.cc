@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SLICE and STRIDED_SLICE: copy a box (with steps) out of a tensor.
 //
 // SLICE (86): 0 tensor (rank >= 1); 1 TENSOR_INT32 begin[rank]; 2 TENSOR_INT32 size[rank].

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SOFTMAX and LOG_SOFTMAX along one axis.
 //
 // SOFTMAX: inputs 0 tensor (rank 1..4), 1 beta, 2 optional INT32 axis (default -1, range

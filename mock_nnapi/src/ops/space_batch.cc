@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SPACE_TO_BATCH_ND (33) and BATCH_TO_SPACE_ND (29): move blocks of the spatial dimensions of a
 // 4-D image tensor into the batch dimension and back (TFLite's dilated convolutions use them).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SPLIT (87): splits a tensor into equal parts along an axis.
 //
 // Inputs: 0 tensor; 1 INT32 axis in [-rank, rank); 2 INT32 num_splits, which must equal the number

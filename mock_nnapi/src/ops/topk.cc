@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TOPK_V2 (90, FL3): the k largest entries of each slice along the last dimension, and their
 // indices.
 //

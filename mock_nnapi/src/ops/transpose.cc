@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TRANSPOSE (37): permutes the dimensions of a tensor.
 //
 // Inputs: 0 tensor (rank <= 4); 1 optional TENSOR_INT32 1-D permutation of length rank with the

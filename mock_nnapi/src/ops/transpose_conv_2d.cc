@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TRANSPOSE_CONV_2D (FL3): the gradient of CONV_2D with respect to its input, as sgemm + col2im.
 //
 // Inputs (NDK reference; Android's transpose_conv_2d validation and prepare):

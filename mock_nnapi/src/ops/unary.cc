@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ABS, NEG, EXP, LOG, SIN, SQRT, RSQRT, FLOOR, LOGICAL_NOT: elementwise functions of one tensor.
 //
 // Inputs: 0 tensor. Output: same type and shape.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Relax-to-NNAPI lowerings: one :class:`~tvm_nnapi.compiler.patterns.Lowering` record per
 pattern (its pattern, check, converter and the NNAPI operations it emits), written in one module
 per operator family and collected here in :data:`LOWERINGS`, the one list that partitioning and

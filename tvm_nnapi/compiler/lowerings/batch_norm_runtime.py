@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Inference batch_norm whose statistics are tensors computed or passed at run time (e.g. a
 network imported with its weights kept as parameters), not constants.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """conv2d (+ bias + activation) and conv2d_transpose.
 
 Relax conv2d -> NNAPI, with every attribute explicit (explicit padding form):

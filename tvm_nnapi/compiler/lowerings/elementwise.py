@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Elementwise operators: arithmetic, comparisons, logic, unary math, activations, casts.
 
 :data:`LOWERINGS` lists this family's records; :data:`REFUSED` the exact GELU, which has no

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """hardswish and hardsigmoid, recognised in the elementwise chains TVM's PyTorch frontend emits.
 
 Relax has no hardswish / hardsigmoid operator: the frontend writes ``relu6(x + 3) / 6`` with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """matmul: FULLY_CONNECTED when the right side is a 2-D weight, else BATCH_MATMUL.
 
 ``matmul(x, permute_dims(w))`` with a 2-D ``w`` of shape [N, K] is exactly NNAPI's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Normalisations decomposed into NNAPI operations: rms_norm, layer_norm, batch_norm (inference).
 
 rms_norm(x, w)      = x * rsqrt(mean(x * x, axes, keep) + eps) * w

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """max_pool2d, avg_pool2d and adaptive_avg_pool2d to 1x1.
 
 Pooling uses NNAPI's explicit-padding form (11 inputs: input, pad l/r/t/b, stride w/h, filter

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Reductions (mean, sum, max, min, prod) and softmax / log_softmax.
 
 mean -> MEAN (keep_dims as INT32, feature level 2); sum/max/min/prod -> REDUCE_* (keep_dims as

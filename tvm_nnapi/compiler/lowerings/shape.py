@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shape and data-movement operators: reshape family, permute_dims, concat, split,
 strided_slice, take, pad, resize2d.
 

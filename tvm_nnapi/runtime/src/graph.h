@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The graph JSON that relax.ext.nnapi emits and this runtime consumes (docs/graph-json.md).
 //
 // Parsing validates the whole graph up front and throws a tvm::ffi::Error whose message names

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Loads NNAPI with dlopen, like TFLite's nnapi_implementation: the same runtime binary uses the
 // system libneuralnetworks.so on Android and mock_nnapi on a host.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The "nnapi" runtime module: one NNAPI subgraph produced by relax.ext.nnapi.
 //
 // The module holds the graph JSON and the constant blob. On each call (destination-passing

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Input-based device selection: per concrete shape signature, run a subgraph on NNAPI or on
 // TVM's host code for the same subgraph (when the module carries a host fallback).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Process-wide settings of the NNAPI runtime module, from the environment and from Python
 // (tvm_nnapi.runtime.configure). Read once per compilation, so changes apply to later ones.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Test entry points of the runtime library, callable in process or over TVM RPC, so that the
 // NNAPI-level tests run on a target's own NNAPI (a phone's libneuralnetworks.so, or the mock in
 // an RPC server) and compare with the mock operation by operation (docs/targets.md).
