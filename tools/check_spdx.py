@@ -1,7 +1,9 @@
+# SPDX-License-Identifier: Apache-2.0
 """Checks (or with --fix adds) the SPDX license line at the top of every source file.
 
-Every tracked C/C++, Python, shell and CMake file starts with ``SPDX-License-Identifier:
-Apache-2.0`` in its comment syntax (after a ``#!`` line where there is one). Run by ``tox -e lint``.
+Every C/C++, Python, shell and CMake file of the tree (tracked, or new and not ignored) starts
+with ``SPDX-License-Identifier: Apache-2.0`` in its comment syntax (after a ``#!`` line where
+there is one). Run by ``tox -e lint`` and pre-commit.
 """
 
 from __future__ import annotations
@@ -27,7 +29,11 @@ COMMENT = {
 
 def source_files() -> list[Path]:
     listed = subprocess.run(
-        ["git", "ls-files"], cwd=ROOT, check=True, capture_output=True, text=True
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.split()
     files = []
     for name in listed:
