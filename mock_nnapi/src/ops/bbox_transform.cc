@@ -109,41 +109,6 @@ int Prepare(OperationContext& context) {
   return context.SetOutputShape(0, output);
 }
 
-// Element i of a tensor of rois, deltas or image info as a real number.
-float Real(const OperandInfo& operand, size_t i) {
-  switch (operand.type) {
-    case ANEURALNETWORKS_TENSOR_FLOAT32:
-      return operand.Data<float>()[i];
-    case ANEURALNETWORKS_TENSOR_FLOAT16:
-      return static_cast<float>(operand.Data<Half>()[i]);
-    case ANEURALNETWORKS_TENSOR_QUANT16_ASYMM:
-      return Dequantize(operand.Data<uint16_t>()[i], operand.scale, operand.zero_point);
-    case ANEURALNETWORKS_TENSOR_QUANT8_ASYMM:
-      return Dequantize(operand.Data<uint8_t>()[i], operand.scale, operand.zero_point);
-    case ANEURALNETWORKS_TENSOR_QUANT8_ASYMM_SIGNED:
-      return Dequantize(operand.Data<int8_t>()[i], operand.scale, operand.zero_point);
-    default:
-      return 0.f;
-  }
-}
-
-void Store(const OperandInfo& operand, size_t i, float value) {
-  switch (operand.type) {
-    case ANEURALNETWORKS_TENSOR_FLOAT32:
-      operand.MutableData<float>()[i] = value;
-      break;
-    case ANEURALNETWORKS_TENSOR_FLOAT16:
-      operand.MutableData<Half>()[i] = Half(value);
-      break;
-    case ANEURALNETWORKS_TENSOR_QUANT16_ASYMM:
-      operand.MutableData<uint16_t>()[i] =
-          Quantize<uint16_t>(value, operand.scale, operand.zero_point);
-      break;
-    default:
-      break;
-  }
-}
-
 int Execute(OperationContext& context) {
   const OperandInfo& rois = context.Input(0);
   const OperandInfo& deltas = context.Input(1);
@@ -158,10 +123,10 @@ int Execute(OperationContext& context) {
     NN_CHECK(b >= 0 && b < batches, ANEURALNETWORKS_OP_FAILED)
         << context.name() << " box " << r << " has batch index " << b << " outside [0, " << batches
         << ")";
-    const float height = Real(image, 2 * static_cast<size_t>(b));
-    const float width = Real(image, 2 * static_cast<size_t>(b) + 1);
-    const float x1 = Real(rois, 4 * r), y1 = Real(rois, 4 * r + 1);
-    const float x2 = Real(rois, 4 * r + 2), y2 = Real(rois, 4 * r + 3);
+    const float height = RealElement(image, 2 * static_cast<size_t>(b));
+    const float width = RealElement(image, 2 * static_cast<size_t>(b) + 1);
+    const float x1 = RealElement(rois, 4 * r), y1 = RealElement(rois, 4 * r + 1);
+    const float x2 = RealElement(rois, 4 * r + 2), y2 = RealElement(rois, 4 * r + 3);
     NN_CHECK(x1 <= x2 && y1 <= y2, ANEURALNETWORKS_OP_FAILED)
         << context.name() << " box " << r << " [" << x1 << ", " << y1 << ", " << x2 << ", " << y2
         << "] is inverted";
@@ -169,15 +134,15 @@ int Execute(OperationContext& context) {
     const float cx = x1 + w / 2, cy = y1 + h / 2;
     for (size_t c = 0; c < classes; ++c) {
       const size_t at = (r * classes + c) * 4;
-      const float new_cx = cx + Real(deltas, at) * w;
-      const float new_cy = cy + Real(deltas, at + 1) * h;
-      const float new_w = w * std::exp(Real(deltas, at + 2));
-      const float new_h = h * std::exp(Real(deltas, at + 3));
+      const float new_cx = cx + RealElement(deltas, at) * w;
+      const float new_cy = cy + RealElement(deltas, at + 1) * h;
+      const float new_w = w * std::exp(RealElement(deltas, at + 2));
+      const float new_h = h * std::exp(RealElement(deltas, at + 3));
       const float corners[4] = {new_cx - new_w / 2, new_cy - new_h / 2, new_cx + new_w / 2,
                                 new_cy + new_h / 2};
       for (size_t k = 0; k < 4; ++k) {
         const float limit = k % 2 == 0 ? width : height;
-        Store(output, at + k, std::min(std::max(corners[k], 0.f), limit));
+        StoreRealElement(output, at + k, std::min(std::max(corners[k], 0.f), limit));
       }
     }
   }

@@ -23,34 +23,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "axis_helpers.h"
 #include "shape_helpers.h"
 
 namespace mock_nnapi {
 namespace {
 
 constexpr float kQuant16Scale = 0.125f;
-
-float Real(const OperandInfo& operand, size_t i) {
-  switch (operand.type) {
-    case ANEURALNETWORKS_TENSOR_FLOAT32:
-      return operand.Data<float>()[i];
-    case ANEURALNETWORKS_TENSOR_FLOAT16:
-      return static_cast<float>(operand.Data<Half>()[i]);
-    case ANEURALNETWORKS_TENSOR_QUANT8_ASYMM:
-      return Dequantize(operand.Data<uint8_t>()[i], operand.scale, operand.zero_point);
-    case ANEURALNETWORKS_TENSOR_QUANT8_ASYMM_SIGNED:
-      return Dequantize(operand.Data<int8_t>()[i], operand.scale, operand.zero_point);
-    default:  // TENSOR_QUANT16_ASYMM
-      return Dequantize(operand.Data<uint16_t>()[i], operand.scale, operand.zero_point);
-  }
-}
-
-float FloatScalar(const OperationContext& context, uint32_t i) {
-  if (context.InputType(i) == ANEURALNETWORKS_FLOAT16) {
-    return static_cast<float>(context.InputScalar<Half>(i));
-  }
-  return context.InputScalar<float>(i);
-}
 
 int InferInputs(const OperationContext& context, int error) {
   const OperandInfo& scores = context.Input(0);
@@ -132,16 +111,16 @@ int Compute(const OperationContext& context, std::vector<Detection>* result,
   const OperandInfo& boxes = context.Input(1);
   const int32_t* batch_index = context.Input(2).Data<int32_t>();
   const uint32_t rois = scores.dim(0), classes = scores.dim(1);
-  const float score_threshold = FloatScalar(context, 3);
+  const float score_threshold = axis_helpers::FloatScalar(context, 3);
   const int32_t max_detections = context.InputScalar<int32_t>(4);
   const int32_t kernel = context.InputScalar<int32_t>(5);
-  const float iou_threshold = FloatScalar(context, 6);
-  const float sigma = FloatScalar(context, 7);
-  const float nms_score_threshold = FloatScalar(context, 8);
+  const float iou_threshold = axis_helpers::FloatScalar(context, 6);
+  const float sigma = axis_helpers::FloatScalar(context, 7);
+  const float nms_score_threshold = axis_helpers::FloatScalar(context, 8);
   NN_CHECK(kernel >= 0 && kernel <= 2, ANEURALNETWORKS_OP_FAILED)
       << context.name() << " NMS kernel " << kernel;
   auto box = [&](uint32_t roi, uint32_t cls, uint32_t k) {
-    return Real(boxes, (size_t{roi} * classes + cls) * 4 + k);
+    return RealElement(boxes, (size_t{roi} * classes + cls) * 4 + k);
   };
   auto iou = [&](uint32_t a, uint32_t b, uint32_t cls) {
     const float area_a = (box(a, cls, 2) - box(a, cls, 0)) * (box(a, cls, 3) - box(a, cls, 1));
@@ -174,7 +153,7 @@ int Compute(const OperationContext& context, std::vector<Detection>* result,
     for (uint32_t c = 1; c < classes; ++c) {
       std::vector<Detection> candidates;
       for (uint32_t r = begin; r < end; ++r) {
-        const float s = Real(scores, size_t{r} * classes + c);
+        const float s = RealElement(scores, size_t{r} * classes + c);
         if (s > score_threshold) candidates.push_back({r, c, s});
       }
       const size_t limit =

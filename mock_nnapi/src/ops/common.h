@@ -84,6 +84,52 @@ inline Q Quantize(float value, float scale, int32_t zero_point) {
   return static_cast<Q>(std::min(std::max(scaled, low), high));
 }
 
+// Element i of a TENSOR_FLOAT32, TENSOR_FLOAT16 or asymmetric quantised (8-bit unsigned or
+// signed, 16-bit) tensor as a real number; 0 for other types (operations validate first). The
+// detection and region operations compute in real numbers on every type they accept.
+inline float RealElement(const OperandInfo& operand, size_t i) {
+  switch (operand.type) {
+    case ANEURALNETWORKS_TENSOR_FLOAT32:
+      return operand.Data<float>()[i];
+    case ANEURALNETWORKS_TENSOR_FLOAT16:
+      return static_cast<float>(operand.Data<Half>()[i]);
+    case ANEURALNETWORKS_TENSOR_QUANT8_ASYMM:
+      return Dequantize(operand.Data<uint8_t>()[i], operand.scale, operand.zero_point);
+    case ANEURALNETWORKS_TENSOR_QUANT8_ASYMM_SIGNED:
+      return Dequantize(operand.Data<int8_t>()[i], operand.scale, operand.zero_point);
+    case ANEURALNETWORKS_TENSOR_QUANT16_ASYMM:
+      return Dequantize(operand.Data<uint16_t>()[i], operand.scale, operand.zero_point);
+    default:
+      return 0.f;
+  }
+}
+
+// Stores the real `value` as element i of a tensor of one of RealElement's types (quantised
+// types round and saturate as Quantize does); other types are left untouched.
+inline void StoreRealElement(const OperandInfo& operand, size_t i, float value) {
+  switch (operand.type) {
+    case ANEURALNETWORKS_TENSOR_FLOAT32:
+      operand.MutableData<float>()[i] = value;
+      break;
+    case ANEURALNETWORKS_TENSOR_FLOAT16:
+      operand.MutableData<Half>()[i] = Half(value);
+      break;
+    case ANEURALNETWORKS_TENSOR_QUANT8_ASYMM:
+      operand.MutableData<uint8_t>()[i] =
+          Quantize<uint8_t>(value, operand.scale, operand.zero_point);
+      break;
+    case ANEURALNETWORKS_TENSOR_QUANT8_ASYMM_SIGNED:
+      operand.MutableData<int8_t>()[i] = Quantize<int8_t>(value, operand.scale, operand.zero_point);
+      break;
+    case ANEURALNETWORKS_TENSOR_QUANT16_ASYMM:
+      operand.MutableData<uint16_t>()[i] =
+          Quantize<uint16_t>(value, operand.scale, operand.zero_point);
+      break;
+    default:
+      break;
+  }
+}
+
 // Numpy-style broadcast of two shapes (trailing dimensions aligned; equal, or one of them 1).
 // Returns false when the shapes are incompatible.
 bool BroadcastShapes(const Dimensions& a, const Dimensions& b, Dimensions* out);

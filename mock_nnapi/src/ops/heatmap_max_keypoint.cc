@@ -100,43 +100,6 @@ int Prepare(OperationContext& context) {
   return context.SetOutputShape(1, keypoints);
 }
 
-float Real(const OperandInfo& operand, size_t i) {
-  switch (operand.type) {
-    case ANEURALNETWORKS_TENSOR_FLOAT32:
-      return operand.Data<float>()[i];
-    case ANEURALNETWORKS_TENSOR_FLOAT16:
-      return static_cast<float>(operand.Data<Half>()[i]);
-    case ANEURALNETWORKS_TENSOR_QUANT8_ASYMM:
-      return Dequantize(operand.Data<uint8_t>()[i], operand.scale, operand.zero_point);
-    case ANEURALNETWORKS_TENSOR_QUANT8_ASYMM_SIGNED:
-      return Dequantize(operand.Data<int8_t>()[i], operand.scale, operand.zero_point);
-    default:  // TENSOR_QUANT16_ASYMM
-      return Dequantize(operand.Data<uint16_t>()[i], operand.scale, operand.zero_point);
-  }
-}
-
-void Store(const OperandInfo& operand, size_t i, float value) {
-  switch (operand.type) {
-    case ANEURALNETWORKS_TENSOR_FLOAT32:
-      operand.MutableData<float>()[i] = value;
-      break;
-    case ANEURALNETWORKS_TENSOR_FLOAT16:
-      operand.MutableData<Half>()[i] = Half(value);
-      break;
-    case ANEURALNETWORKS_TENSOR_QUANT8_ASYMM:
-      operand.MutableData<uint8_t>()[i] =
-          Quantize<uint8_t>(value, operand.scale, operand.zero_point);
-      break;
-    case ANEURALNETWORKS_TENSOR_QUANT8_ASYMM_SIGNED:
-      operand.MutableData<int8_t>()[i] = Quantize<int8_t>(value, operand.scale, operand.zero_point);
-      break;
-    default:
-      operand.MutableData<uint16_t>()[i] =
-          Quantize<uint16_t>(value, operand.scale, operand.zero_point);
-      break;
-  }
-}
-
 int Execute(OperationContext& context) {
   const OperandInfo& heatmaps = context.Input(0);
   const OperandInfo& boxes = context.Input(1);
@@ -147,15 +110,15 @@ int Execute(OperationContext& context) {
   const int64_t size = heatmaps.dim(nchw ? 2 : 1);
   const size_t keypoint_count = heatmaps.dim(nchw ? 1 : 3);
   for (size_t n = 0; n < count; ++n) {
-    const float x1 = Real(boxes, 4 * n), y1 = Real(boxes, 4 * n + 1);
-    const float x2 = Real(boxes, 4 * n + 2), y2 = Real(boxes, 4 * n + 3);
+    const float x1 = RealElement(boxes, 4 * n), y1 = RealElement(boxes, 4 * n + 1);
+    const float x2 = RealElement(boxes, 4 * n + 2), y2 = RealElement(boxes, 4 * n + 3);
     const float scale_x = std::max(x2 - x1, 1.f) / static_cast<float>(size);
     const float scale_y = std::max(y2 - y1, 1.f) / static_cast<float>(size);
     for (size_t k = 0; k < keypoint_count; ++k) {
       auto at = [&](int64_t r, int64_t c) {
         const size_t index = nchw ? ((n * keypoint_count + k) * size + r) * size + c
                                   : ((n * size + r) * size + c) * keypoint_count + k;
-        return Real(heatmaps, index);
+        return RealElement(heatmaps, index);
       };
       int64_t best_r = 0, best_c = 0;
       float best = at(0, 0);
@@ -195,9 +158,11 @@ int Execute(OperationContext& context) {
         score = g[1][1] - b0 * dx - b1 * dy +
                 ((a00 * dx + a01 * dy) * dx + (a01 * dx + a11 * dy) * dy) / 2;
       }
-      Store(scores, n * keypoint_count + k, score);
-      Store(keypoints, 2 * (n * keypoint_count + k), x1 + scale_x * (best_c + dx + 0.5f));
-      Store(keypoints, 2 * (n * keypoint_count + k) + 1, y1 + scale_y * (best_r + dy + 0.5f));
+      StoreRealElement(scores, n * keypoint_count + k, score);
+      StoreRealElement(keypoints, 2 * (n * keypoint_count + k),
+                       x1 + scale_x * (best_c + dx + 0.5f));
+      StoreRealElement(keypoints, 2 * (n * keypoint_count + k) + 1,
+                       y1 + scale_y * (best_r + dy + 0.5f));
     }
   }
   return ANEURALNETWORKS_NO_ERROR;

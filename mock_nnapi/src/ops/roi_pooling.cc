@@ -186,34 +186,6 @@ struct Map {
   }
 };
 
-void Store(const OperandInfo& output, size_t i, float value) {
-  switch (output.type) {
-    case ANEURALNETWORKS_TENSOR_FLOAT32:
-      output.MutableData<float>()[i] = value;
-      break;
-    case ANEURALNETWORKS_TENSOR_FLOAT16:
-      output.MutableData<Half>()[i] = Half(value);
-      break;
-    case ANEURALNETWORKS_TENSOR_QUANT8_ASYMM:
-      output.MutableData<uint8_t>()[i] = Quantize<uint8_t>(value, output.scale, output.zero_point);
-      break;
-    default:
-      output.MutableData<int8_t>()[i] = Quantize<int8_t>(value, output.scale, output.zero_point);
-      break;
-  }
-}
-
-float RoiValue(const OperandInfo& rois, size_t i) {
-  switch (rois.type) {
-    case ANEURALNETWORKS_TENSOR_FLOAT32:
-      return rois.Data<float>()[i];
-    case ANEURALNETWORKS_TENSOR_FLOAT16:
-      return static_cast<float>(rois.Data<Half>()[i]);
-    default:
-      return Dequantize(rois.Data<uint16_t>()[i], rois.scale, rois.zero_point);
-  }
-}
-
 // Bilinear interpolation at (y, x), already clamped to the map.
 float Bilinear(const Map& map, size_t b, float y, float x, size_t c) {
   const uint32_t y0 = static_cast<uint32_t>(std::floor(y));
@@ -249,10 +221,10 @@ int Execute(OperationContext& context) {
     NN_CHECK(b >= 0 && b < batches, ANEURALNETWORKS_OP_FAILED)
         << context.name() << " box " << r << " has batch index " << b << " outside [0, " << batches
         << ")";
-    float x1 = RoiValue(rois, 4 * r) / width_ratio;
-    float y1 = RoiValue(rois, 4 * r + 1) / height_ratio;
-    float x2 = RoiValue(rois, 4 * r + 2) / width_ratio;
-    float y2 = RoiValue(rois, 4 * r + 3) / height_ratio;
+    float x1 = RealElement(rois, 4 * r) / width_ratio;
+    float y1 = RealElement(rois, 4 * r + 1) / height_ratio;
+    float x2 = RealElement(rois, 4 * r + 2) / width_ratio;
+    float y2 = RealElement(rois, 4 * r + 3) / height_ratio;
     NN_CHECK(x1 <= x2 && y1 <= y2, ANEURALNETWORKS_OP_FAILED)
         << context.name() << " box " << r << " is inverted";
     if (align) {
@@ -278,7 +250,7 @@ int Execute(OperationContext& context) {
                 sum += Bilinear(map, b, cy, cx, c);
               }
             }
-            Store(output, out_offset(r, i, j, c), sum / count);
+            StoreRealElement(output, out_offset(r, i, j, c), sum / count);
           }
         }
       }
@@ -302,7 +274,8 @@ int Execute(OperationContext& context) {
         for (uint32_t c = 0; c < map.depth; ++c) {
           const size_t at = out_offset(r, i, j, c);
           if (row_begin >= row_end || col_begin >= col_end) {
-            Store(output, at, 0.f);  // logical zero: the zero point for the quantised types
+            StoreRealElement(output, at,
+                             0.f);  // logical zero: the zero point for the quantised types
             continue;
           }
           float best = -INFINITY;
@@ -311,7 +284,7 @@ int Execute(OperationContext& context) {
               best = std::max(best, map.At(b, y, x, c));
             }
           }
-          Store(output, at, best);
+          StoreRealElement(output, at, best);
         }
       }
     }
