@@ -1155,7 +1155,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         help="tolerance on max|NNAPI - llvm| / max|llvm| (default by the precision the model "
-        "computes in: 1e-4 float32, 1e-2 float16)",
+        "computes in: 1e-4 float32, 1e-2 float16 and float32 with --relax-fp16)",
     )
     run.add_argument("--seed", type=int, default=0, help="seed of the random inputs and weights")
     run.add_argument(
