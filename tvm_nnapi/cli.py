@@ -57,6 +57,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         import mock_nnapi
         import tvm_nnapi
         from mock_nnapi import control
+        from tvm_nnapi.compiler.patterns import PartitionOptions
         from tvm_nnapi.tools.run import compare, computation_precision, random_inputs
         from tvm_nnapi.tools.sources import load_model_source
 
@@ -68,7 +69,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     )
     mod = source.module
     with console.status("partitioning for NNAPI..."):
-        report = tvm_nnapi.partition_with_report(mod)
+        options = PartitionOptions(relax_fp32_to_fp16=args.relax_fp16)
+        report = tvm_nnapi.partition_with_report(mod, options)
         summary = tvm_nnapi.offload_summary(report.module)
 
     table = Table(title="What runs where")
@@ -97,7 +99,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
         from tvm_nnapi.tools.report import format_speedup
 
         with console.status(f"estimating on the {args.profile} profile (modelled)..."):
-            modelled = estimate(source.symbolic_module, args.profile, shapes=source.shapes)
+            modelled = estimate(
+                source.symbolic_module, args.profile, shapes=source.shapes, options=options
+            )
         phone = Table(title=f"Modelled on the {args.profile} profile (cost model, not measured)")
         phone.add_column("program")
         phone.add_column("devices", overflow="fold")
@@ -136,7 +140,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         expected = host_vm[source.entry](*arguments).numpy()
         host_seconds = time.perf_counter() - start
     counters = mock_nnapi.counters()
-    (check,) = compare([result], [expected], precision=computation_precision(source))
+    precision = computation_precision(source, args.relax_fp16)
+    (check,) = compare([result], [expected], precision=precision)
 
     profile = control.profile_name()
     run = Table(title=f"Run on the mock NNAPI (profile {profile}) vs host llvm")
@@ -402,7 +407,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 def _partition_options(args: argparse.Namespace, profile: str | None):
     """Feature level from --feature-level, else from the profile's runtime; the operations the
-    profile's devices support together (None when one of them runs everything)."""
+    profile's devices support together (None when one of them runs everything); --relax-fp16."""
     from mock_nnapi import control, device_profiles
     from tvm_nnapi.compiler.patterns import PartitionOptions
 
@@ -421,6 +426,7 @@ def _partition_options(args: argparse.Namespace, profile: str | None):
     return PartitionOptions(
         feature_level=level if level is not None else FEATURE_LEVELS[8],
         supported_nnapi_ops=supported,
+        relax_fp32_to_fp16=getattr(args, "relax_fp16", False),
     )
 
 
@@ -450,6 +456,7 @@ def _explain_document(args: argparse.Namespace, source, progress: _Progress, pro
     graph = operator_graph(partition.module, source.entry, result.refusals)
     data = result.to_dict()
     data["feature_level"] = options.feature_level
+    data["relax_fp32_to_fp16"] = options.relax_fp32_to_fp16
     data["graph"] = graph.to_dict()
     return data, graph, partition
 
@@ -832,7 +839,7 @@ def _run(args: argparse.Namespace, source, graph, progress: _Progress):
             source,
             partitioned,
             random_inputs(source, args.seed),
-            computation_precision(source),
+            computation_precision(source, options.relax_fp32_to_fp16),
             args.rtol,
         )
     labels = [name for name, _ in graph.subgraph_calls]
@@ -1001,7 +1008,18 @@ def _add_model_arguments(parser: argparse.ArgumentParser, profile_help: str) -> 
         help="leave NNAPI's CPU devices out of the compilation (like ONNX Runtime's "
         "NNAPI_FLAG_CPU_DISABLED)",
     )
+    _add_relax_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress output on stderr")
+
+
+def _add_relax_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--relax-fp16",
+        action="store_true",
+        help="let NNAPI compute float32 subgraphs in float16 "
+        "(ANeuralNetworksModel_relaxComputationFloat32toFloat16): devices that take float16 can "
+        "run them, and the comparison uses float16 tolerances",
+    )
 
 
 class _DebugSubparsers:
@@ -1064,6 +1082,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="phone profile for the modelled latency estimate (default snapdragon-8-gen-2; "
         "`none` skips it); the run itself uses the mock's current profile, which it names",
     )
+    _add_relax_argument(demo)
     demo.set_defaults(handler=cmd_demo)
 
     devices = commands.add_parser(
@@ -1135,7 +1154,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         help="tolerance on max|NNAPI - llvm| / max|llvm| (default by the precision the model "
-        "computes in: 1e-4 float32, 1e-2 float16)",
+        "computes in: 1e-4 float32, 1e-2 float16 and float32 with --relax-fp16)",
     )
     run.add_argument("--seed", type=int, default=0, help="seed of the random inputs and weights")
     run.add_argument(

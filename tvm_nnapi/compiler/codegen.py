@@ -23,6 +23,7 @@ from . import converters, lowerings
 from .converters import ConvertContext, Value, locating
 from .graph_json import Dim, GraphBuilder
 from .ir_utils import prefix_prim_funcs_pass
+from .partition import RELAXED_ATTR
 
 # Errors raised in the codegen reach Python again through tvm-ffi (RunCodegen calls it from C++):
 # registered, they keep their class there instead of becoming a bare RuntimeError.
@@ -39,6 +40,8 @@ def lower_function(
     added, by the variable the call binds (what the report's graph labels its nodes with)."""
     symbol = str(func.attrs["global_symbol"])
     builder = GraphBuilder(symbol)
+    # Partitioned with PartitionOptions(relax_fp32_to_fp16=True).
+    builder.relax_fp32_to_fp16 = bool(func.attrs.get(RELAXED_ATTR, False))
     ctx = ConvertContext(builder)
     for index, param in enumerate(func.params):
         if isinstance(param.ty, relax.TensorType):

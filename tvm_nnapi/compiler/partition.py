@@ -21,6 +21,9 @@ from .lowerings import offloadable_relax_ops, pattern_table
 from .patterns import PartitionOptions, Refusal, RefusalKind, collect_refusals
 
 CODEGEN_NAME = "nnapi"
+#: Attribute of an NNAPI subgraph function partitioned with ``relax_fp32_to_fp16``: the codegen
+#: writes it into the graph JSON, whose runtime calls relaxComputationFloat32toFloat16.
+RELAXED_ATTR = "nnapi.relax_fp32_to_fp16"
 
 
 @dataclass
@@ -245,6 +248,15 @@ def _unsupported_operators(
     return refusals
 
 
+def _mark_relaxed(mod: IRModule) -> IRModule:
+    """Mark every NNAPI subgraph function as allowed to compute float32 in float16 (``mod`` is
+    the partitioner's own copy)."""
+    for gvar, func in list(mod.functions.items()):
+        if isinstance(func, relax.Function) and (func.attrs or {}).get("Codegen") == CODEGEN_NAME:
+            mod[gvar] = func.with_attr(RELAXED_ATTR, True)
+    return mod
+
+
 def partition_with_report(
     mod: IRModule,
     options: PartitionOptions | None = None,
@@ -265,6 +277,8 @@ def partition_with_report(
             entry_functions=list(entry_functions) if entry_functions else None,
         )(mod)
     mod = _merge_composites(mod)
+    if options.relax_fp32_to_fp16:
+        mod = _mark_relaxed(mod)
     refusals = list(collector.refusals.values())
     refusals += _unsupported_operators(mod, set(collector.refusals), entry_functions)
     return PartitionResult(mod, refusals)

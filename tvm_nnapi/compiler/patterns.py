@@ -74,6 +74,9 @@ class PartitionOptions:
     feature_level: int = DEFAULT_FEATURE_LEVEL
     # NNAPI operation names the target's devices support (None: everything the mock implements).
     supported_nnapi_ops: frozenset[str] | None = None
+    # Let NNAPI compute float32 subgraphs in float16 range and precision
+    # (ANeuralNetworksModel_relaxComputationFloat32toFloat16; docs/runtime.md).
+    relax_fp32_to_fp16: bool = False
 
 
 @dataclass

@@ -122,6 +122,19 @@ def _model_arguments(parser: argparse.ArgumentParser, default_model: str = "tiny
     )
     parser.add_argument("--config", help="a Hugging Face config.json (overrides --model)")
     parser.add_argument("--dtype", choices=("float32", "float16"), default="float32")
+    parser.add_argument(
+        "--relax-fp16",
+        action="store_true",
+        help="let NNAPI compute the float32 prefill in float16 "
+        "(ANeuralNetworksModel_relaxComputationFloat32toFloat16; docs/runtime.md)",
+    )
+
+
+def _partition_options(args: argparse.Namespace):
+    """PartitionOptions of the NNAPI build (None: the defaults)."""
+    from ..compiler.patterns import PartitionOptions
+
+    return PartitionOptions(relax_fp32_to_fp16=True) if args.relax_fp16 else None
 
 
 def _config(args: argparse.Namespace):
@@ -158,6 +171,7 @@ def _engine(
     weights_path: str | None,
     seed: int,
     resident: bool = False,
+    options=None,
 ):
     import tvm
 
@@ -178,6 +192,7 @@ def _engine(
     executable = build_llm(
         mod,
         entry_functions=["prefill"] if nnapi else [],
+        options=options,
         resident_weights=tensors if resident else None,
         weight_names=[name for name, _ in specs],
     )
@@ -208,17 +223,27 @@ def cmd_generate(args: argparse.Namespace) -> int:
         stops.append(int(stop) if stop.lstrip("-").isdigit() or tokenizer is None else stop)
     if args.resident_weights and not args.nnapi:
         raise UsageError("--resident-weights needs the NNAPI build (not --host)")
+    if args.relax_fp16 and not args.nnapi:
+        raise UsageError("--relax-fp16 needs the NNAPI build (not --host)")
     _check_memory(config, args.dtype)
     where = "prefill on NNAPI" if args.nnapi else "host only"
     if args.resident_weights:
         where += ", weights resident"
+    if args.relax_fp16:
+        where += ", relaxed float16"
     _progress(f"building {config.name} ({args.dtype}, {where})...")
     start = time.perf_counter()
     from .weights import WeightError
 
     try:
         engine = _engine(
-            config, args.dtype, args.nnapi, args.weights, args.seed, args.resident_weights
+            config,
+            args.dtype,
+            args.nnapi,
+            args.weights,
+            args.seed,
+            args.resident_weights,
+            _partition_options(args),
         )
     except WeightError as error:
         raise UsageError(f"{error}") from None
@@ -261,6 +286,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
                     "dtype": args.dtype,
                     "placement": "nnapi" if args.nnapi else "host",
                     "weights": "resident" if args.resident_weights else "input",
+                    "relax_fp16": args.relax_fp16,
                     "prompt_tokens": result.prompt_tokens,
                     "tokens": result.tokens,
                     "text": text,
@@ -312,7 +338,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise UsageError(f"--estimate-model {args.estimate_model}: {error}") from error
     # Modelled first: selecting a profile needs no NNAPI compilation alive in the process.
     _progress(f"modelled estimate of {estimate_config.name} on {args.profile}...")
-    estimator = LlmEstimator(estimate_config, args.dtype)
+    estimator = LlmEstimator(estimate_config, args.dtype, _partition_options(args))
     prefill_estimate = estimator.estimate("prefill", args.prompt_length, args.profile)
     decode_estimate = estimator.estimate("decode", args.prompt_length, args.profile)
     resident_estimates = {}
@@ -332,7 +358,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         builds.insert(1, ("nnapi-resident", True, True))
     for label, nnapi, resident in builds:
         _progress(f"building {config.name} ({label})...")
-        engine = _engine(config, args.dtype, nnapi, None, 0, resident)
+        options = _partition_options(args) if nnapi else None
+        engine = _engine(config, args.dtype, nnapi, None, 0, resident, options)
 
         def prefill(engine=engine) -> None:
             engine.reset()
@@ -354,6 +381,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     result = {
         "model": config.name,
         "dtype": args.dtype,
+        "relax_fp16": args.relax_fp16,
         "prompt_length": args.prompt_length,
         "measured_on": "this host, NNAPI side on mock_nnapi (not a phone)",
         "measured": measured,
@@ -377,7 +405,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(json.dumps(result, indent=1))
         return 0
     n = args.prompt_length
-    print(f"{config.name} ({args.dtype}), prompt {n} tokens, {args.decode_tokens} decode steps")
+    relaxed = ", NNAPI relaxed float16" if args.relax_fp16 else ""
+    print(
+        f"{config.name} ({args.dtype}{relaxed}), prompt {n} tokens, "
+        f"{args.decode_tokens} decode steps"
+    )
     print("MEASURED on this host (NNAPI side = mock_nnapi's reference kernels, not a phone;")
     print("  the NNAPI build runs decode on the host):")
     for label in measured:

@@ -20,6 +20,7 @@ from typing import Any
 import tvm
 from tvm import relax
 
+from ..compiler.patterns import PartitionOptions
 from ..tools.estimate import Estimate, HostWork, PreparedEstimate
 from .config import LlamaConfig, get_config
 from .dispatch import ATTENTION_BUILTIN, attention_flops
@@ -63,9 +64,15 @@ def attention_work(
 class LlmEstimator:
     """Estimates of one configuration's ``prefill`` and ``decode`` (exported once)."""
 
-    def __init__(self, config: LlamaConfig | str, dtype: str = "float32") -> None:
+    def __init__(
+        self,
+        config: LlamaConfig | str,
+        dtype: str = "float32",
+        options: PartitionOptions | None = None,
+    ) -> None:
         self.config = get_config(config) if isinstance(config, str) else config
         self.dtype = dtype
+        self.options = options
         self.module, _, _ = export_model(self.config, dtype)
         self._prepared: dict[tuple[str, int], PreparedEstimate] = {}
 
@@ -84,7 +91,7 @@ class LlmEstimator:
             else:
                 raise ValueError(f"phase must be 'prefill' or 'decode', got {phase!r}")
             self._prepared[key] = PreparedEstimate(
-                self.module, shapes, phase, extern_work={ATTENTION_BUILTIN: work}
+                self.module, shapes, phase, self.options, extern_work={ATTENTION_BUILTIN: work}
             )
         return self._prepared[key]
 

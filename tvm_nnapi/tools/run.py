@@ -250,7 +250,8 @@ def run_model(
 ) -> RunResult:
     """Build ``source`` with NNAPI offload and for host llvm, run both, compare (see module
     docstring). ``profile`` selects the mock's device profile first (a name or a .json path);
-    ``options`` (feature level, supported operations) go to the partitioner."""
+    ``options`` (feature level, supported operations, relaxed float16) go to the partitioner; a
+    float32 model built with ``relax_fp32_to_fp16`` is judged with the float16 tolerance."""
     import mock_nnapi
     import tvm_nnapi
     from mock_nnapi import control
@@ -263,7 +264,8 @@ def run_model(
         nnapi_out, host_out = _run_llm(source, seed, result, say, options)
     else:
         nnapi_out, host_out = _run_module(source, seed, result, say, options)
-    result.outputs = compare(nnapi_out, host_out, rtol, computation_precision(source))
+    relaxed = options is not None and options.relax_fp32_to_fp16
+    result.outputs = compare(nnapi_out, host_out, rtol, computation_precision(source, relaxed))
     counters = mock_nnapi.counters()
     result.nnapi_executions = counters["executions_completed"]
     result.nnapi_operations = counters["operations_executed"]
