@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """PartitionOptions(relax_fp32_to_fp16=True) and --relax-fp16: the flag reaches the graph JSON
 (so the runtime calls ANeuralNetworksModel_relaxComputationFloat32toFloat16), the mock then lets
 float16 devices take float32 operations, the estimate costs that placement and the comparison
@@ -191,7 +192,7 @@ def test_run_relaxed_on_the_dsp_via_devices():
     assert code == 0 and _ran_on(run) == {"qti-dsp"}
 
 
-def _estimate(*args: str, preference: str) -> dict:
+def _estimate(*args: str, preference: str) -> tuple[set[str], dict]:
     completed = _cli(
         "estimate", "mobilenet_v2_small", "--profile", PROFILE, "--json", *args,
         env={"TVM_NNAPI_PREFERENCE": preference},
