@@ -29,7 +29,7 @@
 set -euo pipefail
 
 usage() {
-  sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
+  sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e '/SPDX-License-Identifier/d' -e 's/^# \{0,1\}//'
 }
 
 fail() {

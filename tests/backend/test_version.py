@@ -34,7 +34,10 @@ def test_the_mock_library_was_built_with_the_pyproject_version():
 
 
 def test_a_source_tree_that_is_not_installed_reads_its_pyproject(tmp_path):
-    assert _version.source_tree_version() == pyproject_version()
+    # The pyproject.toml beside the package directory (site-packages has none: an installed
+    # package reports its metadata instead, tested above).
+    assert _version.PYPROJECT == Path(_version.__file__).resolve().parents[1] / "pyproject.toml"
+    assert _version.source_tree_version(ROOT / "pyproject.toml") == pyproject_version()
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "7.8.9"\n')
     assert _version.source_tree_version(tmp_path / "pyproject.toml") == "7.8.9"
     assert _version.source_tree_version(tmp_path / "missing.toml") == "0+unknown"
