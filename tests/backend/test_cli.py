@@ -5,7 +5,6 @@ configuration and an ONNX file the tests write."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -15,21 +14,15 @@ import pytest
 
 from tvm_nnapi.cli import build_parser, main
 
-SUBCOMMANDS = ("demo", "devices", "models", "explain", "estimate", "run")
+from .cli_runner import run_cli
 
 
 def _cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     """The command line in a fresh process (for device profiles, which are process-wide)."""
-    completed = subprocess.run(
-        [sys.executable, "-m", "tvm_nnapi", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "COLUMNS": "200"},
-    )
-    if check:
-        assert completed.returncode == 0, completed.stderr + completed.stdout
-    return completed
+    return run_cli(*args, columns=200, check=check)
+
+
+SUBCOMMANDS = ("demo", "devices", "models", "explain", "estimate", "run")
 
 
 def _json(capsys: pytest.CaptureFixture, *args: str) -> dict:

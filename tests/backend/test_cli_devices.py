@@ -5,32 +5,12 @@ devices of every compilation; run as a user runs the commands (a fresh process).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import textwrap
 
-
-def _python(code: str, *argv: str) -> subprocess.CompletedProcess:
-    """``code`` then the command line's main(argv) in a fresh process (faults are per process)."""
-    program = (
-        textwrap.dedent(code) + "\nfrom tvm_nnapi.cli import main\nsys.exit(main(sys.argv[1:]))\n"
-    )
-    return subprocess.run(
-        [sys.executable, "-c", "import sys\n" + program, *argv],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "COLUMNS": "250"},
-    )
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return _python("", *args)
+from .cli_runner import run_cli
 
 
 def _ran_on(*args: str) -> tuple[set[str], dict]:
-    completed = _cli(
+    completed = run_cli(
         "run", "residual", "--profile", "snapdragon-8-gen-2", "--trace", "-", "--json", *args
     )
     assert completed.returncode == 0, completed.stderr
@@ -50,7 +30,7 @@ def test_devices_change_the_devices_run_reports():
 
 def test_devices_show_in_the_run_table_and_report(tmp_path):
     report = tmp_path / "run.html"
-    completed = _cli(
+    completed = run_cli(
         "run", "residual", "--profile", "snapdragon-8-gen-2", "--devices", "qti-gpu",
         "--trace", "-", "--report", str(report),
     )  # fmt: skip
@@ -63,22 +43,22 @@ def test_devices_show_in_the_run_table_and_report(tmp_path):
 
 
 def test_devices_show_in_explain_and_estimate():
-    completed = _cli(
+    completed = run_cli(
         "estimate", "residual", "--profile", "tensor-g2", "--devices", "nnapi-reference", "--json"
     )
     assert completed.returncode == 0, completed.stderr
     estimate = json.loads(completed.stdout)["estimate"]
     assert {d for row in estimate["subgraphs"] for d in row["devices"]} == {"nnapi-reference"}
-    text = _cli("explain", "residual", "--profile", "tensor-g2", "--no-nnapi-cpu").stdout
+    text = run_cli("explain", "residual", "--profile", "tensor-g2", "--no-nnapi-cpu").stdout
     assert "NNAPI devices: all devices without CPUs" in text and "nnapi-reference" not in text
 
 
 def test_unknown_or_no_device_is_a_one_line_error():
-    completed = _cli("run", "residual", "--profile", "tensor-g2", "--devices", "qti-gpu")
+    completed = run_cli("run", "residual", "--profile", "tensor-g2", "--devices", "qti-gpu")
     assert completed.returncode == 2
     (line,) = completed.stderr.strip().splitlines()
     assert "--devices qti-gpu: no NNAPI device named qti-gpu" in line and "google-armnn" in line
-    completed = _cli(
+    completed = run_cli(
         "run", "residual", "--devices", "mock-reference", "--no-nnapi-cpu", "--trace", "-"
     )
     assert completed.returncode == 2

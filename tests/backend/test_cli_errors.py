@@ -4,21 +4,11 @@ stderr naming what is at fault and what to do, exit code 2, no traceback (unless
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 
 import pytest
 
-
-def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "tvm_nnapi", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "COLUMNS": "250", **(env or {})},
-    )
+from .cli_runner import run_cli
 
 
 def _user_error(completed: subprocess.CompletedProcess, *expected: str) -> str:
@@ -36,31 +26,33 @@ def _user_error(completed: subprocess.CompletedProcess, *expected: str) -> str:
 
 def test_misspelled_llm_model_gets_a_suggestion():
     _user_error(
-        _cli("llm", "generate", "--model", "tiny-lama", "--tokens", "1"),
+        run_cli("llm", "generate", "--model", "tiny-lama", "--tokens", "1"),
         "--model tiny-lama",
         "did you mean tiny-llama?",
     )
-    _user_error(_cli("explain", "llm:tiny-lama"), "llm:tiny-lama", "did you mean llm:tiny-llama?")
-    _user_error(_cli("explain", "mobilenet_v3"), "did you mean mobilenet_v2?")
+    _user_error(
+        run_cli("explain", "llm:tiny-lama"), "llm:tiny-lama", "did you mean llm:tiny-llama?"
+    )
+    _user_error(run_cli("explain", "mobilenet_v3"), "did you mean mobilenet_v2?")
 
 
 def test_missing_llm_files_are_named(tmp_path):
     config = tmp_path / "nope.json"
     _user_error(
-        _cli("llm", "generate", "--config", str(config), "--tokens", "1"),
+        run_cli("llm", "generate", "--config", str(config), "--tokens", "1"),
         str(config),
         "no such config file",
     )
     tokenizer = tmp_path / "missing.json"
     _user_error(
-        _cli("llm", "generate", "--tokenizer", str(tokenizer), "--prompt", "hi"),
+        run_cli("llm", "generate", "--tokenizer", str(tokenizer), "--prompt", "hi"),
         str(tokenizer),
         "no such tokenizer file",
     )
     bad = tmp_path / "config.json"
     bad.write_text('{"model_type": "llama"}')
     _user_error(
-        _cli("llm", "generate", "--config", str(bad), "--tokens", "1"),
+        run_cli("llm", "generate", "--config", str(bad), "--tokens", "1"),
         str(bad),
         "hidden_size",
     )
@@ -68,16 +60,16 @@ def test_missing_llm_files_are_named(tmp_path):
 
 def test_report_into_a_missing_directory_fails_before_the_work(tmp_path):
     target = tmp_path / "no" / "dir" / "out.html"
-    completed = _cli("explain", "residual", "--report", str(target))
+    completed = run_cli("explain", "residual", "--report", str(target))
     _user_error(completed, f"--report {target}", "does not exist")
     assert completed.stdout == ""  # nothing was explained first
-    _user_error(_cli("run", "residual", "--trace", str(target)), "--trace", "does not exist")
+    _user_error(run_cli("run", "residual", "--trace", str(target)), "--trace", "does not exist")
 
 
 def test_bad_nnapi_library_is_one_line(tmp_path):
     missing = tmp_path / "libnn.so"
     _user_error(
-        _cli("devices", env={"TVM_NNAPI_LIBRARY": str(missing)}),
+        run_cli("devices", env={"TVM_NNAPI_LIBRARY": str(missing)}),
         f"TVM_NNAPI_LIBRARY={missing}",
     )
 
@@ -86,7 +78,7 @@ def test_bad_nnapi_library_is_one_line(tmp_path):
 def test_bad_profile_name_without_the_mock_source_location(command):
     args = [command] + ([] if command == "devices" else ["residual"])
     line = _user_error(
-        _cli(*args, "--profile", "no-such-phone"),
+        run_cli(*args, "--profile", "no-such-phone"),
         "--profile no-such-phone",
         'no device profile named "no-such-phone"',
         "reference",
@@ -99,9 +91,9 @@ def test_unbound_symbols_have_one_message(tmp_path):
 
     path = write_onnx_cnn(tmp_path)
     lines = {
-        command: _user_error(_cli(command, path, "--trace", "-"), "--shapes batch=N")
+        command: _user_error(run_cli(command, path, "--trace", "-"), "--shapes batch=N")
         if command == "run"
-        else _user_error(_cli(command, path), "--shapes batch=N")
+        else _user_error(run_cli(command, path), "--shapes batch=N")
         for command in ("run", "estimate")
     }
     assert lines["run"] == lines["estimate"]
@@ -109,30 +101,30 @@ def test_unbound_symbols_have_one_message(tmp_path):
 
 
 def test_batch_must_be_positive():
-    completed = _cli("run", "residual", "--batch", "0")
+    completed = run_cli("run", "residual", "--batch", "0")
     assert (
         completed.returncode == 2 and "--batch: '0' is not a positive integer" in completed.stderr
     )
-    assert _cli("demo", "--batch", "-1").returncode == 2
+    assert run_cli("demo", "--batch", "-1").returncode == 2
 
 
 def test_missing_model_file_says_no_such_file():
-    _user_error(_cli("explain", "missing.onnx"), "missing.onnx: no such file")
+    _user_error(run_cli("explain", "missing.onnx"), "missing.onnx: no such file")
 
 
 def test_version():
     import tvm_nnapi
 
-    completed = _cli("--version")
+    completed = run_cli("--version")
     assert completed.returncode == 0
     assert completed.stdout.strip() == f"tvm-nnapi {tvm_nnapi.__version__}"
 
 
 def test_debug_shows_the_traceback():
-    completed = _cli("llm", "generate", "--model", "tiny-lama", "--tokens", "1", "--debug")
+    completed = run_cli("llm", "generate", "--model", "tiny-lama", "--tokens", "1", "--debug")
     assert completed.returncode == 1 and "Traceback" in completed.stderr
     assert "UsageError" in completed.stderr
-    completed = _cli("--debug", "explain", "missing.onnx")
+    completed = run_cli("--debug", "explain", "missing.onnx")
     assert "Traceback" in completed.stderr and "ModelLoadError" in completed.stderr
 
 

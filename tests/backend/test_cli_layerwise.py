@@ -6,34 +6,14 @@ the mock)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import textwrap
 
 import pytest
 
-
-def _python(code: str, *argv: str) -> subprocess.CompletedProcess:
-    """``code`` then the command line's main(argv) in a fresh process (faults are per process)."""
-    program = (
-        textwrap.dedent(code) + "\nfrom tvm_nnapi.cli import main\nsys.exit(main(sys.argv[1:]))\n"
-    )
-    return subprocess.run(
-        [sys.executable, "-c", "import sys\n" + program, *argv],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "COLUMNS": "250"},
-    )
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return _python("", *args)
+from .cli_runner import run_cli
 
 
 def test_layerwise_without_a_divergence_compares_every_operator(tmp_path):
-    completed = _cli("run", "mobilenet_v2_small", "--layerwise", "--trace", "-", "--json")
+    completed = run_cli("run", "mobilenet_v2_small", "--layerwise", "--trace", "-", "--json")
     assert completed.returncode == 0, completed.stderr
     layers = json.loads(completed.stdout)["run"]["layerwise"]
     assert layers["first_divergence"] is None and layers["operators_over_tolerance"] == 0
@@ -48,7 +28,7 @@ FAULT = "from mock_nnapi import control\ncontrol.inject_operation_fault('SUB', 0
 def test_layerwise_names_the_operator_an_injected_fault_perturbs(tmp_path):
     report = tmp_path / "run.html"
     argv = ["run", "residual", "--layerwise", "--trace", "-", "--report", str(report)]
-    completed = _python(FAULT, *argv, "--json")
+    completed = run_cli(*argv, "--json", setup=FAULT)
     assert completed.returncode == 1, completed.stderr  # the outputs differ too
     document = json.loads(completed.stdout)
     first = document["run"]["layerwise"]["first_divergence"]
@@ -65,13 +45,13 @@ def test_layerwise_names_the_operator_an_injected_fault_perturbs(tmp_path):
     page = report.read_text()
     assert "Layer-wise comparison" in page and 'stroke="#dc2626"' in page
     # The terminal names it in one line.
-    text = _python(FAULT, *argv[:-2]).stdout
+    text = run_cli(*argv[:-2], setup=FAULT).stdout
     (line,) = [s for s in text.splitlines() if s.startswith("layer-wise: first operator")]
     assert "main_nnapi_1 call 0" in line and "subtract -> NNAPI SUB" in line
 
 
 def test_layerwise_refuses_llms_with_a_message():
-    completed = _cli(
+    completed = run_cli(
         "run", "llm:tiny-llama", "--shapes", "seq_len=4", "--layerwise", "--trace", "-"
     )
     assert completed.returncode == 2

@@ -6,21 +6,13 @@ named in refusals, and LLM builds without TVM's "Fast mode" warning."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
+
+from .cli_runner import run_cli
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    completed = subprocess.run(
-        [sys.executable, "-m", "tvm_nnapi", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "COLUMNS": "250"},
-    )
-    assert completed.returncode == 0, completed.stderr + completed.stdout
-    return completed
+    return run_cli(*args, check=True)
 
 
 def test_estimate_table_breaks_each_call_down_and_says_why_nnapi_loses():

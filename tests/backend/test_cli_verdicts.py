@@ -6,9 +6,6 @@ operations the runtime executes, counts say what they count, speedups keep their
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections import Counter
 
 import numpy as np
@@ -16,19 +13,11 @@ import pytest
 
 from tvm_nnapi.tools.run import DEFAULT_TOLERANCE, compare
 
-
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "tvm_nnapi", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "COLUMNS": "250"},
-    )
+from .cli_runner import run_cli
 
 
 def test_float16_llm_is_judged_by_float16_tolerance():
-    completed = _cli(
+    completed = run_cli(
         "run", "llm:tiny-qwen:float16", "--shapes", "seq_len=8", "--trace", "-", "--json"
     )
     assert completed.returncode == 0, completed.stderr
@@ -42,7 +31,7 @@ def test_float16_llm_is_judged_by_float16_tolerance():
 
 
 def test_tolerance_table_names_the_precision():
-    completed = _cli("run", "llm:tiny-llama:float16", "--shapes", "seq_len=4", "--trace", "-")
+    completed = run_cli("run", "llm:tiny-llama:float16", "--shapes", "seq_len=4", "--trace", "-")
     assert completed.returncode == 0, completed.stderr + completed.stdout
     assert "1e-02 (float16)" in completed.stdout and "OK" in completed.stdout
 
@@ -62,7 +51,7 @@ def test_compare_uses_the_computation_precision_for_float_outputs():
 
 
 def test_full_size_llm_graph_labels_come_from_the_lowering():
-    completed = _cli("explain", "llm:llama-2-7b", "--shapes", "seq_len=128", "--json")
+    completed = run_cli("explain", "llm:llama-2-7b", "--shapes", "seq_len=128", "--json")
     assert completed.returncode == 0, completed.stderr
     explanation = json.loads(completed.stdout)["explain"]
     subgraphs = {sub["name"]: sub for sub in explanation["subgraphs"]}
@@ -75,7 +64,7 @@ def test_full_size_llm_graph_labels_come_from_the_lowering():
 
 
 def test_operator_graph_nodes_add_up_to_their_subgraph():
-    completed = _cli("explain", "llm:tiny-llama", "--shapes", "seq_len=8", "--json")
+    completed = run_cli("explain", "llm:tiny-llama", "--shapes", "seq_len=8", "--json")
     assert completed.returncode == 0, completed.stderr
     explanation = json.loads(completed.stdout)["explain"]
     graph = explanation["graph"]
@@ -88,7 +77,7 @@ def test_operator_graph_nodes_add_up_to_their_subgraph():
 
 
 def test_llm_subgraph_rows_count_per_call_and_say_so():
-    completed = _cli("explain", "llm:llama-2-7b", "--shapes", "seq_len=128", "--json")
+    completed = run_cli("explain", "llm:llama-2-7b", "--shapes", "seq_len=128", "--json")
     explanation = json.loads(completed.stdout)["explain"]
     layers = next(s for s in explanation["subgraphs"] if s["name"] == "prefill_nnapi_1")
     assert layers["calls"] == 31
@@ -97,28 +86,28 @@ def test_llm_subgraph_rows_count_per_call_and_say_so():
     assert layers["nnapi_operations"]["FULLY_CONNECTED"] == 4
     counted = sum(sum(s["relax_operators"].values()) * s["calls"] for s in explanation["subgraphs"])
     assert counted == explanation["offloaded_operators"]
-    text = _cli("explain", "llm:llama-2-7b", "--shapes", "seq_len=128").stdout
+    text = run_cli("explain", "llm:llama-2-7b", "--shapes", "seq_len=128").stdout
     assert "operators counted per call" in text
     assert "(counting every call)" in text
 
 
 def test_residual_shapes_are_bound_the_same_way_in_explain_and_demo():
-    explain = _cli("explain", "residual")
+    explain = run_cli("explain", "residual")
     assert explain.returncode == 0, explain.stderr
     assert "symbolic dimensions bound: batch=1" in explain.stdout
     assert "estimated FLOPs offloaded: 80.0%" in explain.stdout
-    demo = _cli("demo", "--profile", "none")
+    demo = run_cli("demo", "--profile", "none")
     assert demo.returncode == 0, demo.stderr + demo.stdout
     assert "shapes bound: batch=1" in demo.stdout
     assert "estimated FLOPs offloaded: 80.0%" in demo.stdout and "n/a" not in demo.stdout
 
 
 def test_small_speedups_keep_their_digits():
-    completed = _cli("estimate", "residual", "--profile", "tensor-g2", "--json")
+    completed = run_cli("estimate", "residual", "--profile", "tensor-g2", "--json")
     estimate = json.loads(completed.stdout)["estimate"]
     speedup = estimate["totals"]["modelled_speedup"]
     assert 0 < speedup < 0.005  # NNAPI's per-call cost dwarfs 2x16 elementwise operations
-    text = _cli("estimate", "residual", "--profile", "tensor-g2").stdout
+    text = run_cli("estimate", "residual", "--profile", "tensor-g2").stdout
     assert "0.00x" not in text and f"{speedup:.3g}x" in text
 
 

@@ -21,6 +21,8 @@ import tvm_nnapi
 from tvm_nnapi.compiler.codegen import lower_function
 from tvm_nnapi.tools.run import DEFAULT_TOLERANCE
 
+from .cli_runner import run_cli
+
 PROFILE = "snapdragon-8-gen-2"
 
 
@@ -145,18 +147,8 @@ def test_relaxed_model_placement_read_from_the_mock_traces(relaxed, preference, 
     assert json.loads(completed.stdout.splitlines()[-1]) == devices
 
 
-def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "tvm_nnapi", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "COLUMNS": "250", **(env or {})},
-    )
-
-
 def _run_json(*args: str, env: dict[str, str] | None = None) -> tuple[int, dict]:
-    completed = _cli(
+    completed = run_cli(
         "run", "residual", "--profile", PROFILE, "--trace", "-", "--json", *args, env=env
     )
     assert completed.returncode in (0, 1), completed.stderr
@@ -193,7 +185,7 @@ def test_run_relaxed_on_the_dsp_via_devices():
 
 
 def _estimate(*args: str, preference: str) -> tuple[set[str], dict]:
-    completed = _cli(
+    completed = run_cli(
         "estimate", "mobilenet_v2_small", "--profile", PROFILE, "--json", *args,
         env={"TVM_NNAPI_PREFERENCE": preference},
     )  # fmt: skip
@@ -215,7 +207,7 @@ def test_the_estimate_follows_the_flag():
 
 
 def test_explain_and_demo_accept_the_flag():
-    completed = _cli(
+    completed = run_cli(
         "explain", "residual", "--profile", PROFILE, "--relax-fp16", "--json",
         env={"TVM_NNAPI_PREFERENCE": "low_power"},
     )  # fmt: skip
@@ -224,23 +216,23 @@ def test_explain_and_demo_accept_the_flag():
     assert explanation["relax_fp32_to_fp16"] is True
     # explain's devices come from the estimate, which costs the relaxed lowering.
     assert "qti-dsp" in json.dumps(explanation["subgraph_devices"])
-    completed = _cli("demo", "--relax-fp16", "--profile", "none")
+    completed = run_cli("demo", "--relax-fp16", "--profile", "none")
     assert completed.returncode == 0, completed.stderr
     assert "1e-02 (relaxed-float16)" in completed.stdout
 
 
 def test_llm_commands_accept_the_flag():
-    completed = _cli(
+    completed = run_cli(
         "llm", "generate", "--tokens", "1,2,3", "--max-new-tokens", "2", "--relax-fp16", "--json"
     )
     assert completed.returncode == 0, completed.stderr
     assert json.loads(completed.stdout)["relax_fp16"] is True
-    completed = _cli("llm", "generate", "--tokens", "1", "--host", "--relax-fp16")
+    completed = run_cli("llm", "generate", "--tokens", "1", "--host", "--relax-fp16")
     assert completed.returncode == 2 and "--relax-fp16 needs the NNAPI build" in completed.stderr
     bench = ["llm", "bench", "--prompt-length", "8", "--decode-tokens", "1", "--repeat", "1"]
     low_power = {"TVM_NNAPI_PREFERENCE": "low_power"}
-    plain = json.loads(_cli(*bench, "--json", env=low_power).stdout)
-    completed = _cli(*bench, "--relax-fp16", "--json", env=low_power)
+    plain = json.loads(run_cli(*bench, "--json", env=low_power).stdout)
+    completed = run_cli(*bench, "--relax-fp16", "--json", env=low_power)
     assert completed.returncode == 0, completed.stderr
     relaxed = json.loads(completed.stdout)
     assert relaxed["relax_fp16"] is True and plain["relax_fp16"] is False
@@ -253,7 +245,7 @@ def test_llm_commands_accept_the_flag():
 
 def test_run_relaxed_llm_prefill():
     """The LLM path of `run` (NNAPIDispatch, build_llm) gets the option too."""
-    completed = _cli(
+    completed = run_cli(
         "run", "llm:tiny-llama", "--shapes", "seq_len=4", "--profile", PROFILE, "--relax-fp16",
         "--trace", "-", "--json", env={"TVM_NNAPI_PREFERENCE": "low_power"},
     )  # fmt: skip
