@@ -124,6 +124,13 @@ if [ "$tests" = 1 ]; then
   project_options+=(-DTVM_NNAPI_BUILD_TESTS=ON)
   targets+=(runtime_leak_check)
 fi
+# CMake refuses a build directory configured from another source tree (another checkout sharing
+# the cache, e.g. the arm64 device's): configure it afresh for this one.
+runtime_cache="$build_dir/runtime/CMakeCache.txt"
+if [ -f "$runtime_cache" ] && ! grep -qxF "CMAKE_HOME_DIRECTORY:INTERNAL=$repo" "$runtime_cache"; then
+  echo "note: $build_dir/runtime was configured from another source tree; configuring it afresh"
+  run rm -rf "$build_dir/runtime"
+fi
 run cmake -S "$repo" -B "$build_dir/runtime" "${cross_cmake[@]}" "${project_options[@]}" \
   -DPython_EXECUTABLE="$(command -v "$python" || echo "$python")" \
   -DCMAKE_INSTALL_PREFIX="$build_dir/runtime-install"
