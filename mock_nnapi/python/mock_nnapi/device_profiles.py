@@ -22,6 +22,8 @@ from .constants import OperationCode
 
 #: The directory the mock searches first for a profile given by name.
 PROFILE_DIR_ENV = "MOCK_NNAPI_PROFILE_DIR"
+#: The built-in profiles of a source tree (mock_nnapi/python/mock_nnapi/ -> mock_nnapi/profiles/).
+SOURCE_TREE_PROFILES = Path(__file__).resolve().parents[2] / "profiles"
 
 
 class ProfileNotFoundError(FileNotFoundError):
@@ -37,7 +39,9 @@ def looks_like_path(name_or_path: str | os.PathLike[str]) -> bool:
 def search_directories() -> list[Path]:
     """Where a profile given by name is looked for, in order: ``$MOCK_NNAPI_PROFILE_DIR``, then
     the built-in profiles installed with the mock library (the copies embedded in the library
-    are the same files)."""
+    are the same files), or, when the package is used from a source tree without being
+    installed (the sanitizer jobs), the tree's ``mock_nnapi/profiles``: the files the library
+    embedded when it was built."""
     directories = []
     directory = os.environ.get(PROFILE_DIR_ENV)
     if directory:
@@ -45,7 +49,8 @@ def search_directories() -> list[Path]:
     try:
         directories.append(find_packaged_file("mock_nnapi", "profiles/reference.json").parent)
     except FileNotFoundError:
-        pass  # not installed: only $MOCK_NNAPI_PROFILE_DIR and paths
+        if (SOURCE_TREE_PROFILES / "reference.json").is_file():
+            directories.append(SOURCE_TREE_PROFILES)
     return directories
 
 
