@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from . import op_tester
+from .helpers import feature_level_profile
 
 
 @pytest.fixture(autouse=True)
@@ -18,3 +19,10 @@ def _operations_on_target(request: pytest.FixtureRequest):
         yield
     finally:
         op_tester.set_remote_target(None)
+
+
+@pytest.fixture
+def feature_level_devices(tmp_path):
+    """A device profile with one device per feature level: the devices FL1..FL8, in order."""
+    with feature_level_profile(tmp_path) as devices:
+        yield devices

@@ -5,7 +5,9 @@ numpy references, random samples, the error checks and zero-sized inputs."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -149,3 +151,27 @@ def run_on_zero_sized(op, scalars=(), constants=(), out_code=None, out_params=No
     call("ANeuralNetworksExecution_setOutput", handle, 0, None, buffer, len(buffer))
     call("ANeuralNetworksExecution_compute", handle)
     return execution.output_dimensions(0)
+
+
+@contextlib.contextmanager
+def feature_level_profile(tmp_path):
+    """A device profile with one device per feature level; yields the devices FL1..FL8."""
+    import mock_nnapi
+    from mock_nnapi import _library, control
+
+    if not _library.is_mock():
+        pytest.skip("device profiles are a mock_nnapi feature")
+    helpers = pytest.importorskip("mock_profiles.helpers")
+    devices = [
+        helpers.device_entry(f"fl{level}", "ACCELERATOR", feature_level=level)
+        for level in range(1, 9)
+    ]
+    profile = helpers.profile_with([*devices, helpers.device_entry("cpu", "CPU")], "levels")
+    path = tmp_path / "levels.json"
+    path.write_text(json.dumps(profile))
+    control.set_profile(path)
+    try:
+        by_name = {device.name: device for device in mock_nnapi.devices()}
+        yield [by_name[f"fl{level}"] for level in range(1, 9)]
+    finally:
+        control.set_profile(None)

@@ -17,7 +17,6 @@ from mock_nnapi import OperandCode, OperationCode
 from .helpers import expect_bad_data
 from .op_tester import OpTester, assert_close
 from .test_conv_2d import (
-    feature_level_profile,
     quantize,
     required_feature_level,
 )
@@ -212,12 +211,6 @@ def test_batch_matmul_large_outputs(x_shape, y_shape, adj_x):
     y = rng.uniform(-1, 1, y_shape).astype(np.float32)
     result = bmm_tester(x, y, adj_x=adj_x).run()[0]
     assert_close(result, reference(x, y, adj_x, False))
-
-
-@pytest.fixture
-def feature_level_devices(tmp_path):
-    with feature_level_profile(tmp_path) as devices:
-        yield devices
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32, np.int8])

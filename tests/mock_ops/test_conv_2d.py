@@ -12,9 +12,6 @@ combination (through a device profile with one device per feature level).
 
 from __future__ import annotations
 
-import contextlib
-import json
-
 import numpy as np
 import pytest
 
@@ -748,36 +745,6 @@ def test_conv_concurrent_executions_agree():
 
 
 # ---- Feature levels -----------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def feature_level_profile(tmp_path):
-    """A device profile with one device per feature level; yields the devices FL1..FL8."""
-    import mock_nnapi
-    from mock_nnapi import _library, control
-
-    if not _library.is_mock():
-        pytest.skip("device profiles are a mock_nnapi feature")
-    helpers = pytest.importorskip("mock_profiles.helpers")
-    devices = [
-        helpers.device_entry(f"fl{level}", "ACCELERATOR", feature_level=level)
-        for level in range(1, 9)
-    ]
-    profile = helpers.profile_with([*devices, helpers.device_entry("cpu", "CPU")], "levels")
-    path = tmp_path / "levels.json"
-    path.write_text(json.dumps(profile))
-    control.set_profile(path)
-    try:
-        by_name = {device.name: device for device in mock_nnapi.devices()}
-        yield [by_name[f"fl{level}"] for level in range(1, 9)]
-    finally:
-        control.set_profile(None)
-
-
-@pytest.fixture
-def feature_level_devices(tmp_path):
-    with feature_level_profile(tmp_path) as devices:
-        yield devices
 
 
 def required_feature_level(tester, devices) -> int:

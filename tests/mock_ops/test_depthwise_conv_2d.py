@@ -24,7 +24,6 @@ from .test_conv_2d import (
     QUANT_TYPES,
     build,
     conv_scalars,
-    feature_level_profile,
     quantize,
     random_float,
     required_feature_level,
@@ -357,12 +356,6 @@ def test_depthwise_per_channel_needs_channel_dim_3():
 
     tester(3).build()
     expect_bad_data(tester(0))
-
-
-@pytest.fixture
-def feature_level_devices(tmp_path):
-    with feature_level_profile(tmp_path) as devices:
-        yield devices
 
 
 @pytest.mark.parametrize(

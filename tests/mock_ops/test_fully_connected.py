@@ -19,7 +19,6 @@ from .helpers import FUSED_ACTIVATIONS, expect_bad_data
 from .op_tester import OpTester, assert_close
 from .test_conv_2d import (
     QUANT_TYPES,
-    feature_level_profile,
     quantize,
     required_feature_level,
 )
@@ -257,12 +256,6 @@ def test_fully_connected_large_outputs(x_shape, w_shape):
     b = rng.uniform(-1, 1, w_shape[0]).astype(np.float32)
     result = fc_tester(x, w, b, FuseCode.RELU).run()[0]
     assert_close(result, np.maximum(reference(x, w, b), 0))
-
-
-@pytest.fixture
-def feature_level_devices(tmp_path):
-    with feature_level_profile(tmp_path) as devices:
-        yield devices
 
 
 @pytest.mark.parametrize(

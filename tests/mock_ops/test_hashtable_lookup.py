@@ -17,7 +17,7 @@ import pytest
 from mock_nnapi import Compilation, Model, NnapiError, OperandCode, OperationCode, ResultCode
 
 from .op_tester import OpTester
-from .test_conv_2d import feature_level_profile, required_feature_level
+from .test_conv_2d import required_feature_level
 
 LOOKUP = OperationCode.HASHTABLE_LOOKUP
 Q8 = OperandCode.TENSOR_QUANT8_ASYMM
@@ -173,12 +173,6 @@ def test_rejects_zero_sized_input():
         compilation.execute([np.array([1, 2, 3], np.int32)], [(1, 2), (1,)])
     assert error.value.code == ResultCode.OP_FAILED, str(error.value)
     assert "zero-sized" in str(error.value)
-
-
-@pytest.fixture
-def feature_level_devices(tmp_path):
-    with feature_level_profile(tmp_path) as devices:
-        yield devices
 
 
 @pytest.mark.parametrize(("dtype", "scale"), [(np.float32, 0.0), (np.int32, 0.0), (np.uint8, 0.5)])

@@ -19,7 +19,7 @@ import mock_nnapi
 from mock_nnapi import Compilation, Model, NnapiError, OperandCode, OperationCode, ResultCode
 
 from .op_tester import OpTester, assert_close
-from .test_conv_2d import feature_level_profile, required_feature_level
+from .test_conv_2d import required_feature_level
 
 HEATMAP = OperationCode.HEATMAP_MAX_KEYPOINT
 F32 = OperandCode.TENSOR_FLOAT32
@@ -270,12 +270,6 @@ def test_quant16_parameters_are_fixed(which):
         tester.run()
     assert error.value.code == ResultCode.OP_FAILED, str(error.value)
     assert "0.125" in str(error.value)
-
-
-@pytest.fixture
-def feature_level_devices(tmp_path):
-    with feature_level_profile(tmp_path) as devices:
-        yield devices
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ import mock_nnapi
 from mock_nnapi import Compilation, Model, NnapiError, OperandCode, OperationCode, ResultCode
 
 from .op_tester import OpTester
-from .test_conv_2d import feature_level_profile, required_feature_level
+from .test_conv_2d import required_feature_level
 
 farmhash = pytest.importorskip(
     "farmhash", reason="the LSH_PROJECTION oracle needs pyfarmhash (pip install -e '.[test]')"
@@ -214,12 +214,6 @@ def test_rejects_zero_sized_input():
         compilation.execute([np.ones((3, 2), np.int32)], [(2,)])
     assert error.value.code == ResultCode.OP_FAILED, str(error.value)
     assert "zero-sized" in str(error.value)
-
-
-@pytest.fixture
-def feature_level_devices(tmp_path):
-    with feature_level_profile(tmp_path) as devices:
-        yield devices
 
 
 @pytest.mark.parametrize(

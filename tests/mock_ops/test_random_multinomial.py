@@ -17,7 +17,7 @@ import pytest
 from mock_nnapi import NnapiError, OperandCode, OperationCode, ResultCode
 
 from .op_tester import OpTester
-from .test_conv_2d import feature_level_profile, required_feature_level
+from .test_conv_2d import required_feature_level
 
 MULTINOMIAL = OperationCode.RANDOM_MULTINOMIAL
 
@@ -136,12 +136,6 @@ def test_row_without_a_finite_logit_fails():
     with pytest.raises(NnapiError) as error:
         make_tester(logits, 4).run()
     assert error.value.code == ResultCode.OP_FAILED, str(error.value)
-
-
-@pytest.fixture
-def feature_level_devices(tmp_path):
-    with feature_level_profile(tmp_path) as devices:
-        yield devices
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])

@@ -22,7 +22,7 @@ import mock_nnapi
 from mock_nnapi import Compilation, Model, NnapiError, OperandCode, OperationCode, ResultCode
 
 from .op_tester import OpTester, assert_close
-from .test_conv_2d import feature_level_profile, required_feature_level
+from .test_conv_2d import required_feature_level
 
 ALIGN = OperationCode.ROI_ALIGN
 POOL = OperationCode.ROI_POOLING
@@ -394,12 +394,6 @@ def test_fails_the_execution(op, what):
     with pytest.raises(NnapiError) as error:
         tester.run()
     assert error.value.code == ResultCode.OP_FAILED, str(error.value)
-
-
-@pytest.fixture
-def feature_level_devices(tmp_path):
-    with feature_level_profile(tmp_path) as devices:
-        yield devices
 
 
 @pytest.mark.parametrize("op", [ALIGN, POOL])

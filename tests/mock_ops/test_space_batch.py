@@ -17,7 +17,7 @@ import pytest
 from mock_nnapi import Compilation, Model, NnapiError, OperandCode, OperationCode, ResultCode
 
 from .op_tester import OpTester
-from .test_conv_2d import feature_level_profile, required_feature_level
+from .test_conv_2d import required_feature_level
 
 S2B = OperationCode.SPACE_TO_BATCH_ND
 B2S = OperationCode.BATCH_TO_SPACE_ND
@@ -291,12 +291,6 @@ def test_rejects_zero_sized_input(op):
         compilation.execute([sample((4, 2, 2, 1), np.float32)], [(1, 1, 1, 1)])
     assert error.value.code == ResultCode.OP_FAILED, str(error.value)
     assert "zero-sized" in str(error.value)
-
-
-@pytest.fixture
-def feature_level_devices(tmp_path):
-    with feature_level_profile(tmp_path) as devices:
-        yield devices
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ import pytest
 from mock_nnapi import Compilation, Model, NnapiError, OperandCode, OperationCode, ResultCode
 
 from .op_tester import OpTester
-from .test_conv_2d import feature_level_profile, required_feature_level
+from .test_conv_2d import required_feature_level
 
 TOPK = OperationCode.TOPK_V2
 
@@ -171,12 +171,6 @@ def test_rejects_zero_sized_input():
         compilation.execute([sample((2, 5), np.float32)], [(1, 2), (1, 2)])
     assert error.value.code == ResultCode.OP_FAILED, str(error.value)
     assert "zero-sized" in str(error.value)
-
-
-@pytest.fixture
-def feature_level_devices(tmp_path):
-    with feature_level_profile(tmp_path) as devices:
-        yield devices
 
 
 @pytest.mark.parametrize(("dtype", "scale", "zero_point"), DTYPES)

@@ -23,7 +23,6 @@ from .test_conv_2d import (
     I32,
     PER_CHANNEL,
     QUANT_TYPES,
-    feature_level_profile,
     quantize,
     random_float,
     required_feature_level,
@@ -325,12 +324,6 @@ def test_transpose_conv_per_channel_needs_channel_dim_0():
 
     tester(0).build()
     expect_bad_data(tester(3))
-
-
-@pytest.fixture
-def feature_level_devices(tmp_path):
-    with feature_level_profile(tmp_path) as devices:
-        yield devices
 
 
 @pytest.mark.parametrize("dtype,level", [(np.float32, 3), (np.uint8, 3), (np.int8, 4)])
