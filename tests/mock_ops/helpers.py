@@ -119,6 +119,15 @@ def expect_bad_data(tester: OpTester) -> str:
     return str(error)
 
 
+def expect_bad_data_at_add(tester: OpTester) -> str:
+    """expect_bad_data, refused by ANeuralNetworksModel_addOperation itself (Android validates
+    an operation when it is added); returns the message."""
+    error = _raised(tester.build)
+    assert error.code == ResultCode.BAD_DATA, str(error)
+    assert error.function == "ANeuralNetworksModel_addOperation", str(error)
+    return str(error)
+
+
 def run_on_zero_sized(op, scalars=(), constants=(), out_code=None, out_params=None):
     """Runs `op` on a zero-sized [0, 3] TENSOR_FLOAT32 made inside the model by SLICE.
 

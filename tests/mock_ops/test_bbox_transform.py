@@ -18,6 +18,7 @@ import pytest
 import mock_nnapi
 from mock_nnapi import Compilation, Model, NnapiError, OperandCode, OperationCode, ResultCode
 
+from .helpers import expect_bad_data_at_add
 from .op_tester import OpTester, assert_close
 from .test_conv_2d import required_feature_level
 
@@ -182,36 +183,28 @@ def test_zero_rois():
     assert mock_nnapi.operation_count(BBOX) == before + 1
 
 
-def expect_bad_data(tester):
-    with pytest.raises(NnapiError) as error:
-        tester.build()
-    assert error.value.code == ResultCode.BAD_DATA, str(error.value)
-    assert error.value.function == "ANeuralNetworksModel_addOperation", str(error.value)
-    return str(error.value)
-
-
 def test_rejects_bad_operands():
     rois, deltas, batches, image = random_case(3, 2, 1)
     rois, deltas, image = (a.astype(np.float32) for a in (rois, deltas, image))
-    assert "rois" in expect_bad_data(make_tester(rois[:, :3], deltas, batches, image))
-    assert "deltas" in expect_bad_data(
+    assert "rois" in expect_bad_data_at_add(make_tester(rois[:, :3], deltas, batches, image))
+    assert "deltas" in expect_bad_data_at_add(
         make_tester(rois, deltas[:, :6], batches, image, out_shape=(3, 6))
     )
-    assert "deltas" in expect_bad_data(
+    assert "deltas" in expect_bad_data_at_add(
         make_tester(rois, deltas[:2], batches, image, out_shape=(2, 8))
     )
-    assert "batch" in expect_bad_data(make_tester(rois, deltas, batches[:2], image))
-    assert "image" in expect_bad_data(make_tester(rois, deltas, batches, image[:, :1]))
-    assert "rank" in expect_bad_data(
+    assert "batch" in expect_bad_data_at_add(make_tester(rois, deltas, batches[:2], image))
+    assert "image" in expect_bad_data_at_add(make_tester(rois, deltas, batches, image[:, :1]))
+    assert "rank" in expect_bad_data_at_add(
         make_tester(rois, deltas, batches, image.reshape(-1), out_shape=(3, 8))
     )
     # Mixed float types, INT32 boxes, a wrong declared output shape.
-    expect_bad_data(
+    expect_bad_data_at_add(
         make_tester(
             rois, deltas.astype(np.float16), batches, image, delta_code=OperandCode.TENSOR_FLOAT16
         )
     )
-    expect_bad_data(
+    expect_bad_data_at_add(
         make_tester(
             rois.astype(np.int32),
             deltas.astype(np.int32),
@@ -220,9 +213,9 @@ def test_rejects_bad_operands():
             OperandCode.TENSOR_INT32,
         )
     )
-    expect_bad_data(make_tester(rois, deltas, batches, image, out_shape=(3, 4)))
+    expect_bad_data_at_add(make_tester(rois, deltas, batches, image, out_shape=(3, 4)))
     # Quantised boxes need quantised 8-bit deltas.
-    expect_bad_data(
+    expect_bad_data_at_add(
         make_tester(
             rois.astype(np.uint16),
             deltas,

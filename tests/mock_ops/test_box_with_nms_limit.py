@@ -21,6 +21,7 @@ import pytest
 import mock_nnapi
 from mock_nnapi import Compilation, Model, NnapiError, OperandCode, OperationCode, ResultCode
 
+from .helpers import expect_bad_data_at_add
 from .op_tester import OpTester, assert_close
 from .test_conv_2d import required_feature_level
 
@@ -274,28 +275,20 @@ def test_all_boxes_suppressed_gives_empty_outputs():
     assert mock_nnapi.operation_count(NMS) == before + 1
 
 
-def expect_bad_data(tester):
-    with pytest.raises(NnapiError) as error:
-        tester.build()
-    assert error.value.code == ResultCode.BAD_DATA, str(error.value)
-    assert error.value.function == "ANeuralNetworksModel_addOperation", str(error.value)
-    return str(error.value)
-
-
 def test_rejects_bad_operands():
     scores, boxes, batches = random_case(0)
     scores, boxes = scores.astype(np.float32), boxes.astype(np.float32)
-    assert "kernel" in expect_bad_data(make_tester(scores, boxes, batches, kernel=3))
-    assert "boxes" in expect_bad_data(make_tester(scores, boxes[:, :8], batches))
-    assert "scores" in expect_bad_data(make_tester(scores[:, :1], boxes[:, :4], batches))
-    assert "batch" in expect_bad_data(make_tester(scores, boxes, batches[:5]))
-    expect_bad_data(make_tester(scores, boxes, batches, scalar_code=OperandCode.FLOAT16))
+    assert "kernel" in expect_bad_data_at_add(make_tester(scores, boxes, batches, kernel=3))
+    assert "boxes" in expect_bad_data_at_add(make_tester(scores, boxes[:, :8], batches))
+    assert "scores" in expect_bad_data_at_add(make_tester(scores[:, :1], boxes[:, :4], batches))
+    assert "batch" in expect_bad_data_at_add(make_tester(scores, boxes, batches[:5]))
+    expect_bad_data_at_add(make_tester(scores, boxes, batches, scalar_code=OperandCode.FLOAT16))
     tester = make_tester(scores, boxes, batches)
     tester._outputs[2]["code"] = F32
-    assert "output 2" in expect_bad_data(tester)
+    assert "output 2" in expect_bad_data_at_add(tester)
     tester = make_tester(scores, boxes, batches)
     tester._inputs[1].update(array=boxes.astype(np.float16), code=F16)
-    expect_bad_data(tester)
+    expect_bad_data_at_add(tester)
 
 
 def test_inverted_box_fails_the_execution():

@@ -16,6 +16,7 @@ import pytest
 
 from mock_nnapi import Compilation, Model, NnapiError, OperandCode, OperationCode, ResultCode
 
+from .helpers import expect_bad_data_at_add
 from .op_tester import OpTester
 from .test_conv_2d import required_feature_level
 
@@ -107,40 +108,34 @@ def test_all_hits_or_all_misses(present):
     np.testing.assert_array_equal(hits, expected_hits)
 
 
-def expect_bad_data(tester):
-    with pytest.raises(NnapiError) as error:
-        tester.build()
-    assert error.value.code == ResultCode.BAD_DATA, str(error.value)
-    assert error.value.function == "ANeuralNetworksModel_addOperation", str(error.value)
-    return str(error.value)
-
-
 def test_rejects_bad_operands():
     keys = np.array([1, 2, 3], np.int32)
     values = sample((3, 2), np.float32)
     # values must have one row per key
-    assert "keys" in expect_bad_data(make_tester([1], keys, values[:2]))
+    assert "keys" in expect_bad_data_at_add(make_tester([1], keys, values[:2]))
     # lookups and keys are 1-D TENSOR_INT32
-    assert "lookups" in expect_bad_data(make_tester([[1]], keys, values, out_shape=(1, 2)))
-    assert "keys" in expect_bad_data(make_tester([1], [[1, 2, 3]], values))
+    assert "lookups" in expect_bad_data_at_add(make_tester([[1]], keys, values, out_shape=(1, 2)))
+    assert "keys" in expect_bad_data_at_add(make_tester([1], [[1, 2, 3]], values))
     # hits must be TENSOR_QUANT8_ASYMM
-    expect_bad_data(
+    expect_bad_data_at_add(
         make_tester([1], keys, values, hits_code=OperandCode.TENSOR_INT32, hits_quant=(0.0, 0))
     )
     # the values output keeps the values' type and quantisation
-    expect_bad_data(make_tester([1], keys, values, value_code=OperandCode.TENSOR_INT32))
+    expect_bad_data_at_add(make_tester([1], keys, values, value_code=OperandCode.TENSOR_INT32))
     q = sample((3, 2), np.uint8)
     tester = make_tester([1], keys, q, 0.5, 3)
     tester._outputs[0]["zp"] = 4
-    expect_bad_data(tester)
+    expect_bad_data_at_add(tester)
     # fp16 and signed values are not allowed
-    expect_bad_data(make_tester([1], keys, values.astype(np.float16)))
-    expect_bad_data(make_tester([1], keys, sample((3, 2), np.int8), 0.5, 0))
+    expect_bad_data_at_add(make_tester([1], keys, values.astype(np.float16)))
+    expect_bad_data_at_add(make_tester([1], keys, sample((3, 2), np.int8), 0.5, 0))
     # a wrong declared output shape
-    expect_bad_data(make_tester([1, 2], keys, values, out_shape=(1, 2)))
+    expect_bad_data_at_add(make_tester([1, 2], keys, values, out_shape=(1, 2)))
     # one output only
     tester = OpTester(LOOKUP).input(np.array([1], np.int32)).input(keys).input(values)
-    assert "output count" in expect_bad_data(tester.output(OperandCode.TENSOR_FLOAT32, (1, 2)))
+    assert "output count" in expect_bad_data_at_add(
+        tester.output(OperandCode.TENSOR_FLOAT32, (1, 2))
+    )
 
 
 def test_hits_with_other_quantisation_fail_the_execution():

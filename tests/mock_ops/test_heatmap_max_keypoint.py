@@ -18,6 +18,7 @@ import pytest
 import mock_nnapi
 from mock_nnapi import Compilation, Model, NnapiError, OperandCode, OperationCode, ResultCode
 
+from .helpers import expect_bad_data_at_add
 from .op_tester import OpTester, assert_close
 from .test_conv_2d import required_feature_level
 
@@ -229,27 +230,21 @@ def test_zero_boxes():
     assert mock_nnapi.operation_count(HEATMAP) == before + 1
 
 
-def expect_bad_data(tester):
-    with pytest.raises(NnapiError) as error:
-        tester.build()
-    assert error.value.code == ResultCode.BAD_DATA, str(error.value)
-    assert error.value.function == "ANeuralNetworksModel_addOperation", str(error.value)
-    return str(error.value)
-
-
 def test_rejects_bad_operands():
     heatmaps, boxes = random_case(0)
     heatmaps, boxes = heatmaps.astype(np.float32), boxes.astype(np.float32)
-    assert "square" in expect_bad_data(make_tester(heatmaps[:, :, :5], boxes))
-    assert "square" in expect_bad_data(make_tester(heatmaps[:, :1, :1], boxes))
-    assert "boxes" in expect_bad_data(make_tester(heatmaps, boxes[:2]))
-    assert "boxes" in expect_bad_data(make_tester(heatmaps, boxes[:, :3]))
-    assert "4-D" in expect_bad_data(make_tester(heatmaps[0], boxes, shapes=((6, 4), (6, 4, 2))))
-    assert "keypoints" in expect_bad_data(make_tester(heatmaps, boxes, keypoint_code=F16))
-    expect_bad_data(make_tester(heatmaps, boxes, shapes=((3, 4), (3, 4, 3))))
+    assert "square" in expect_bad_data_at_add(make_tester(heatmaps[:, :, :5], boxes))
+    assert "square" in expect_bad_data_at_add(make_tester(heatmaps[:, :1, :1], boxes))
+    assert "boxes" in expect_bad_data_at_add(make_tester(heatmaps, boxes[:2]))
+    assert "boxes" in expect_bad_data_at_add(make_tester(heatmaps, boxes[:, :3]))
+    assert "4-D" in expect_bad_data_at_add(
+        make_tester(heatmaps[0], boxes, shapes=((6, 4), (6, 4, 2)))
+    )
+    assert "keypoints" in expect_bad_data_at_add(make_tester(heatmaps, boxes, keypoint_code=F16))
+    expect_bad_data_at_add(make_tester(heatmaps, boxes, shapes=((3, 4), (3, 4, 3))))
     tester = make_tester(heatmaps, boxes)
     tester._inputs[1].update(array=boxes.astype(np.float16), code=F16)
-    expect_bad_data(tester)
+    expect_bad_data_at_add(tester)
 
 
 @pytest.mark.parametrize("which", ["boxes", "keypoints"])

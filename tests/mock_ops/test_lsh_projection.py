@@ -19,6 +19,7 @@ import pytest
 import mock_nnapi
 from mock_nnapi import Compilation, Model, NnapiError, OperandCode, OperationCode, ResultCode
 
+from .helpers import expect_bad_data_at_add
 from .op_tester import OpTester
 from .test_conv_2d import required_feature_level
 
@@ -148,39 +149,33 @@ def test_bits_come_from_the_sign_of_the_weighted_sum():
     np.testing.assert_array_equal(plus, 1 - minus)
 
 
-def expect_bad_data(tester):
-    with pytest.raises(NnapiError) as error:
-        tester.build()
-    assert error.value.code == ResultCode.BAD_DATA, str(error.value)
-    assert error.value.function == "ANeuralNetworksModel_addOperation", str(error.value)
-    return str(error.value)
-
-
 def test_rejects_bad_operands():
     h = np.ones((3, 2), np.float32)
     x = np.ones((4, 2), np.int32)
     w = np.ones(4, np.float32)
-    assert "type 4" in expect_bad_data(make_tester(h, x, w, 4, out_shape=(3,)))
-    assert "type 0" in expect_bad_data(make_tester(h, x, w, 0, out_shape=(3,)))
-    assert "32 bits" in expect_bad_data(make_tester(np.ones((1, 33), np.float32), x, w, SPARSE))
-    assert "2-D" in expect_bad_data(
+    assert "type 4" in expect_bad_data_at_add(make_tester(h, x, w, 4, out_shape=(3,)))
+    assert "type 0" in expect_bad_data_at_add(make_tester(h, x, w, 0, out_shape=(3,)))
+    assert "32 bits" in expect_bad_data_at_add(
+        make_tester(np.ones((1, 33), np.float32), x, w, SPARSE)
+    )
+    assert "2-D" in expect_bad_data_at_add(
         make_tester(np.ones(3, np.float32), x, w, SPARSE, out_shape=(3,))
     )
-    assert "weight" in expect_bad_data(make_tester(h, x, np.ones(3, np.float32), SPARSE))
+    assert "weight" in expect_bad_data_at_add(make_tester(h, x, np.ones(3, np.float32), SPARSE))
     # The weight has the hash functions' type.
-    assert "weight" in expect_bad_data(
+    assert "weight" in expect_bad_data_at_add(
         make_tester(h, x, w.astype(np.float16), SPARSE, weight_code=OperandCode.TENSOR_FLOAT16)
     )
     # A wrong declared output shape (DENSE writes num_hash * num_bits values).
-    expect_bad_data(make_tester(h, x, w, DENSE, out_shape=(3,)))
+    expect_bad_data_at_add(make_tester(h, x, w, DENSE, out_shape=(3,)))
     # INT32 hash functions and BOOL8 inputs are not allowed; the output is TENSOR_INT32.
-    expect_bad_data(
+    expect_bad_data_at_add(
         make_tester(np.ones((3, 2), np.int32), x, w, SPARSE, weight_code=OperandCode.TENSOR_INT32)
     )
-    expect_bad_data(make_tester(h, np.ones((4, 2), np.bool_), w, SPARSE))
+    expect_bad_data_at_add(make_tester(h, np.ones((4, 2), np.bool_), w, SPARSE))
     tester = make_tester(h, x, w, SPARSE)
     tester._outputs[0]["code"] = OperandCode.TENSOR_FLOAT32
-    assert "TENSOR_INT32" in expect_bad_data(tester)
+    assert "TENSOR_INT32" in expect_bad_data_at_add(tester)
 
 
 def test_dense_without_weight_fails_the_execution():

@@ -16,6 +16,7 @@ import pytest
 
 from mock_nnapi import NnapiError, OperandCode, OperationCode, ResultCode
 
+from .helpers import expect_bad_data_at_add
 from .op_tester import OpTester
 from .test_conv_2d import required_feature_level
 
@@ -100,26 +101,18 @@ def test_dynamic_output_shape():
     assert draws.shape == (3, 7)
 
 
-def expect_bad_data(tester):
-    with pytest.raises(NnapiError) as error:
-        tester.build()
-    assert error.value.code == ResultCode.BAD_DATA, str(error.value)
-    assert error.value.function == "ANeuralNetworksModel_addOperation", str(error.value)
-    return str(error.value)
-
-
 def test_rejects_bad_operands():
     logits = np.zeros((2, 4), np.float32)
-    assert "sample count" in expect_bad_data(make_tester(logits, 0, out_shape=(2, 0)))
-    assert "2-D" in expect_bad_data(
+    assert "sample count" in expect_bad_data_at_add(make_tester(logits, 0, out_shape=(2, 0)))
+    assert "2-D" in expect_bad_data_at_add(
         make_tester(np.zeros((2, 2, 4), np.float32), 3, out_shape=(2, 3))
     )
-    assert "seeds" in expect_bad_data(make_tester(logits, 3, seeds_shape=(3,)))
-    assert "TENSOR_INT32" in expect_bad_data(
+    assert "seeds" in expect_bad_data_at_add(make_tester(logits, 3, seeds_shape=(3,)))
+    assert "TENSOR_INT32" in expect_bad_data_at_add(
         make_tester(logits, 3, out_code=OperandCode.TENSOR_FLOAT32)
     )
-    expect_bad_data(make_tester(np.zeros((2, 4), np.int32), 3))
-    expect_bad_data(make_tester(logits, 3, out_shape=(2, 4)))
+    expect_bad_data_at_add(make_tester(np.zeros((2, 4), np.int32), 3))
+    expect_bad_data_at_add(make_tester(logits, 3, out_shape=(2, 4)))
     # The seeds must be TENSOR_INT32.
     tester = (
         OpTester(MULTINOMIAL)
@@ -128,7 +121,7 @@ def test_rejects_bad_operands():
         .input(np.zeros(2, np.float32))
         .output(OperandCode.TENSOR_INT32, (2, 3))
     )
-    expect_bad_data(tester)
+    expect_bad_data_at_add(tester)
 
 
 def test_row_without_a_finite_logit_fails():

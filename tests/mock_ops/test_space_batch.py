@@ -16,6 +16,7 @@ import pytest
 
 from mock_nnapi import Compilation, Model, NnapiError, OperandCode, OperationCode, ResultCode
 
+from .helpers import expect_bad_data_at_add
 from .op_tester import OpTester
 from .test_conv_2d import required_feature_level
 
@@ -189,14 +190,6 @@ def test_arguments_given_at_execution(op):
         run(op, sample((4, 3, 4, 2), np.float32), (2, 2), arguments_as_inputs=True, dynamic=True)
 
 
-def expect_bad_data(tester):
-    with pytest.raises(NnapiError) as error:
-        tester.build()
-    assert error.value.code == ResultCode.BAD_DATA, str(error.value)
-    assert error.value.function == "ANeuralNetworksModel_addOperation", str(error.value)
-    return str(error.value)
-
-
 @pytest.mark.parametrize(
     ("op", "shape", "block", "paddings", "words"),
     [
@@ -216,7 +209,7 @@ def test_rejects_bad_arguments(op, shape, block, paddings, words):
     tester = make_tester(
         op, sample(shape, np.float32), block, paddings, out_shape=(0,) * len(shape)
     )
-    assert words in expect_bad_data(tester)
+    assert words in expect_bad_data_at_add(tester)
 
 
 @pytest.mark.parametrize("op", [S2B, B2S])
@@ -225,26 +218,26 @@ def test_rejects_types_counts_and_requantisation(op):
     paddings = ((0, 0), (0, 0))
     out_shape = (16, 1, 1, 1) if op == S2B else (1, 4, 4, 1)
     # INT32 data is not an allowed type.
-    expect_bad_data(
+    expect_bad_data_at_add(
         make_tester(op, np.ones((4, 2, 2, 1), np.int32), (2, 2), paddings, out_shape=out_shape)
     )
     # The output keeps the input's quantisation.
-    expect_bad_data(
+    expect_bad_data_at_add(
         make_tester(
             op, x, (2, 2), paddings, scale=0.5, zero_point=1, out_shape=out_shape, out_zero_point=2
         )
     )
     # A wrong declared output shape.
-    expect_bad_data(make_tester(op, x, (2, 2), paddings, scale=0.5, out_shape=(1, 1, 1, 1)))
+    expect_bad_data_at_add(make_tester(op, x, (2, 2), paddings, scale=0.5, out_shape=(1, 1, 1, 1)))
     # A float block sizes tensor.
     tester = OpTester(op).input(x, scale=0.5).constant(np.array([2, 2], np.float32))
     if op == S2B:
         tester.constant(np.zeros((2, 2), np.int32))
-    expect_bad_data(tester.output(OperandCode.TENSOR_QUANT8_ASYMM, out_shape, 0.5))
+    expect_bad_data_at_add(tester.output(OperandCode.TENSOR_QUANT8_ASYMM, out_shape, 0.5))
     # Too many inputs (a second layout flag).
     tester = make_tester(op, x, (2, 2), paddings, nchw=False, scale=0.5, out_shape=out_shape)
     tester.scalar(OperandCode.BOOL, False)
-    assert "inputs" in expect_bad_data(tester)
+    assert "inputs" in expect_bad_data_at_add(tester)
 
 
 @pytest.mark.parametrize(

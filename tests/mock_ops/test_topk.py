@@ -15,6 +15,7 @@ import pytest
 
 from mock_nnapi import Compilation, Model, NnapiError, OperandCode, OperationCode, ResultCode
 
+from .helpers import expect_bad_data_at_add
 from .op_tester import OpTester
 from .test_conv_2d import required_feature_level
 
@@ -115,39 +116,31 @@ def test_nan_orders_above_numbers():
     assert np.isnan(values[:2]).all() and values[2:].tolist() == [2.0, 1.0]
 
 
-def expect_bad_data(tester):
-    with pytest.raises(NnapiError) as error:
-        tester.build()
-    assert error.value.code == ResultCode.BAD_DATA, str(error.value)
-    assert error.value.function == "ANeuralNetworksModel_addOperation", str(error.value)
-    return str(error.value)
-
-
 def test_rejects_bad_k():
     x = sample((2, 5), np.float32)
-    assert "k" in expect_bad_data(make_tester(x, 0, out_shape=(2, 0)))
-    assert "k" in expect_bad_data(make_tester(x, 6, out_shape=(2, 6)))
+    assert "k" in expect_bad_data_at_add(make_tester(x, 0, out_shape=(2, 0)))
+    assert "k" in expect_bad_data_at_add(make_tester(x, 6, out_shape=(2, 6)))
 
 
 def test_rejects_types_and_shapes():
     x = sample((2, 5), np.float32)
     # Indices must be TENSOR_INT32.
-    expect_bad_data(make_tester(x, 2, index_code=OperandCode.TENSOR_FLOAT32))
+    expect_bad_data_at_add(make_tester(x, 2, index_code=OperandCode.TENSOR_FLOAT32))
     # Values keep the input's type.
-    expect_bad_data(make_tester(x, 2, value_code=OperandCode.TENSOR_FLOAT16))
+    expect_bad_data_at_add(make_tester(x, 2, value_code=OperandCode.TENSOR_FLOAT16))
     # ... and its quantisation.
     q = sample((2, 5), np.uint8)
-    expect_bad_data(make_tester(q, 2, 0.5, 3, out_zero_point=4))
+    expect_bad_data_at_add(make_tester(q, 2, 0.5, 3, out_zero_point=4))
     # A wrong declared output shape.
-    expect_bad_data(make_tester(x, 2, out_shape=(2, 3)))
+    expect_bad_data_at_add(make_tester(x, 2, out_shape=(2, 3)))
     # BOOL8 input is not allowed.
-    expect_bad_data(make_tester(np.zeros((2, 5), np.bool_), 2))
+    expect_bad_data_at_add(make_tester(np.zeros((2, 5), np.bool_), 2))
     # One output only.
     tester = OpTester(TOPK).input(x).scalar(OperandCode.INT32, 2)
-    expect_bad_data(tester.output(OperandCode.TENSOR_FLOAT32, (2, 2)))
+    expect_bad_data_at_add(tester.output(OperandCode.TENSOR_FLOAT32, (2, 2)))
     # k must be an INT32 scalar.
     tester = OpTester(TOPK).input(x).scalar(OperandCode.UINT32, 2)
-    expect_bad_data(
+    expect_bad_data_at_add(
         tester.output(OperandCode.TENSOR_FLOAT32, (2, 2)).output(OperandCode.TENSOR_INT32, (2, 2))
     )
 
