@@ -525,3 +525,21 @@ def test_feature_levels(feature_level_devices, op, dtype, layer_norm, with_state
     else:
         tester = sequence_tester(np.zeros((2, 2, 3), dtype), h, c, p, dtype, True, with_states)
     assert required_feature_level(tester, feature_level_devices) == expected
+
+
+def test_lstm_without_projection_needs_output_size_equal_to_units():
+    # h_t = o_t * g(C_t) has num_units elements: the recurrent weights' output size must match.
+    p = make_params(
+        3,
+        4,
+        2,
+        np.float32,
+        cifg=False,
+        peephole=False,
+        projection=False,
+        proj_bias=False,
+        layer_norm=False,
+    )
+    x = np.zeros((2, 3), np.float32)
+    h, c = states(2, p, np.float32)
+    expect_op_failed(lstm_tester(x, h, c, p, np.float32), "without projection")

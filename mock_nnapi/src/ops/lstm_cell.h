@@ -94,15 +94,17 @@ inline int CheckCell(const OperationContext& context, const CellInputs& in, uint
   }
   NN_RETURN_IF_ERROR(CheckPresent(context, in.output_state, "output state"));
   NN_RETURN_IF_ERROR(CheckPresent(context, in.cell_state, "cell state"));
-  NN_RETURN_IF_ERROR(CheckPresent(context, in.activation, "activation"));
-  NN_RETURN_IF_ERROR(CheckPresent(context, in.cell_clip, "cell clip"));
-  NN_RETURN_IF_ERROR(CheckPresent(context, in.projection_clip, "projection clip"));
-  NN_RETURN_IF_ERROR(recurrent::CheckActivation(context, in.activation));
-  const float cell_clip = recurrent::FloatScalar(context, in.cell_clip);
-  const float projection_clip = recurrent::FloatScalar(context, in.projection_clip);
-  NN_CHECK(cell_clip >= 0 && projection_clip >= 0, ANEURALNETWORKS_OP_FAILED)
-      << context.name() << " clipping thresholds must be >= 0 (cell " << cell_clip
-      << ", projection " << projection_clip << ")";
+  if (in.activation != kNone) {  // QUANTIZED_LSTM has no activation and checks its own clips
+    NN_RETURN_IF_ERROR(CheckPresent(context, in.activation, "activation"));
+    NN_RETURN_IF_ERROR(CheckPresent(context, in.cell_clip, "cell clip"));
+    NN_RETURN_IF_ERROR(CheckPresent(context, in.projection_clip, "projection clip"));
+    NN_RETURN_IF_ERROR(recurrent::CheckActivation(context, in.activation));
+    const float cell_clip = recurrent::FloatScalar(context, in.cell_clip);
+    const float projection_clip = recurrent::FloatScalar(context, in.projection_clip);
+    NN_CHECK(cell_clip >= 0 && projection_clip >= 0, ANEURALNETWORKS_OP_FAILED)
+        << context.name() << " clipping thresholds must be >= 0 (cell " << cell_clip
+        << ", projection " << projection_clip << ")";
+  }
 
   shape->batch = batch;
   shape->n_input = n_input;
@@ -152,6 +154,12 @@ inline int CheckCell(const OperationContext& context, const CellInputs& in, uint
   if (shape->projection) {
     NN_RETURN_IF_ERROR(
         CheckShape(context, in.projection, {n_output, n_cell}, "projection weights"));
+  } else {
+    // Without a projection h_t = o_t . g(C_t) has the cell's size.
+    NN_CHECK_EQ(n_output, n_cell, ANEURALNETWORKS_OP_FAILED)
+        << context.name() << " without projection weights the output size (" << n_output
+        << ", the recurrent weights' second dimension) must equal the number of units (" << n_cell
+        << ")";
   }
   if (shape->projection_bias) {
     NN_RETURN_IF_ERROR(CheckShape(context, in.projection_bias, {n_output}, "projection bias"));
