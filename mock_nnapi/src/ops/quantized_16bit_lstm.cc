@@ -113,7 +113,7 @@ int32_t Saturate16(int64_t value) {
 }
 
 // A real value in [-1, 1] as a 16-bit value with 15 fractional bits.
-int32_t ToQ15(double value) { return Saturate16(std::llround(value * 32768.0)); }
+int32_t ToQ15(double value) { return recurrent::RoundSaturated(value * 32768.0, -32768, 32767); }
 
 // The product of a 15-fractional-bit value and one with F fractional bits, in the latter's
 // format: rounded to the nearest step, half steps up.
@@ -153,7 +153,8 @@ int Execute(OperationContext& context) {
         for (size_t d = 0; d < output_size; ++d) {
           acc += (int64_t{previous[b * output_size + d]} - 128) * (int64_t{wh[d]} - zero_point);
         }
-        const int32_t q12 = Saturate16(std::llround(static_cast<double>(acc) * to_q12));
+        const int32_t q12 =
+            recurrent::RoundSaturated(static_cast<double>(acc) * to_q12, -32768, 32767);
         gate[g] = q12 / 4096.0;
       }
       const int32_t i = ToQ15(1.0 / (1.0 + std::exp(-gate[0])));

@@ -140,9 +140,7 @@ int Prepare(OperationContext& context) {
 int32_t Saturate(int64_t value, int64_t low, int64_t high) {
   return static_cast<int32_t>(std::min(std::max(value, low), high));
 }
-int32_t Saturate16(double value) {
-  return Saturate(static_cast<int64_t>(std::llround(value)), -32768, 32767);
-}
+int32_t Saturate16(double value) { return recurrent::RoundSaturated(value, -32768, 32767); }
 // A real value in [-1, 1] in steps of 2^-15.
 int32_t ToQ15(double value) { return Saturate16(value * 32768.0); }
 
@@ -241,7 +239,7 @@ int Execute(OperationContext& context) {
     const int32_t o = sigmoid_q15(gate_q12[3][k]);
     const int32_t t = ToQ15(std::tanh(cell[k] * cell_scale));
     const double real = static_cast<double>(o) * t / (32768.0 * 32768.0);
-    hidden[k] = Saturate(std::llround(real / hidden_scale) + hidden_zero, -128, 127);
+    hidden[k] = recurrent::RoundSaturated(std::round(real / hidden_scale) + hidden_zero, -128, 127);
   }
 
   const OperandInfo& out = context.Output(0);
@@ -260,8 +258,8 @@ int Execute(OperationContext& context) {
         for (size_t c = 0; c < n_cell; ++c) {
           acc += int64_t{hidden[b * n_cell + c] - hidden_zero} * w.Data<int8_t>()[j * n_cell + c];
         }
-        int32_t q =
-            Saturate(std::llround(static_cast<double>(acc) * scale) + out.zero_point, -128, 127);
+        int32_t q = recurrent::RoundSaturated(
+            std::round(static_cast<double>(acc) * scale) + out.zero_point, -128, 127);
         if (proj_clip > 0) q = std::min(std::max(q, -proj_clip), proj_clip);
         result[b * n_output + j] = static_cast<int8_t>(q);
       }

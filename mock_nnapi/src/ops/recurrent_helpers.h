@@ -11,6 +11,7 @@
 #ifndef MOCK_NNAPI_SRC_OPS_RECURRENT_HELPERS_H_
 #define MOCK_NNAPI_SRC_OPS_RECURRENT_HELPERS_H_
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -146,6 +147,14 @@ inline float FloatScalar(const OperationContext& context, uint32_t i) {
     return static_cast<float>(context.InputScalar<Half>(i));
   }
   return context.InputScalar<float>(i);
+}
+
+// `value` rounded to the nearest integer (half away from zero) and saturated to [low, high]
+// (clamped before rounding, so that no out-of-range conversion happens; NaN gives 0).
+inline int32_t RoundSaturated(double value, int32_t low, int32_t high) {
+  if (std::isnan(value)) return 0;
+  const double clamped = std::min(std::max(value, static_cast<double>(low)), double(high));
+  return static_cast<int32_t>(std::lround(clamped));
 }
 
 // out[rows, units] += x[rows, inner] * W[units, inner]^T (row-major, dense).
