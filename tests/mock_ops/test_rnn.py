@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mock_nnapi import NnapiError, OperandCode, OperationCode, ResultCode
+from mock_nnapi import Compilation, Model, NnapiError, OperandCode, OperationCode, ResultCode
 
 from .helpers import expect_bad_data_at_add
 from .op_tester import OpTester, assert_close
@@ -238,3 +238,41 @@ def test_feature_levels(feature_level_devices, op, dtype, with_state, expected):
     else:
         tester = sequence_tester(np.zeros((3, 2, 3), dtype), p, 0, True, with_state)
     assert required_feature_level(tester, feature_level_devices) == expected
+
+
+def zero_length_sequence_model(op, cell_inputs, out_shapes):
+    """A model whose `op` reads a zero-length time-major sequence [0, 2, 3] made by SLICE (model
+    inputs cannot be zero-sized); `cell_inputs(model)` adds the operation's other inputs."""
+    model = Model()
+    source = model.add_operand(OperandCode.TENSOR_FLOAT32, (2, 2, 3))
+    begin = model.add_constant(OperandCode.TENSOR_INT32, np.zeros(3, np.int32))
+    size = model.add_constant(OperandCode.TENSOR_INT32, np.array([0, 2, 3], np.int32))
+    empty = model.add_operand(OperandCode.TENSOR_FLOAT32, (0, 2, 3))
+    model.add_operation(OperationCode.SLICE, [source, begin, size], [empty])
+    outputs = [model.add_operand(OperandCode.TENSOR_FLOAT32, shape) for shape in out_shapes]
+    model.add_operation(op, [empty, *cell_inputs(model)], outputs)
+    model.identify_inputs_and_outputs([source], outputs)
+    return model.finish()
+
+
+def test_sequence_rnn_rejects_a_zero_length_sequence():
+    # Android's CPU executor rejects zero-sized inputs for every operation not registered to
+    # take them, the sequence operations included.
+    p = parameters(2, 3, 4, np.float32)
+
+    def cell_inputs(model):
+        tensors = [p["weights"], p["recurrent"], p["bias"], p["hidden"]]
+        constants = [model.add_constant(OperandCode.TENSOR_FLOAT32, t) for t in tensors]
+        return [
+            *constants,
+            model.add_scalar(OperandCode.INT32, 0),
+            model.add_scalar(OperandCode.INT32, 1),
+        ]
+
+    model = zero_length_sequence_model(SEQUENCE_RNN, cell_inputs, [(0, 2, 4)])
+    compilation = Compilation(model).finish()
+    with pytest.raises(NnapiError) as error:
+        compilation.execute([np.zeros((2, 2, 3), np.float32)], [(1, 2, 4)])
+    assert error.value.code == ResultCode.OP_FAILED, str(error.value)
+    assert "zero-sized" in str(error.value)
+    error.value.__traceback__ = None
