@@ -2,8 +2,11 @@
 """QUANTIZED_16BIT_LSTM against a float64 reference: the LSTM gate equations (no CIFG, peephole
 or projection) on the dequantised operands, with the value ranges the NDK documents (input and
 output [-1, 127/128] in steps of 1/128, cell state [-16, 16) in steps of 2^-11), quantised at
-the end. The mock rounds at the fixed-point formats of Android's implementation, so its
-results are compared within a few steps of each format (the reference does not round).
+the end. The gates' products pair the data [input, previous output] with the weight columns
+[recurrent-to-gate, input-to-gate], as Android's implementation and its conformance tests do
+(quantized_16bit_lstm.cc). The mock rounds at the fixed-point formats of Android's
+implementation, so its results are compared within a few steps of each format (the reference
+does not round).
 
 Covered: several shapes and weight quantisations, saturation of the cell state, two chained
 steps, the BAD_DATA type/count rules, the OP_FAILED quantisation and shape rules of prepare and
@@ -55,8 +58,10 @@ def reference(p):
         wx = (p[f"wx{g}"].astype(np.float64) - p["wz"]) * ws
         wh = (p[f"wh{g}"].astype(np.float64) - p["wz"]) * ws
         bias = p[f"b{g}"] * (float(np.float32(ws / 128)))
-        # The fully connected result is kept in [-8, 8) (the NDK's 16-bit internal range).
-        return np.clip(x @ wx.T + h @ wh.T + bias, -8, 8 - 2**-12)
+        # Android's pairing: data [x, h] against weight columns [W_h, W_x].
+        product = np.concatenate([x, h], axis=1) @ np.concatenate([wh, wx], axis=1).T
+        # The fully connected result is kept in [-8, 8) (the 16-bit internal range).
+        return np.clip(product + bias, -8, 8 - 2**-12)
 
     def sigmoid(v):
         return 1 / (1 + np.exp(-v))

@@ -6,6 +6,8 @@
 //   g = tanh(W_xc x + W_hc h + b_c)      o = sigmoid(W_xo x + W_ho h + b_o)
 //   C_t = f C_{t-1} + i g                h_t = o tanh(C_t)
 //
+// (with W_x x + W_h h computed as Android computes it, below).
+//
 // Inputs: 0 input [batches, input_size] and 14 the previous output [batches, output_size],
 //   TENSOR_QUANT8_ASYMM with scale 1/128 and zero point 128 (range [-1, 127/128]); 1-4 the
 //   input-to-gate weights [output_size, input_size] and 5-8 the recurrent-to-gate weights
@@ -15,6 +17,17 @@
 //   (range [-16, 16)). Gate order input, forget, cell, output.
 // Outputs: 0 the cell state (TENSOR_QUANT16_SYMM, scale 2^-11, zero point 0) and 1 the output
 //   (TENSOR_QUANT8_ASYMM, scale 1/128, zero point 128), both [batches, output_size].
+//
+// The gates' matrix products follow Android's implementation (and its conformance tests),
+// which concatenates the data as [input, previous output] but each gate's weights as
+// [recurrent-to-gate, input-to-gate] (columns 0 .. output_size - 1 from the recurrent weights):
+//
+//   acc[c] = bias[c] + sum_j (data[j] - 128) * (weight[c][j] - weights_zero_point)
+//   data = [x_0 .. x_{input_size-1}, h_0 .. h_{output_size-1}]
+//   weight[c] = [W_h[c][0 .. output_size-1], W_x[c][0 .. input_size-1]]
+//
+// which differs from W_x x + W_h h unless the data and the weights happen to line up (with
+// input_size == output_size it pairs the input with the recurrent weights).
 //
 // Arithmetic (the fixed-point formats of Android's CPU implementation, TensorFlow Lite's
 // quantized LSTM cell): each gate's integer accumulator is rescaled to 16 bits with 3 integer
@@ -140,6 +153,7 @@ int Execute(OperationContext& context) {
   const double to_q12 = static_cast<double>(context.Input(1).scale) * 32.0;
   int16_t* cell_out = context.Output(0).MutableData<int16_t>();
   uint8_t* output = context.Output(1).MutableData<uint8_t>();
+  const size_t total = size_t{input_size} + output_size;
   for (size_t b = 0; b < batches; ++b) {
     for (size_t c = 0; c < output_size; ++c) {
       double gate[4];
@@ -147,11 +161,13 @@ int Execute(OperationContext& context) {
         const uint8_t* wx = context.Input(1 + g).Data<uint8_t>() + c * input_size;
         const uint8_t* wh = context.Input(5 + g).Data<uint8_t>() + c * output_size;
         int64_t acc = context.Input(kBiasFirst + g).Data<int32_t>()[c];
-        for (size_t d = 0; d < input_size; ++d) {
-          acc += (int64_t{input[b * input_size + d]} - 128) * (int64_t{wx[d]} - zero_point);
-        }
-        for (size_t d = 0; d < output_size; ++d) {
-          acc += (int64_t{previous[b * output_size + d]} - 128) * (int64_t{wh[d]} - zero_point);
+        // Android's pairing: the data [input, previous output] against the weight columns
+        // [recurrent-to-gate, input-to-gate] (see the file comment).
+        for (size_t j = 0; j < total; ++j) {
+          const int64_t data = j < input_size ? input[b * input_size + j]
+                                              : previous[b * output_size + (j - input_size)];
+          const int64_t weight = j < output_size ? wh[j] : wx[j - output_size];
+          acc += (data - 128) * (weight - zero_point);
         }
         const int32_t q12 =
             recurrent::RoundSaturated(static_cast<double>(acc) * to_q12, -32768, 32767);
