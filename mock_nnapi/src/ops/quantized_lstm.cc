@@ -37,9 +37,15 @@
 //     output's scale and zero point, clipped to the projection clip (in the output's scale);
 //     without projection the hidden state's 8-bit values are the output's (the hidden state's
 //     quantisation should then be the output's).
-// The peephole terms read C_{t-1} for the input and forget gates and C_t for the output gate, as
-// the equations say. Shapes, optional-input combinations and the scales are checked at prepare
-// (OP_FAILED).
+// Where Android's implementation departs from the documented equations the mock keeps to the
+// equations: the peephole terms read C_{t-1} for the input and forget gates (Android reads its
+// cell-state output buffer before writing it) and C_t for the output gate; the projection
+// subtracts the hidden state's zero point (Android adds it, and only with a projection bias) and
+// clips in the output's scale (Android quantises the clip with the projection weights' scale).
+// With a zero hidden zero point and no projection clip the two agree. Android computes the layer
+// normalisation's mean and variance in integers (exact for power-of-two unit counts); the mock
+// computes them in double. Shapes, optional-input combinations and the scales are checked at
+// prepare (OP_FAILED).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
