@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -94,7 +95,7 @@ class Program {
   void Run() {
     if (ANeuralNetworksModel_create(&model_) != ANEURALNETWORKS_NO_ERROR) return;
     for (size_t step = 0; step < kMaxSteps && data_.remaining_bytes() > 0; ++step) {
-      switch (data_.ConsumeIntegralInRange<uint8_t>(0, 13)) {
+      switch (data_.ConsumeIntegralInRange<uint8_t>(0, 15)) {
         case 0:
         case 1:
         case 2:
@@ -129,9 +130,21 @@ class Program {
         case 13:
           Supported();
           break;
+        case 14:
+        case 15:
+          AddOperationWithNewOperands();
+          break;
       }
     }
-    // Most programs should reach an execution: finish what the steps built.
+    // Most programs should reach an execution: finish what the steps built (with the model
+    // inputs and outputs the new-operand operations made, unless the program chose its own).
+    if (!identified_ && (!auto_inputs_.empty() || !auto_outputs_.empty())) {
+      inputs_ = auto_inputs_;
+      outputs_ = auto_outputs_;
+      CALL(ANeuralNetworksModel_identifyInputsAndOutputs(
+          model_, static_cast<uint32_t>(inputs_.size()), inputs_.empty() ? nullptr : inputs_.data(),
+          static_cast<uint32_t>(outputs_.size()), outputs_.empty() ? nullptr : outputs_.data()));
+    }
     CALL(ANeuralNetworksModel_finish(model_));
     Compile();
     Execute();
@@ -218,6 +231,13 @@ class Program {
     return value;
   }
 
+  // Values over 128 bytes are only referenced by the model until it is finished (the NDK's
+  // contract), so every value lives as long as the program.
+  const std::vector<uint8_t>& KeepValue(std::vector<uint8_t> value) {
+    values_.push_back(std::move(value));
+    return values_.back();
+  }
+
   void SetValue() {
     const int32_t index = OperandIndex();
     if (data_.ConsumeIntegralInRange<uint8_t>(0, 7) == 0) {
@@ -235,7 +255,7 @@ class Program {
     if (data_.ConsumeIntegralInRange<uint8_t>(0, 15) == 0) {
       bytes = data_.ConsumeIntegralInRange<size_t>(0, 256);  // a wrong size
     }
-    std::vector<uint8_t> value = Value(bytes, type);
+    const std::vector<uint8_t>& value = KeepValue(Value(bytes, type));
     CALL(ANeuralNetworksModel_setOperandValue(model_, index, value.empty() ? nullptr : value.data(),
                                               value.size()));
   }
@@ -267,7 +287,104 @@ class Program {
                                            outputs.empty() ? nullptr : outputs.data()));
   }
 
+  // Adds an operand; returns its index, or -1 when refused.
+  int32_t NewOperand(int32_t type, const std::vector<uint32_t>& dims, float scale,
+                     int32_t zero_point) {
+    if (operands_.size() >= kMaxOperands) return -1;
+    ANeuralNetworksOperandType operand_type{};
+    operand_type.type = type;
+    operand_type.dimensionCount = static_cast<uint32_t>(dims.size());
+    operand_type.dimensions = dims.empty() ? nullptr : dims.data();
+    operand_type.scale = scale;
+    operand_type.zeroPoint = zero_point;
+    if (ANeuralNetworksModel_addOperand(model_, &operand_type) != ANEURALNETWORKS_NO_ERROR) {
+      return -1;
+    }
+    operands_.push_back({type, dims, dims.empty()});
+    return static_cast<int32_t>(operands_.size()) - 1;
+  }
+
+  // An operation whose operands are made for it, each input chosen by a kind byte: a model input
+  // tensor of the operation's main type and shape, an INT32, FLOAT32 or BOOL constant scalar, an
+  // INT32 constant vector, an omitted operand, or an existing operand (often the previous
+  // operation's output, which chains operations). Outputs are new tensors of the main type with
+  // unknown or the main dimensions. Valid operations, whose kernels run, are far likelier so.
+  void AddOperationWithNewOperands() {
+    const int32_t operation = data_.ConsumeIntegralInRange<int32_t>(0, 105);
+    const int32_t main_types[] = {
+        ANEURALNETWORKS_TENSOR_FLOAT32,       ANEURALNETWORKS_TENSOR_FLOAT16,
+        ANEURALNETWORKS_TENSOR_QUANT8_ASYMM,  ANEURALNETWORKS_TENSOR_QUANT8_ASYMM_SIGNED,
+        ANEURALNETWORKS_TENSOR_INT32,         ANEURALNETWORKS_TENSOR_BOOL8,
+        ANEURALNETWORKS_TENSOR_QUANT16_ASYMM, ANEURALNETWORKS_TENSOR_QUANT16_SYMM};
+    const int32_t main = main_types[data_.ConsumeIntegralInRange<uint8_t>(0, 7)];
+    const float scale = IsQuantized(main) ? 0.25f : 0.f;
+    const int32_t zero_point =
+        main == ANEURALNETWORKS_TENSOR_QUANT8_ASYMM || main == ANEURALNETWORKS_TENSOR_QUANT16_ASYMM
+            ? 3
+            : 0;
+    std::vector<uint32_t> shape(data_.ConsumeIntegralInRange<uint8_t>(1, 4));
+    for (uint32_t& d : shape) d = data_.ConsumeIntegralInRange<uint32_t>(1, 4);
+    std::vector<uint32_t> inputs(data_.ConsumeIntegralInRange<size_t>(1, 12));
+    for (uint32_t& input : inputs) {
+      int32_t index = -1;
+      switch (data_.ConsumeIntegralInRange<uint8_t>(0, 8)) {
+        case 0:
+        case 1:
+          index = NewOperand(main, shape, scale, zero_point);
+          if (index >= 0) auto_inputs_.push_back(static_cast<uint32_t>(index));
+          break;
+        case 2:
+        case 3:
+          index = NewConstant(ANEURALNETWORKS_INT32, {});
+          break;
+        case 4:
+          index = NewConstant(ANEURALNETWORKS_FLOAT32, {});
+          break;
+        case 5:
+          index = NewConstant(ANEURALNETWORKS_BOOL, {});
+          break;
+        case 6:
+          index = NewConstant(ANEURALNETWORKS_TENSOR_INT32,
+                              {data_.ConsumeIntegralInRange<uint32_t>(1, 4)});
+          break;
+        case 7:
+          index = NewOperand(main, shape, scale, zero_point);
+          if (index >= 0) CALL(ANeuralNetworksModel_setOperandValue(model_, index, nullptr, 0));
+          break;
+        default:
+          index = last_output_ >= 0 && data_.ConsumeBool() ? last_output_ : OperandIndex();
+          break;
+      }
+      input = static_cast<uint32_t>(index);
+    }
+    std::vector<uint32_t> outputs(data_.ConsumeIntegralInRange<size_t>(1, 4));
+    for (uint32_t& output : outputs) {
+      const std::vector<uint32_t> dims =
+          data_.ConsumeBool() ? shape : std::vector<uint32_t>(shape.size(), 0);
+      output = static_cast<uint32_t>(NewOperand(main, dims, scale, zero_point));
+    }
+    const int code = ANeuralNetworksModel_addOperation(
+        model_, operation, static_cast<uint32_t>(inputs.size()), inputs.data(),
+        static_cast<uint32_t>(outputs.size()), outputs.data());
+    CheckCode(code, "ANeuralNetworksModel_addOperation");
+    if (code == ANEURALNETWORKS_NO_ERROR) {
+      // The previous operation's outputs are consumed (chained) or become model outputs.
+      for (uint32_t output : outputs) auto_outputs_.push_back(output);
+      last_output_ = static_cast<int32_t>(outputs[0]);
+    }
+  }
+
+  int32_t NewConstant(int32_t type, const std::vector<uint32_t>& dims) {
+    const int32_t index = NewOperand(type, dims, 0.f, 0);
+    if (index < 0) return index;
+    const size_t elements = dims.empty() ? 1 : dims[0];
+    const std::vector<uint8_t>& value = KeepValue(Value(elements * ElementBytes(type), type));
+    CALL(ANeuralNetworksModel_setOperandValue(model_, index, value.data(), value.size()));
+    return index;
+  }
+
   void Identify() {
+    identified_ = true;
     inputs_ = IndexList(6);
     outputs_ = IndexList(4);
     CALL(ANeuralNetworksModel_identifyInputsAndOutputs(
@@ -354,12 +471,17 @@ class Program {
   ANeuralNetworksModel* model_ = nullptr;
   std::vector<Operand> operands_;
   std::vector<uint32_t> inputs_, outputs_;
+  // What AddOperationWithNewOperands made: model inputs, operation outputs, the last output.
+  std::vector<uint32_t> auto_inputs_, auto_outputs_;
+  int32_t last_output_ = -1;
+  bool identified_ = false;
   std::vector<ANeuralNetworksCompilation*> compilations_;
   ANeuralNetworksCompilation* finished_ = nullptr;
   std::vector<ANeuralNetworksExecution*> executions_;
   // Buffers outlive the executions that reference them (std::vector of vectors: reserved above,
   // and each inner buffer's storage does not move when the outer one grows).
   std::vector<std::vector<uint8_t>> buffers_;
+  std::vector<std::vector<uint8_t>> values_;
 };
 
 }  // namespace
