@@ -676,6 +676,88 @@ def test_sequence_lstm_matches_numpy(case):
     assert_within(result, expected, bounds, "UNIDIRECTIONAL_SEQUENCE_LSTM")
 
 
+# ---- detection: DETECTION_POSTPROCESSING, GENERATE_PROPOSALS ------------------------------------
+# The references are the operation tests' (tests/mock_ops), written from the NDK documentation;
+# scores are distinct (a permutation), so the order of equal scores, which the NDK leaves open,
+# never matters.
+
+
+@st.composite
+def detection_postprocessing_case(draw):
+    batches, anchors = draw(st.integers(1, 2)), draw(st.integers(1, 10))
+    classes, encoding = draw(st.integers(2, 5)), draw(st.integers(4, 6))
+    order = draw(st.permutations(range(batches * anchors * classes)))
+    scores = (np.array(order) / len(order)).reshape(batches, anchors, classes).astype(np.float32)
+    deltas = floats_array(draw, (batches, anchors, encoding), low=-2.0, high=2.0)
+    centre = floats_array(draw, (anchors, 2), low=0.0, high=1.0)
+    size = floats_array(draw, (anchors, 2), low=0.05, high=0.5)
+    scales = tuple(draw(st.sampled_from([1.0, 2.0, 5.0, 10.0])) for _ in range(4))
+    args = dict(
+        regular=draw(st.booleans()),
+        max_det=draw(st.integers(1, 8)),
+        max_cls=draw(st.integers(1, 4)),
+        per_class=draw(st.integers(1, 5)),
+        s_thr=draw(st.sampled_from([0.0, 0.25, 0.5, 0.9])),
+        iou_thr=draw(st.sampled_from([0.0, 0.3, 0.5, 1.0])),
+        bg=draw(st.booleans()),
+    )
+    return scores, deltas, np.concatenate([centre, size], axis=1), scales, args
+
+
+@given(detection_postprocessing_case())
+def test_detection_postprocessing_matches_numpy(case):
+    from mock_ops import test_detection_postprocessing as dpp
+
+    scores, deltas, anchors, scales, args = case
+    expected = dpp.reference(scores, deltas, anchors, scales, **args)
+    dpp.check(dpp.make_tester(scores, deltas, anchors, scales, **args).run(), expected)
+
+
+@st.composite
+def generate_proposals_case(draw):
+    batches, height, width = (
+        draw(st.integers(1, 2)),
+        draw(st.integers(1, 3)),
+        draw(st.integers(1, 3)),
+    )
+    anchors = draw(st.integers(1, 3))
+    shape = (batches, height, width, anchors)
+    order = draw(st.permutations(range(int(np.prod(shape)))))
+    scores = (np.array(order) / len(order) + 0.01).reshape(shape).astype(np.float32)
+    deltas = floats_array(draw, (*shape[:3], anchors * 4), low=-0.5, high=0.5)
+    corner = floats_array(draw, (anchors, 2), low=0.0, high=4.0)
+    size = floats_array(draw, (anchors, 2), low=1.0, high=6.0)
+    image = floats_array(draw, (batches, 2), low=4.0, high=16.0)
+    args = (
+        draw(st.sampled_from([1.0, 2.0, 4.0])),  # height stride
+        draw(st.sampled_from([1.0, 2.0, 4.0])),  # width stride
+        draw(st.integers(-1, 12)),  # pre-NMS maximum
+        draw(st.integers(-1, 6)),  # post-NMS maximum
+        draw(st.sampled_from([0.3, 0.5, 0.7])),  # IoU threshold
+        draw(st.sampled_from([0.0, 0.5, 2.0])),  # min_size
+    )
+    return (
+        scores,
+        deltas,
+        np.concatenate([corner, corner + size], axis=1),
+        image,
+        args,
+        draw(st.booleans()),
+    )
+
+
+@given(generate_proposals_case())
+def test_generate_proposals_matches_numpy(case):
+    from mock_ops import test_generate_proposals as gp
+
+    scores, deltas, anchors, image, args, nchw = case
+    expected = gp.reference(scores, deltas, anchors, image, *args)
+    if not expected:
+        return  # empty outputs cannot be model outputs (tests/mock_ops covers them)
+    tester = gp.make_tester(scores, deltas, anchors, image, *args, nchw=nchw)
+    gp.check(gp.run_case(tester, len(expected)), expected)
+
+
 def test_example_budget_is_positive():
     assert EXAMPLES > 0, "FUZZ_EXAMPLES must be positive"
 

@@ -84,9 +84,10 @@ inline Q Quantize(float value, float scale, int32_t zero_point) {
   return static_cast<Q>(std::min(std::max(scaled, low), high));
 }
 
-// Element i of a TENSOR_FLOAT32, TENSOR_FLOAT16 or asymmetric quantised (8-bit unsigned or
-// signed, 16-bit) tensor as a real number; 0 for other types (operations validate first). The
-// detection and region operations compute in real numbers on every type they accept.
+// Element i of a TENSOR_FLOAT32, TENSOR_FLOAT16, asymmetric quantised (8-bit unsigned or
+// signed, 16-bit) or TENSOR_QUANT16_SYMM tensor as a real number; 0 for other types (operations
+// validate first). The detection and region operations compute in real numbers on every type
+// they accept.
 inline float RealElement(const OperandInfo& operand, size_t i) {
   switch (operand.type) {
     case ANEURALNETWORKS_TENSOR_FLOAT32:
@@ -99,6 +100,8 @@ inline float RealElement(const OperandInfo& operand, size_t i) {
       return Dequantize(operand.Data<int8_t>()[i], operand.scale, operand.zero_point);
     case ANEURALNETWORKS_TENSOR_QUANT16_ASYMM:
       return Dequantize(operand.Data<uint16_t>()[i], operand.scale, operand.zero_point);
+    case ANEURALNETWORKS_TENSOR_QUANT16_SYMM:
+      return Dequantize(operand.Data<int16_t>()[i], operand.scale, 0);
     default:
       return 0.f;
   }
