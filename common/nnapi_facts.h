@@ -39,6 +39,7 @@ enum class CostKind {
   kSampling,      // RANDOM_MULTINOMIAL: an exp per logit, a binary search per sample
   kHashing,       // LSH_PROJECTION: a fingerprint step per seed and input element
   kDataMovement,  // no arithmetic: bytes only
+  kControlFlow,   // IF, WHILE: none of their own; the mock adds what their referenced models ran
   kNotModelled,   // no formula: unimplemented operations, and data-dependent ROI and NMS work
 };
 

@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "half.h"
+#include "ops/control_flow.h"
 #include "statistics.h"
 #include "trace.h"
 
@@ -350,6 +351,8 @@ int Execution::Run() {
   CountingObserver observer(compilation_->model());
   // A cost-only run executes nothing: no operation counts, no float16 rounding of outputs.
   const bool cost_only = CostOnlyExecution();
+  // What IF and WHILE read of this execution (ops/control_flow.h).
+  ScopedControlFlowSettings control_flow({loop_timeout_ns_, cost_only});
   CostRecorder recorder(*compilation_, cost_only ? nullptr : &observer);
   RelaxedPrecisionObserver precision(*compilation_, &recorder);
   int result =

@@ -112,7 +112,11 @@ class ModelRun : public OperationContext::OutputAllocator {
       if (prepared != ANEURALNETWORKS_NO_ERROR) {
         // A model output too small for its computed shape stops the run; the shapes known so
         // far are reported through getOutputOperandDimensions (like Android's CpuExecutor).
-        if (prepared == ANEURALNETWORKS_OUTPUT_INSUFFICIENT_SIZE) return prepared;
+        // A WHILE past its loop timeout (ops/while.cc) ends the run with MISSED_DEADLINE_TRANSIENT.
+        if (prepared == ANEURALNETWORKS_OUTPUT_INSUFFICIENT_SIZE ||
+            prepared == ANEURALNETWORKS_MISSED_DEADLINE_TRANSIENT) {
+          return prepared;
+        }
         return prepared == ANEURALNETWORKS_OUT_OF_MEMORY ? prepared : ANEURALNETWORKS_OP_FAILED;
       }
       if (!cost_only_) {

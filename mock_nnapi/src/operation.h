@@ -30,6 +30,8 @@
 
 namespace mock_nnapi {
 
+class Model;
+
 struct ChannelQuantization {
   uint32_t channel_dim = 0;
   std::vector<float> scales;
@@ -49,6 +51,9 @@ struct OperandInfo {
   bool omitted = false;
   uint8_t* data = nullptr;
   size_t length = 0;
+  // A MODEL operand's referenced model (setOperandValueFromModel), seen by IF and WHILE in every
+  // phase; nullptr for any other operand.
+  const Model* model = nullptr;
 
   uint32_t rank() const { return static_cast<uint32_t>(dimensions.size()); }
   uint32_t dim(uint32_t i) const { return dimensions[i]; }
