@@ -2,6 +2,7 @@
 #include "execution.h"
 
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -61,8 +62,10 @@ int Event::CreateFromSyncFenceFd(int fd, std::unique_ptr<Event>* event) {
 }
 
 Event::~Event() {
-  // Android's Event_free waits for the computation first. (It also waits for a fence to
-  // signal; the mock does not, so freeing an event whose fence never signals cannot hang.)
+  // Android's Event_free waits for the computation first (for a fenced execution, that
+  // includes its wait for the input fences: like Android's, it hangs on one never signalled).
+  // Android also waits for an imported fence (createFromSyncFenceFd) to signal; the mock does
+  // not, so freeing such an event cannot hang.
   if (completion_) completion_->Wait();
   if (fence_fd_ >= 0) close(fence_fd_);
 }
@@ -431,17 +434,68 @@ int Execution::StartCompute(std::unique_ptr<Event>* event) {
   return ANEURALNETWORKS_NO_ERROR;
 }
 
-int Execution::StartComputeWithDependencies(const std::vector<int>& fences, uint64_t duration_ns,
-                                            std::unique_ptr<Event>* event) {
+int Execution::StartComputeWithDependencies(
+    const std::vector<int>& fences, const std::vector<std::shared_ptr<Completion>>& computations,
+    uint64_t duration_ns, std::unique_ptr<Event>* event) {
   NN_RETURN_IF_ERROR(BeginCompute("Execution_startComputeWithDependencies", true, duration_ns));
+  // The dependencies' fences are duplicated: their events may be freed before the run starts.
+  std::vector<int> waits;
+  auto close_all = [](const std::vector<int>& fds) {
+    for (int fd : fds) close(fd);
+  };
   for (int fence : fences) {
-    const int waited = WaitForFence(fence);
-    if (waited != ANEURALNETWORKS_NO_ERROR) return FinishComputation(waited, {});
+    const int owned = dup(fence);
+    if (owned < 0) {
+      close_all(waits);
+      return FinishComputation(CheckFailure(__FILE__, __LINE__, "dup", ANEURALNETWORKS_OP_FAILED)
+                                   << "cannot duplicate the dependency fence " << fence << ": "
+                                   << std::strerror(errno),
+                               {});
+    }
+    waits.push_back(owned);
   }
-  NN_RETURN_IF_ERROR(Run());
+  // The execution's own fence; the worker signals it through a duplicate, so that freeing the
+  // event (which closes the original) never races with the signal.
+  const int fence = eventfd(0, EFD_CLOEXEC);
+  const int signal_fd = fence >= 0 ? dup(fence) : -1;
+  if (signal_fd < 0) {
+    if (fence >= 0) close(fence);
+    close_all(waits);
+    return FinishComputation(CheckFailure(__FILE__, __LINE__, "eventfd", ANEURALNETWORKS_OP_FAILED)
+                                 << "cannot create the execution's sync fence: "
+                                 << std::strerror(errno),
+                             {});
+  }
+  if (worker_.joinable()) worker_.join();  // a reusable execution's previous run
   auto completion = std::make_shared<Completion>();
-  completion->Signal(ANEURALNETWORKS_NO_ERROR);
-  *event = std::make_unique<Event>(completion);
+  *event = std::make_unique<Event>(completion, fence);
+  auto work = [this, completion, waits, computations, signal_fd] {
+    int result = ANEURALNETWORKS_NO_ERROR;
+    for (int fd : waits) {
+      if (result == ANEURALNETWORKS_NO_ERROR) result = WaitForFence(fd);
+      close(fd);
+    }
+    for (const std::shared_ptr<Completion>& computation : computations) {
+      if (result != ANEURALNETWORKS_NO_ERROR) break;
+      const int waited = computation->Wait();
+      if (waited != ANEURALNETWORKS_NO_ERROR) {
+        result = CheckFailure(__FILE__, __LINE__, "dependency succeeded", ANEURALNETWORKS_OP_FAILED)
+                 << "Execution_startComputeWithDependencies: a dependency failed with "
+                 << ResultCodeName(waited);
+      }
+    }
+    result = result == ANEURALNETWORKS_NO_ERROR ? Run() : FinishComputation(result, {});
+    const uint64_t one = 1;
+    while (write(signal_fd, &one, sizeof(one)) < 0 && errno == EINTR) {
+    }
+    close(signal_fd);
+    completion->Signal(result);
+  };
+  try {
+    worker_ = std::thread(work);
+  } catch (const std::system_error&) {
+    work();  // no thread available: run on the caller's thread
+  }
   return ANEURALNETWORKS_NO_ERROR;
 }
 
