@@ -186,7 +186,8 @@ int Execution::SetArgument(bool input, int32_t index, const ANeuralNetworksOpera
     dimensions.assign(type->dimensions, type->dimensions + type->dimensionCount);
     rank_known = rank_known || type->dimensionCount > 0;
   }
-  if (!omitted && operand.type != ANEURALNETWORKS_OEM_SCALAR) {
+  const bool sized_by_run = memory != nullptr && memory->dynamic();  // allocated when written
+  if (!omitted && !sized_by_run && operand.type != ANEURALNETWORKS_OEM_SCALAR) {
     // A buffer for dimensions still unknown just has to be "large enough" (checked at run
     // time); a known size must fit, and any excess is padding, which must have been enabled.
     const size_t needed = RequiredLength(operand.type, dimensions);
@@ -344,6 +345,16 @@ int Execution::Run() {
     result.length = argument.length;
     result.dimensions = argument.dimensions;
     result.rank_known = argument.rank_known;
+    if (argument.memory != nullptr && argument.memory->from_desc()) {
+      // A descriptor memory's buffer may have been (re)allocated since setInput/OutputFromMemory
+      // (dynamic memories, memory.h); it is used whole.
+      result.data = argument.memory->data();
+      result.length = argument.memory->size();
+      if (argument.memory->dynamic()) {
+        const Memory* memory = argument.memory;
+        result.grow = [memory](size_t size) { return memory->Resize(size); };
+      }
+    }
     return result;
   };
   std::vector<ExecutorArgument> inputs;

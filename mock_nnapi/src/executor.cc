@@ -150,6 +150,13 @@ class ModelRun : public OperationContext::OutputAllocator {
       const ExecutorArgument& argument = outputs_[model_output];
       info->data = argument.data;
       info->length = argument.length;
+      if (argument.grow && argument.length != *size) {
+        info->data = argument.grow(*size);
+        info->length = *size;
+        NN_CHECK(info->data != nullptr, ANEURALNETWORKS_OUT_OF_MEMORY)
+            << "model output " << model_output << " needs " << *size << " bytes";
+        return ANEURALNETWORKS_NO_ERROR;
+      }
       if (argument.length < *size) {
         shape.sufficient = false;
         return CheckFailure(__FILE__, __LINE__, "output buffer large enough",
