@@ -169,10 +169,18 @@ int Model::ValidateOperation(const Operation& operation, int64_t* feature_level)
   const OperationRegistration* registration = FindOperation(operation.type);
   NN_CHECK(registration != nullptr, ANEURALNETWORKS_BAD_DATA)
       << "operation " << OperationTypeName(operation.type) << " is not implemented by mock_nnapi";
+  // Android validates an operation at addOperation and finish from its operands' types and
+  // shapes only (validateOperation never sees a constant's value); argument values are checked
+  // when the operation is prepared, at execution (OP_FAILED; the executor validates again with
+  // every value known). So the validate step sees no value here, constants included.
   std::vector<OperandInfo> infos;
   infos.reserve(operation.inputs.size() + operation.outputs.size());
   for (uint32_t index : operation.inputs) infos.push_back(StaticOperandInfo(index));
   for (uint32_t index : operation.outputs) infos.push_back(StaticOperandInfo(index));
+  for (OperandInfo& info : infos) {
+    info.data = nullptr;
+    info.length = 0;
+  }
   std::vector<OperandInfo*> inputs;
   std::vector<OperandInfo*> outputs;
   for (size_t i = 0; i < infos.size(); ++i) {
