@@ -150,7 +150,7 @@ class ModelRun : public OperationContext::OutputAllocator {
       const ExecutorArgument& argument = outputs_[model_output];
       info->data = argument.data;
       info->length = argument.length;
-      if (argument.grow && argument.length != *size) {
+      if (argument.grow && (argument.length != *size || argument.data == nullptr)) {
         info->data = argument.grow(*size);
         info->length = *size;
         NN_CHECK(info->data != nullptr, ANEURALNETWORKS_OUT_OF_MEMORY)
