@@ -672,3 +672,56 @@ def test_modelled_work_of_a_loop_grows_with_its_iterations(arena):
     one = _modelled_duration(arena, 1)
     many = _modelled_duration(arena, 50)
     assert many > one
+
+
+def _levels_profile(tmp_path):
+    """A profile with one accelerator per feature level 1..8 ("all" operations) and a CPU."""
+    helpers = pytest.importorskip("mock_profiles.helpers")
+    devices = [
+        helpers.device_entry(f"fl{level}", "ACCELERATOR", feature_level=level)
+        for level in range(1, 9)
+    ]
+    profile = helpers.profile_with([*devices, helpers.device_entry("cpu", "CPU")], "levels")
+    path = tmp_path / "levels.json"
+    path.write_text(json.dumps(profile))
+    return path
+
+
+def test_feature_level_is_the_highest_of_the_operation_and_its_branches(arena, tmp_path):
+    with control.Profile(_levels_profile(tmp_path)):
+        model = if_model(arena)  # ADD and MUL branches: FL1
+        supported = [_supported(model, _device_named(f"fl{level}")) for level in range(1, 9)]
+        assert supported == [False, False, False, True, True, True, True, True]
+        # A branch with BATCH_MATMUL (FL6) makes the IF need FL6.
+        matmul = binary_model(arena, OperationCode.ADD, F32, [2, 2])
+        b = Builder(arena)
+        x, y = b.operand(F32, [2, 2]), b.operand(F32, [2, 2])
+        out = b.operand(F32, [2, 2])
+        adj_x = b.constant(OperandCode.BOOL, np.array(False))
+        adj_y = b.constant(OperandCode.BOOL, np.array(False))
+        b.operation(OperationCode.BATCH_MATMUL, [x, y, adj_x, adj_y], [out])
+        batch_matmul = b.finish([x, y], [out])
+        m = Builder(arena)
+        cond = m.operand(BOOL8, [1])
+        x, y, out = m.operand(F32, [2, 2]), m.operand(F32, [2, 2]), m.operand(F32, [2, 2])
+        m.operation(
+            OperationCode.IF, [cond, m.reference(matmul), m.reference(batch_matmul), x, y], [out]
+        )
+        model = m.finish([cond, x, y], [out])
+        supported = [_supported(model, _device_named(f"fl{level}")) for level in range(1, 9)]
+        assert supported == [False] * 5 + [True] * 3
+
+
+def test_cost_only_run_of_a_loop_ends(arena):
+    # Cost-only runs skip the kernels: the condition model's output is never computed and reads
+    # as false, so the loop runs no iteration (instead of spinning until its loop timeout).
+    model = counting_while(arena)
+    control.set_cost_only_execution(True)
+    try:
+        began = time.monotonic()
+        inputs = [np.array([0], np.int32), np.ones(2, np.float32), np.array([5], np.int32)]
+        code, _ = run(arena, model, inputs, [np.zeros(1, np.int32), np.zeros(2, np.float32)])
+        assert code == NO_ERROR, last_error()
+        assert time.monotonic() - began < 1.5
+    finally:
+        control.set_cost_only_execution(False)
