@@ -382,7 +382,8 @@ int Model::Finish() {
     operand.value_offset = offset;
     operand.value_pointer = nullptr;
   }
-  // Constants may have changed since addOperation: validate each operation once more.
+  // Operands may have changed since addOperation (a value omitted, another referenced model):
+  // validate each operation once more.
   for (Operation& operation : operations_) {
     code = ValidateOperation(operation, &operation.feature_level);
     if (code != ANEURALNETWORKS_NO_ERROR) return fail(code);
