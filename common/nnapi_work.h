@@ -48,6 +48,30 @@ constexpr PoolingInputs PoolingInputsFor(size_t input_count) {
                            : PoolingInputs{false, 2, 3, 4, 5, 6, 7};
 }
 
+// The weight-matrix inputs of the recurrent operations (NDK input indices): each multiplies
+// every row (time step x batch entry) of the input once per step. Empty for other codes.
+inline std::vector<size_t> RecurrentWeightInputs(int32_t code) {
+  switch (code) {
+    case ANEURALNETWORKS_RNN:
+    case ANEURALNETWORKS_UNIDIRECTIONAL_SEQUENCE_RNN:
+    case ANEURALNETWORKS_SVDF:  // weights_feature, weights_time (against the state memory)
+      return {1, 2};
+    case ANEURALNETWORKS_BIDIRECTIONAL_SEQUENCE_RNN:  // forward, backward and the aux weights
+      return {1, 2, 5, 6, 10, 11};
+    case ANEURALNETWORKS_LSTM:
+    case ANEURALNETWORKS_UNIDIRECTIONAL_SEQUENCE_LSTM:
+    case ANEURALNETWORKS_QUANTIZED_LSTM:  // input-to-gate, recurrent-to-gate, projection
+      return {1, 2, 3, 4, 5, 6, 7, 8, 16};
+    case ANEURALNETWORKS_QUANTIZED_16BIT_LSTM:
+      return {1, 2, 3, 4, 5, 6, 7, 8};
+    case ANEURALNETWORKS_BIDIRECTIONAL_SEQUENCE_LSTM:  // both directions and their aux weights
+      return {1,  2,  3,  4,  5,  6,  7,  8,  16, 18, 19, 20, 21,
+              22, 23, 24, 25, 33, 40, 41, 42, 43, 44, 45, 46, 47};
+    default:
+      return {};
+  }
+}
+
 namespace work_detail {
 inline double Elements(const std::vector<int64_t>& shape) {
   double count = 1;
@@ -67,7 +91,8 @@ inline int64_t ValueOr(const WorkOperation& operation, size_t i, int64_t fallbac
 }  // namespace work_detail
 
 // Arithmetic operations of an operation of cost kind `kind`.
-inline double CostKindFlops(CostKind kind, const WorkOperation& operation) {
+// `code` is the operation's (only kRecurrent's formula reads it).
+inline double CostKindFlops(CostKind kind, const WorkOperation& operation, int32_t code = -1) {
   using work_detail::Dimension;
   using work_detail::Elements;
   using work_detail::ValueOr;
@@ -136,6 +161,20 @@ inline double CostKindFlops(CostKind kind, const WorkOperation& operation) {
       if (!has_weights) return 0;
       return Dimension(operation, 0, 0) * Dimension(operation, 0, 1) *
              Elements(operation.inputs[1].shape);
+    case CostKind::kRecurrent: {
+      // 2 x rows x the elements of every weight matrix present, rows being the input's
+      // elements over its last dimension (time steps x batch); the gates' element-wise work is
+      // not counted.
+      if (input.empty() || input.back() == 0) return 0;
+      const double rows = Elements(input) / static_cast<double>(input.back());
+      double weights = 0;
+      for (size_t i : RecurrentWeightInputs(code)) {
+        if (i < operation.inputs.size() && operation.inputs[i].shape.size() == 2) {
+          weights += Elements(operation.inputs[i].shape);
+        }
+      }
+      return 2 * rows * weights;
+    }
     case CostKind::kDataMovement:
       return 0;
     case CostKind::kControlFlow:
@@ -152,7 +191,7 @@ inline double CostKindFlops(CostKind kind, const WorkOperation& operation) {
 // Arithmetic operations of NNAPI operation `code` (0 for a code outside nnapi_operations.inc).
 inline double OperationFlops(int32_t code, const WorkOperation& operation) {
   const OperationFacts* facts = FindOperationFacts(code);
-  return facts == nullptr ? 0 : CostKindFlops(facts->cost, operation);
+  return facts == nullptr ? 0 : CostKindFlops(facts->cost, operation, code);
 }
 
 }  // namespace nnapi_common

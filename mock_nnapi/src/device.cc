@@ -88,6 +88,7 @@ OperationClass OperationClassOf(int32_t operation_type) {
     case nnapi_common::CostKind::kDepthwiseConvolution:
       return OperationClass::kDepthwiseConvolution;
     case nnapi_common::CostKind::kFullyConnected:
+    case nnapi_common::CostKind::kRecurrent:
       return OperationClass::kFullyConnected;
     case nnapi_common::CostKind::kMatMul:
       return OperationClass::kMatMul;

@@ -122,6 +122,23 @@ def transpose() -> OpTester:
     )
 
 
+def lstm() -> OpTester:
+    # batch 2, input 3, 4 units, no projection: the eight gate matrices, 4 x (4 x 3 + 4 x 4).
+    tester = OpTester(OperationCode.LSTM).input(_x(2, 3))
+    for shape in [(4, 3)] * 4 + [(4, 4)] * 4:
+        tester.constant(_x(*shape))
+    for _ in range(3):
+        tester.omitted(F32)  # no peephole
+    for _ in range(4):
+        tester.constant(np.zeros(4, np.float32))
+    tester.omitted(F32).omitted(F32)  # no projection
+    tester.input(_x(2, 4)).input(_x(2, 4))
+    tester.scalar(INT32, 4).scalar(OperandCode.FLOAT32, 0.0).scalar(OperandCode.FLOAT32, 0.0)
+    for shape in [(2, 16), (2, 4), (2, 4), (2, 4)]:
+        tester.output(F32, shape)
+    return tester
+
+
 @pytest.mark.parametrize(
     "make, flops",
     [
@@ -133,6 +150,7 @@ def transpose() -> OpTester:
         (softmax, 5 * 40),
         (exp, 4 * 40),
         (transpose, 0),
+        (lstm, 2 * 2 * (4 * 12 + 4 * 16)),
     ],
     ids=[
         "conv",
@@ -143,6 +161,7 @@ def transpose() -> OpTester:
         "softmax",
         "exp",
         "transpose",
+        "lstm",
     ],
 )
 def test_runtime_and_mock_count_the_same_work(make, flops):

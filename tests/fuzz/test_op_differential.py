@@ -535,6 +535,147 @@ def test_space_batch_matches_numpy(case):
     np.testing.assert_array_equal(result, expected)
 
 
+# ---- recurrent: UNIDIRECTIONAL_SEQUENCE_RNN, UNIDIRECTIONAL_SEQUENCE_LSTM ------------------------
+#
+# The references step the NDK's cell equations in float64 and carry an error bound through the
+# recurrence: each matrix product adds 64 * eps * sum(|terms|), tanh and the logistic are
+# 1- and 1/4-Lipschitz, and the bound of h_{t-1} (and C_{t-1}) enters step t through
+# |recurrent weights| (and the peephole and gate factors).
+
+
+def _sigmoid(v):
+    return 1 / (1 + np.exp(-v))
+
+
+@st.composite
+def sequence_rnn_case(draw):
+    steps, batch, inputs, units = (draw(st.integers(1, 4)) for _ in range(4))
+    x = floats_array(draw, (steps, batch, inputs), low=-1, high=1)
+    weights = floats_array(draw, (units, inputs), low=-1, high=1)
+    recurrent = floats_array(draw, (units, units), low=-0.5, high=0.5)
+    bias = floats_array(draw, (units,), low=-1, high=1)
+    hidden = floats_array(draw, (batch, units), low=-1, high=1)
+    return x, weights, recurrent, bias, hidden, draw(st.booleans())
+
+
+@given(sequence_rnn_case())
+def test_sequence_rnn_matches_numpy(case):
+    x, weights, recurrent, bias, hidden, time_major = case
+    fed = x if time_major else np.ascontiguousarray(x.transpose(1, 0, 2))
+    tester = OpTester(OperationCode.UNIDIRECTIONAL_SEQUENCE_RNN).input(fed)
+    tester.constant(weights).constant(recurrent).constant(bias).input(hidden)
+    tester.scalar(INT32, 4).scalar(INT32, int(time_major))  # tanh
+    steps, batch = x.shape[:2]
+    shape = (steps, batch, weights.shape[0]) if time_major else (batch, steps, weights.shape[0])
+    (result,) = tester.output(F32, shape).run()
+    h = hidden.astype(np.float64)
+    bound = np.zeros_like(h)
+    expected, bounds = [], []
+    for x_t in x.astype(np.float64):
+        pre = x_t @ weights.T + h @ recurrent.T + bias
+        magnitude = np.abs(x_t) @ np.abs(weights).T + np.abs(h) @ np.abs(recurrent).T + np.abs(bias)
+        bound = 64 * EPS32 * magnitude + bound @ np.abs(recurrent).T + 4 * EPS32
+        h = np.tanh(pre)
+        expected.append(h)
+        bounds.append(bound + 1e-7)
+    expected, bounds = np.stack(expected), np.stack(bounds)
+    if not time_major:
+        expected, bounds = expected.transpose(1, 0, 2), bounds.transpose(1, 0, 2)
+    assert_within(result, expected, bounds, "UNIDIRECTIONAL_SEQUENCE_RNN")
+
+
+@st.composite
+def sequence_lstm_case(draw):
+    steps, batch, inputs, cells = (draw(st.integers(1, 3)) for _ in range(4))
+    cifg, peephole, projection = draw(st.booleans()), draw(st.booleans()), draw(st.booleans())
+    outputs = draw(st.integers(1, 3)) if projection else cells
+
+    def weights(*shape):
+        return floats_array(draw, shape, low=-1, high=1)
+
+    p = {"x": floats_array(draw, (steps, batch, inputs), low=-1, high=1)}
+    for g in "ifco":
+        use = not (cifg and g == "i")
+        p[f"wx{g}"] = weights(cells, inputs) if use else None
+        p[f"wh{g}"] = weights(cells, outputs) if use else None
+        p[f"b{g}"] = weights(cells) if use else None
+    for g in "ifo":
+        p[f"wc{g}"] = weights(cells) if peephole and not (cifg and g == "i") else None
+    p["wproj"] = weights(outputs, cells) if projection else None
+    p["bproj"] = weights(outputs) if projection and draw(st.booleans()) else None
+    p["h"], p["c"] = weights(batch, outputs), weights(batch, cells)
+    return p, draw(st.booleans())
+
+
+def lstm_sequence_reference(p):
+    """(outputs, bounds) of the NDK's LSTM equations (g = tanh, no clipping) over time-major x."""
+    a = {k: None if v is None else v.astype(np.float64) for k, v in p.items()}
+    h, c = a["h"], a["c"]
+    e_h, e_c = np.zeros_like(h), np.zeros_like(c)
+    outputs, bounds = [], []
+    for x_t in a["x"]:
+
+        def pre(g, state, e_state, x_t=x_t, h=h, e_h=e_h):
+            value = x_t @ a[f"wx{g}"].T + h @ a[f"wh{g}"].T + a[f"b{g}"]
+            magnitude = np.abs(x_t) @ np.abs(a[f"wx{g}"]).T + np.abs(h) @ np.abs(a[f"wh{g}"]).T
+            error = 64 * EPS32 * (magnitude + np.abs(a[f"b{g}"])) + e_h @ np.abs(a[f"wh{g}"]).T
+            if a.get(f"wc{g}") is not None:
+                value = value + a[f"wc{g}"] * state
+                error = error + np.abs(a[f"wc{g}"]) * e_state + 4 * EPS32 * np.abs(value)
+            return value, error + 4 * EPS32
+
+        pf, ef = pre("f", c, e_c)
+        f, e_f = _sigmoid(pf), ef / 4 + 4 * EPS32
+        if a["wxi"] is None:
+            i, e_i = 1 - f, e_f + EPS32
+        else:
+            pi, ei = pre("i", c, e_c)
+            i, e_i = _sigmoid(pi), ei / 4 + 4 * EPS32
+        pg, eg = pre("c", None, None)
+        g, e_g = np.tanh(pg), eg + 4 * EPS32
+        c_new = f * c + i * g
+        e_c = np.abs(f) * e_c + np.abs(c) * e_f + np.abs(i) * e_g + np.abs(g) * e_i
+        e_c = e_c + 4 * EPS32 * (np.abs(f * c) + np.abs(i * g))
+        c = c_new
+        po, eo = pre("o", c, e_c)
+        o, e_o = _sigmoid(po), eo / 4 + 4 * EPS32
+        h = o * np.tanh(c)
+        e_h = np.abs(o) * e_c + np.abs(np.tanh(c)) * e_o + 8 * EPS32
+        if a["wproj"] is not None:
+            magnitude = np.abs(h) @ np.abs(a["wproj"]).T
+            e_h = e_h @ np.abs(a["wproj"]).T + 64 * EPS32 * magnitude
+            h = h @ a["wproj"].T
+            if a["bproj"] is not None:
+                h = h + a["bproj"]
+                e_h = e_h + 64 * EPS32 * np.abs(a["bproj"])
+        outputs.append(h)
+        bounds.append(e_h + 1e-7)
+    return np.stack(outputs), np.stack(bounds)
+
+
+@given(sequence_lstm_case())
+def test_sequence_lstm_matches_numpy(case):
+    p, time_major = case
+    x = p["x"]
+    tester = OpTester(OperationCode.UNIDIRECTIONAL_SEQUENCE_LSTM)
+    tester.input(x if time_major else np.ascontiguousarray(x.transpose(1, 0, 2)))
+    order = [f"wx{g}" for g in "ifco"] + [f"wh{g}" for g in "ifco"] + ["wci", "wcf", "wco"]
+    for name in [*order, *(f"b{g}" for g in "ifco"), "wproj", "bproj"]:
+        tester = tester.omitted(F32) if p[name] is None else tester.constant(p[name])
+    tester.input(p["h"]).input(p["c"])
+    tester.scalar(INT32, 4).scalar(OperandCode.FLOAT32, 0.0).scalar(OperandCode.FLOAT32, 0.0)
+    tester.scalar(OperandCode.BOOL, time_major)
+    for _ in range(4):
+        tester.omitted(F32)  # no layer normalisation
+    steps, batch, outputs = x.shape[0], x.shape[1], p["h"].shape[1]
+    shape = (steps, batch, outputs) if time_major else (batch, steps, outputs)
+    (result,) = tester.output(F32, shape).run()
+    expected, bounds = lstm_sequence_reference(p)
+    if not time_major:
+        expected, bounds = expected.transpose(1, 0, 2), bounds.transpose(1, 0, 2)
+    assert_within(result, expected, bounds, "UNIDIRECTIONAL_SEQUENCE_LSTM")
+
+
 def test_example_budget_is_positive():
     assert EXAMPLES > 0, "FUZZ_EXAMPLES must be positive"
 

@@ -125,9 +125,10 @@ class OpTester:
         self._inputs.append(dict(kind="scalar", code=code, value=value))
         return self
 
-    def omitted(self, code: int) -> OpTester:
-        """An omitted optional operand (setOperandValue(NULL, 0))."""
-        self._inputs.append(dict(kind="omitted", code=code))
+    def omitted(self, code: int, scale: float = 0.0, zero_point: int = 0) -> OpTester:
+        """An omitted optional operand (setOperandValue(NULL, 0)); quantised types need a
+        scale."""
+        self._inputs.append(dict(kind="omitted", code=code, scale=scale, zp=zero_point))
         return self
 
     def output(
@@ -161,7 +162,9 @@ class OpTester:
                 continue
             if kind == "omitted":
                 dims = None
-                index = model.add_operand(spec["code"], dims)
+                index = model.add_operand(
+                    spec["code"], dims, spec.get("scale", 0.0), spec.get("zp", 0)
+                )
                 mock_nnapi.api.call(
                     "ANeuralNetworksModel_setOperandValue", model.handle, index, None, 0
                 )
@@ -208,6 +211,8 @@ class OpTester:
                 operand = {"type": code.name, "omitted": True}
                 if code.name.startswith("TENSOR_"):
                     operand["shape"] = []
+                if spec.get("scale") or spec.get("zp"):
+                    operand.update(scale=float(spec["scale"]), zero_point=int(spec["zp"]))
                 operands.append(operand)
             else:
                 array = np.ascontiguousarray(spec["array"], dtype=NUMPY_DTYPES[code])

@@ -355,3 +355,23 @@ def test_built_in_npu_is_modelled_faster_than_the_cpu(profile, npu, cpu):
         assert execution.measure_timing().compute() == ResultCode.NO_ERROR
         on_hardware[name] = execution.duration(DURATION_ON_HARDWARE)
     assert 0 < on_hardware[npu] < on_hardware[cpu]
+
+
+def test_recurrent_flops(roofline):
+    # docs/cost-model.md: 2 x rows (time steps x batch) x the elements of the weight matrices.
+    import numpy as np
+    from mock_ops.op_tester import OpTester
+
+    sequence = (
+        OpTester(OperationCode.UNIDIRECTIONAL_SEQUENCE_RNN)
+        .input(np.zeros((5, 2, 3), np.float32))  # time-major: 5 steps, batch 2, input 3
+        .constant(np.zeros((4, 3), np.float32))
+        .constant(np.zeros((4, 4), np.float32))
+        .constant(np.zeros(4, np.float32))
+        .input(np.zeros((2, 4), np.float32))
+        .scalar(OperandCode.INT32, 0)
+        .scalar(OperandCode.INT32, 1)
+        .output(F32, (5, 2, 4))
+    )
+    run(sequence.build(), [roofline["cpu"]])
+    assert _operation(control.last_execution_trace())["flops"] == 2 * 10 * (12 + 16)
