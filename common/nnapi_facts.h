@@ -40,6 +40,7 @@ enum class CostKind {
   kHashing,       // LSH_PROJECTION: a fingerprint step per seed and input element
   kRecurrent,     // RNN, LSTM, SVDF and their sequence forms: the weight matrices per time step
   kDataMovement,  // no arithmetic: bytes only
+  kControlFlow,   // IF, WHILE: none of their own; the mock adds what their referenced models ran
   kNotModelled,   // no formula: unimplemented operations, and data-dependent ROI and NMS work
 };
 

@@ -177,6 +177,11 @@ inline double CostKindFlops(CostKind kind, const WorkOperation& operation, int32
     }
     case CostKind::kDataMovement:
       return 0;
+    case CostKind::kControlFlow:
+      // The branch taken and the iteration count are only known when the operation runs: the
+      // formula counts nothing, and the mock's cost model adds the work its referenced models
+      // executed (mock_nnapi/src/ops/control_flow.h).
+      return 0;
     case CostKind::kNotModelled:
       return output_elements;  // a placeholder of one operation per output element
   }

@@ -250,21 +250,25 @@ int ANeuralNetworksExecution_startComputeWithDependencies(
   NN_CHECK(dependencies != nullptr || num_dependencies == 0, ANEURALNETWORKS_UNEXPECTED_NULL)
       << "dependencies";
   NN_CHECK_NOT_NULL(execution);
-  // Like Android: dependencies backed by a fence are handed to the execution; the others are
-  // waited for here (their result is not checked).
+  // Like Android: dependencies backed by a fence are handed to the execution (for the mock's
+  // own fenced executions, their completion, whose error stands for a fence signalled with an
+  // error); the others are waited for here (their result is not checked).
   std::vector<int> fences;
+  std::vector<std::shared_ptr<mock_nnapi::Completion>> computations;
   for (uint32_t i = 0; i < num_dependencies; ++i) {
     NN_CHECK(dependencies[i] != nullptr, ANEURALNETWORKS_UNEXPECTED_NULL) << "dependency " << i;
     const Event* dependency = As<Event>(dependencies[i]);
-    if (dependency->fence_fd() >= 0) {
+    if (dependency->fence_fd() >= 0 && dependency->completion()) {
+      computations.push_back(dependency->completion());
+    } else if (dependency->fence_fd() >= 0) {
       fences.push_back(dependency->fence_fd());
     } else {
       dependency->Wait();
     }
   }
   std::unique_ptr<Event> created;
-  NN_RETURN_IF_ERROR(
-      As<Execution>(execution)->StartComputeWithDependencies(fences, duration, &created));
+  NN_RETURN_IF_ERROR(As<Execution>(execution)->StartComputeWithDependencies(fences, computations,
+                                                                            duration, &created));
   *event = ToHandle<ANeuralNetworksEvent>(created.release());
   return ANEURALNETWORKS_NO_ERROR;
 }

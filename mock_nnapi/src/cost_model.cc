@@ -67,6 +67,25 @@ OperationWork CountOperationWork(int32_t operation_type,
   return work;
 }
 
+namespace {
+// Set by an IF's or WHILE's prepare step, taken by the observer call that follows it.
+thread_local OperationWork t_control_flow_work;
+}  // namespace
+
+void SetControlFlowWork(const OperationWork& work) { t_control_flow_work = work; }
+
+OperationWork CountExecutedOperationWork(int32_t operation_type,
+                                         const std::vector<const OperandInfo*>& inputs,
+                                         const std::vector<const OperandInfo*>& outputs) {
+  OperationWork work = CountOperationWork(operation_type, inputs, outputs);
+  if (operation_type == ANEURALNETWORKS_IF || operation_type == ANEURALNETWORKS_WHILE) {
+    work.flops += t_control_flow_work.flops;
+    work.bytes += t_control_flow_work.bytes;
+    t_control_flow_work = OperationWork{};
+  }
+  return work;
+}
+
 // ---- Devices of a compilation ------------------------------------------------------------------
 
 const Device& ModelledDevice(const Compilation& compilation, uint32_t operation_index) {
@@ -116,7 +135,7 @@ void CostRecorder::OnOperation(uint32_t operation_index,
   const Operation& operation = model.operations()[operation_index];
   Record record;
   record.operation_index = operation_index;
-  record.work = CountOperationWork(operation.type, inputs, outputs);
+  record.work = CountExecutedOperationWork(operation.type, inputs, outputs);
   const int32_t first_type = operation.inputs.empty() ? ANEURALNETWORKS_TENSOR_FLOAT32
                                                       : model.operands()[operation.inputs[0]].type;
   record.data_class = DataClassOf(first_type, model.relaxed_float32_to_float16());

@@ -25,6 +25,14 @@ struct OperationWork {
 OperationWork CountOperationWork(int32_t operation_type,
                                  const std::vector<const OperandInfo*>& inputs,
                                  const std::vector<const OperandInfo*>& outputs);
+// The work of an operation that has just executed: CountOperationWork, plus for IF and WHILE
+// the work of every operation their referenced models ran (ops/control_flow.h), which the
+// operation's prepare step handed over with SetControlFlowWork. Each observer of a run calls it
+// once per executed operation, right after the operation ran on the same thread.
+OperationWork CountExecutedOperationWork(int32_t operation_type,
+                                         const std::vector<const OperandInfo*>& inputs,
+                                         const std::vector<const OperandInfo*>& outputs);
+void SetControlFlowWork(const OperationWork& work);
 
 // One interval of the modelled timeline of an execution.
 struct TimelineEvent {

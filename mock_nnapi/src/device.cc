@@ -112,6 +112,7 @@ OperationClass OperationClassOf(int32_t operation_type) {
     case nnapi_common::CostKind::kDataMovement:
       return OperationClass::kDataMovement;
     case nnapi_common::CostKind::kHashing:
+    case nnapi_common::CostKind::kControlFlow:
     case nnapi_common::CostKind::kNotModelled:
       return OperationClass::kOther;
   }
@@ -124,6 +125,9 @@ bool Device::SupportsOperation(const Model& model, const Operation& operation) c
   if (operation.feature_level > feature_level) return false;
   if (!supported_operations.empty() && supported_operations.count(operation.type) == 0) {
     return false;
+  }
+  if (operation.type == ANEURALNETWORKS_IF || operation.type == ANEURALNETWORKS_WHILE) {
+    return SupportsControlFlow(model, operation);
   }
   // The data type is the first input's (as in Android's performance lookup); a per-operation
   // list replaces the device-wide one.
@@ -145,6 +149,22 @@ bool Device::SupportsOperation(const Model& model, const Operation& operation) c
   };
   return std::all_of(operation.inputs.begin(), operation.inputs.end(), rank_ok) &&
          std::all_of(operation.outputs.begin(), operation.outputs.end(), rank_ok);
+}
+
+bool Device::SupportsControlFlow(const Model& model, const Operation& operation) const {
+  // Android runs IF and WHILE on a driver only when the driver reports them supported, which
+  // takes every operation of their referenced models; otherwise (every profile's accelerators
+  // exclude them) the runtime interprets them on its CPU. The data-type rule of the other
+  // operations (the first input's type) does not apply: IF's is the condition, WHILE's a model.
+  for (uint32_t input : operation.inputs) {
+    const Operand& operand = model.operands()[input];
+    if (operand.lifetime != OperandLifetime::kModelReference) continue;
+    const Model& referenced = *operand.referenced_model;
+    for (const Operation& inner : referenced.operations()) {
+      if (!SupportsOperation(referenced, inner)) return false;
+    }
+  }
+  return true;
 }
 
 float Device::Cost(const Model& model, const Operation& operation, int32_t preference) const {

@@ -144,6 +144,9 @@ class Device {
 
   // Whether the device can run `operation` of `model` (the model's validation already passed).
   bool SupportsOperation(const Model& model, const Operation& operation) const;
+  // IF and WHILE (once listed by the device's support): every operation of their referenced
+  // models supported.
+  bool SupportsControlFlow(const Model& model, const Operation& operation) const;
   // The performance figure used for `operation` under `preference`.
   float Cost(const Model& model, const Operation& operation, int32_t preference) const;
 };

@@ -2,6 +2,7 @@
 #include "execution.h"
 
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,6 +12,7 @@
 #include <system_error>
 
 #include "half.h"
+#include "ops/control_flow.h"
 #include "statistics.h"
 #include "trace.h"
 
@@ -60,8 +62,10 @@ int Event::CreateFromSyncFenceFd(int fd, std::unique_ptr<Event>* event) {
 }
 
 Event::~Event() {
-  // Android's Event_free waits for the computation first. (It also waits for a fence to
-  // signal; the mock does not, so freeing an event whose fence never signals cannot hang.)
+  // Android's Event_free waits for the computation first (for a fenced execution, that
+  // includes its wait for the input fences: like Android's, it hangs on one never signalled).
+  // Android also waits for an imported fence (createFromSyncFenceFd) to signal; the mock does
+  // not, so freeing such an event cannot hang.
   if (completion_) completion_->Wait();
   if (fence_fd_ >= 0) close(fence_fd_);
 }
@@ -182,7 +186,8 @@ int Execution::SetArgument(bool input, int32_t index, const ANeuralNetworksOpera
     dimensions.assign(type->dimensions, type->dimensions + type->dimensionCount);
     rank_known = rank_known || type->dimensionCount > 0;
   }
-  if (!omitted && operand.type != ANEURALNETWORKS_OEM_SCALAR) {
+  const bool sized_by_run = memory != nullptr && memory->dynamic();  // allocated when written
+  if (!omitted && !sized_by_run && operand.type != ANEURALNETWORKS_OEM_SCALAR) {
     // A buffer for dimensions still unknown just has to be "large enough" (checked at run
     // time); a known size must fit, and any excess is padding, which must have been enabled.
     const size_t needed = RequiredLength(operand.type, dimensions);
@@ -340,6 +345,16 @@ int Execution::Run() {
     result.length = argument.length;
     result.dimensions = argument.dimensions;
     result.rank_known = argument.rank_known;
+    if (argument.memory != nullptr && argument.memory->from_desc()) {
+      // A descriptor memory's buffer may have been (re)allocated since setInput/OutputFromMemory
+      // (dynamic memories, memory.h); it is used whole.
+      result.data = argument.memory->data();
+      result.length = argument.memory->size();
+      if (argument.memory->dynamic()) {
+        const Memory* memory = argument.memory;
+        result.grow = [memory](size_t size) { return memory->Resize(size); };
+      }
+    }
     return result;
   };
   std::vector<ExecutorArgument> inputs;
@@ -350,6 +365,8 @@ int Execution::Run() {
   CountingObserver observer(compilation_->model());
   // A cost-only run executes nothing: no operation counts, no float16 rounding of outputs.
   const bool cost_only = CostOnlyExecution();
+  // What IF and WHILE read of this execution (ops/control_flow.h).
+  ScopedControlFlowSettings control_flow({loop_timeout_ns_, cost_only});
   CostRecorder recorder(*compilation_, cost_only ? nullptr : &observer);
   RelaxedPrecisionObserver precision(*compilation_, &recorder);
   int result =
@@ -428,17 +445,68 @@ int Execution::StartCompute(std::unique_ptr<Event>* event) {
   return ANEURALNETWORKS_NO_ERROR;
 }
 
-int Execution::StartComputeWithDependencies(const std::vector<int>& fences, uint64_t duration_ns,
-                                            std::unique_ptr<Event>* event) {
+int Execution::StartComputeWithDependencies(
+    const std::vector<int>& fences, const std::vector<std::shared_ptr<Completion>>& computations,
+    uint64_t duration_ns, std::unique_ptr<Event>* event) {
   NN_RETURN_IF_ERROR(BeginCompute("Execution_startComputeWithDependencies", true, duration_ns));
+  // The dependencies' fences are duplicated: their events may be freed before the run starts.
+  std::vector<int> waits;
+  auto close_all = [](const std::vector<int>& fds) {
+    for (int fd : fds) close(fd);
+  };
   for (int fence : fences) {
-    const int waited = WaitForFence(fence);
-    if (waited != ANEURALNETWORKS_NO_ERROR) return FinishComputation(waited, {});
+    const int owned = dup(fence);
+    if (owned < 0) {
+      close_all(waits);
+      return FinishComputation(CheckFailure(__FILE__, __LINE__, "dup", ANEURALNETWORKS_OP_FAILED)
+                                   << "cannot duplicate the dependency fence " << fence << ": "
+                                   << std::strerror(errno),
+                               {});
+    }
+    waits.push_back(owned);
   }
-  NN_RETURN_IF_ERROR(Run());
+  // The execution's own fence; the worker signals it through a duplicate, so that freeing the
+  // event (which closes the original) never races with the signal.
+  const int fence = eventfd(0, EFD_CLOEXEC);
+  const int signal_fd = fence >= 0 ? dup(fence) : -1;
+  if (signal_fd < 0) {
+    if (fence >= 0) close(fence);
+    close_all(waits);
+    return FinishComputation(CheckFailure(__FILE__, __LINE__, "eventfd", ANEURALNETWORKS_OP_FAILED)
+                                 << "cannot create the execution's sync fence: "
+                                 << std::strerror(errno),
+                             {});
+  }
+  if (worker_.joinable()) worker_.join();  // a reusable execution's previous run
   auto completion = std::make_shared<Completion>();
-  completion->Signal(ANEURALNETWORKS_NO_ERROR);
-  *event = std::make_unique<Event>(completion);
+  *event = std::make_unique<Event>(completion, fence);
+  auto work = [this, completion, waits, computations, signal_fd] {
+    int result = ANEURALNETWORKS_NO_ERROR;
+    for (int fd : waits) {
+      if (result == ANEURALNETWORKS_NO_ERROR) result = WaitForFence(fd);
+      close(fd);
+    }
+    for (const std::shared_ptr<Completion>& computation : computations) {
+      if (result != ANEURALNETWORKS_NO_ERROR) break;
+      const int waited = computation->Wait();
+      if (waited != ANEURALNETWORKS_NO_ERROR) {
+        result = CheckFailure(__FILE__, __LINE__, "dependency succeeded", ANEURALNETWORKS_OP_FAILED)
+                 << "Execution_startComputeWithDependencies: a dependency failed with "
+                 << ResultCodeName(waited);
+      }
+    }
+    result = result == ANEURALNETWORKS_NO_ERROR ? Run() : FinishComputation(result, {});
+    const uint64_t one = 1;
+    while (write(signal_fd, &one, sizeof(one)) < 0 && errno == EINTR) {
+    }
+    close(signal_fd);
+    completion->Signal(result);
+  };
+  try {
+    worker_ = std::thread(work);
+  } catch (const std::system_error&) {
+    work();  // no thread available: run on the caller's thread
+  }
   return ANEURALNETWORKS_NO_ERROR;
 }
 

@@ -44,6 +44,11 @@ class Event : public CountedObject<Event> {
   // An event backed by a sync fence file descriptor (duplicated; closed on free). Any file
   // descriptor that polls readable once signalled works (a sync_file, an eventfd, a pipe).
   static int CreateFromSyncFenceFd(int fd, std::unique_ptr<Event>* event);
+  // The event of a fenced execution: its completion, and its fence (owned, closed on free).
+  Event(std::shared_ptr<Completion> completion, int fence_fd)
+      : completion_(std::move(completion)), fence_fd_(fence_fd) {}
+  // The completion of the mock's own computation (nullptr for an event made from a fence).
+  const std::shared_ptr<Completion>& completion() const { return completion_; }
   ~Event();
   int Wait() const;
   // The event's own fence descriptor, or -1 when it is not backed by a fence.
@@ -88,11 +93,17 @@ class Execution : public CountedObject<Execution> {
   int Compute();
   int BurstCompute(Burst* burst);
   int StartCompute(std::unique_ptr<Event>* event);
-  // Runs once every fence in `fences` has signalled (events without a fence were already
-  // waited for by the caller). Like Android's reference driver the run is synchronous: the
-  // returned event has completed, and a failure is returned here without an event.
-  int StartComputeWithDependencies(const std::vector<int>& fences, uint64_t duration_ns,
-                                   std::unique_ptr<Event>* event);
+  // A fenced execution: argument checks fail here (without an event, the execution completed
+  // with the error); then the run starts on a worker thread once every fence in `fences` has
+  // signalled (polled readable; POLLERR fails the run with OP_FAILED) and every computation in
+  // `computations` (fenced executions' events) has completed (an error fails it with OP_FAILED,
+  // as a sync fence signalled with an error would). Events of unfenced computations were waited
+  // for by the caller. The returned event is backed by a sync fence, an eventfd that becomes
+  // readable (counter 1) when the execution completes, successfully or not: its result is
+  // ANeuralNetworksEvent_wait's.
+  int StartComputeWithDependencies(const std::vector<int>& fences,
+                                   const std::vector<std::shared_ptr<Completion>>& computations,
+                                   uint64_t duration_ns, std::unique_ptr<Event>* event);
   int GetOutputOperandRank(int32_t index, uint32_t* rank) const;
   int GetOutputOperandDimensions(int32_t index, uint32_t* dimensions) const;
   int SetMeasureTiming(bool measure);

@@ -112,7 +112,11 @@ class ModelRun : public OperationContext::OutputAllocator {
       if (prepared != ANEURALNETWORKS_NO_ERROR) {
         // A model output too small for its computed shape stops the run; the shapes known so
         // far are reported through getOutputOperandDimensions (like Android's CpuExecutor).
-        if (prepared == ANEURALNETWORKS_OUTPUT_INSUFFICIENT_SIZE) return prepared;
+        // A WHILE past its loop timeout (ops/while.cc) ends the run with MISSED_DEADLINE_TRANSIENT.
+        if (prepared == ANEURALNETWORKS_OUTPUT_INSUFFICIENT_SIZE ||
+            prepared == ANEURALNETWORKS_MISSED_DEADLINE_TRANSIENT) {
+          return prepared;
+        }
         return prepared == ANEURALNETWORKS_OUT_OF_MEMORY ? prepared : ANEURALNETWORKS_OP_FAILED;
       }
       if (!cost_only_) {
@@ -146,6 +150,13 @@ class ModelRun : public OperationContext::OutputAllocator {
       const ExecutorArgument& argument = outputs_[model_output];
       info->data = argument.data;
       info->length = argument.length;
+      if (argument.grow && (argument.length != *size || argument.data == nullptr)) {
+        info->data = argument.grow(*size);
+        info->length = *size;
+        NN_CHECK(info->data != nullptr, ANEURALNETWORKS_OUT_OF_MEMORY)
+            << "model output " << model_output << " needs " << *size << " bytes";
+        return ANEURALNETWORKS_NO_ERROR;
+      }
       if (argument.length < *size) {
         shape.sufficient = false;
         return CheckFailure(__FILE__, __LINE__, "output buffer large enough",

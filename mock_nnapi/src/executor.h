@@ -6,6 +6,7 @@
 #define MOCK_NNAPI_SRC_EXECUTOR_H_
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "model.h"
@@ -22,6 +23,9 @@ struct ExecutorArgument {
   Dimensions dimensions;
   bool rank_known = true;
   bool omitted = false;
+  // Outputs only: a buffer that can be made as large as the computed shape needs (a descriptor
+  // memory of unknown size, memory.h); returns its new address, nullptr when that fails.
+  std::function<uint8_t*(size_t)> grow;
 };
 
 struct OutputShape {

@@ -64,13 +64,14 @@ int Memory::CreateFromFd(size_t size, int protect, int fd, size_t offset,
 int Memory::CreateFromDesc(const MemoryDesc& desc, std::unique_ptr<Memory>* memory) {
   NN_CHECK(desc.finished(), ANEURALNETWORKS_BAD_STATE)
       << "Memory_createFromDesc: the descriptor is not finished";
+  // ByteSize is nullopt (or 0 for an unknown rank) while a dimension is unknown: such a memory
+  // is allocated when an execution first writes it (the NDK: "the same memory object may be
+  // used with different shapes of outputs in different executions").
   std::optional<size_t> size = ByteSize(desc.operand().type, desc.dimensions());
-  // Android falls back to shared memory only when the size is known; a real driver could
-  // allocate a dynamically shaped buffer, the mock cannot.
-  NN_CHECK(size.has_value() && *size > 0, ANEURALNETWORKS_OP_FAILED)
-      << "Memory_createFromDesc: dimensions " << DimensionsToString(desc.dimensions())
-      << " are not fully specified (dynamic device memory is not supported)";
+  const bool dynamic = !size.has_value() || *size == 0;
   std::unique_ptr<Memory> result(new Memory());
+  result->dynamic_ = dynamic;
+  if (dynamic) size = 0;
   try {
     result->owned_.resize(*size);
   } catch (const std::bad_alloc&) {
@@ -87,6 +88,20 @@ int Memory::CreateFromDesc(const MemoryDesc& desc, std::unique_ptr<Memory>* memo
   result->updated_dimensions_ = desc.dimensions();
   *memory = std::move(result);
   return ANEURALNETWORKS_NO_ERROR;
+}
+
+uint8_t* Memory::Resize(size_t size) const {
+  if (!dynamic_) return nullptr;
+  try {
+    owned_.resize(size);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+  // A zero-sized value still gets an address.
+  if (owned_.capacity() == 0) owned_.reserve(1);
+  data_ = owned_.data();
+  size_ = size;
+  return data_;
 }
 
 Memory::~Memory() {
@@ -176,6 +191,10 @@ int Memory::Copy(const Memory& source, const Memory& destination) {
                ANEURALNETWORKS_BAD_DATA)
           << "Memory_copy: incompatible memory sizes";
       destination.updated_dimensions_ = *combined;
+    }
+    if (destination.dynamic_ && destination.size_ != source.size_) {
+      NN_CHECK(destination.Resize(source.size_) != nullptr, ANEURALNETWORKS_OUT_OF_MEMORY)
+          << "Memory_copy: " << source.size_ << " bytes";
     }
     NN_CHECK_EQ(source.size_, destination.size_, ANEURALNETWORKS_BAD_DATA)
         << "Memory_copy: the memories have different sizes";

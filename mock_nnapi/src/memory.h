@@ -6,6 +6,11 @@
 // region any execution or model may use with an explicit offset and length; a memory from a
 // descriptor ("device memory") may only play the roles its descriptor listed, always as a whole
 // (offset 0, length 0), and tracks whether it holds data and the dimensions of that data.
+//
+// A descriptor whose dimensions (deduced from its roles and setDimensions) leave the size
+// unknown gives a memory without a buffer: an execution writing it as an output allocates it at
+// the size of the output it computes (again at every later write whose size differs), and
+// ANeuralNetworksMemory_copy into it takes the source's size. Until then it holds no data.
 #ifndef MOCK_NNAPI_SRC_MEMORY_H_
 #define MOCK_NNAPI_SRC_MEMORY_H_
 
@@ -53,6 +58,11 @@ class Memory : public CountedObject<Memory> {
   uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   bool from_desc() const { return from_desc_; }
+  // A descriptor memory whose size was unknown at creation (its buffer follows its data).
+  bool dynamic() const { return dynamic_; }
+  // Dynamic memories: makes the buffer `size` bytes (contents undefined); nullptr when the
+  // allocation fails.
+  uint8_t* Resize(size_t size) const;
   bool readable() const { return readable_; }
   bool writable() const { return writable_; }
 
@@ -83,11 +93,13 @@ class Memory : public CountedObject<Memory> {
  private:
   Memory() = default;
 
-  uint8_t* data_ = nullptr;
-  size_t size_ = 0;
+  // Mutable: a dynamic memory's buffer is (re)allocated by the executions that write it.
+  mutable uint8_t* data_ = nullptr;
+  mutable size_t size_ = 0;
   void* mapping_ = nullptr;
   size_t mapping_size_ = 0;
-  std::vector<uint8_t> owned_;
+  mutable std::vector<uint8_t> owned_;
+  bool dynamic_ = false;
   bool readable_ = true;
   bool writable_ = true;
   bool from_desc_ = false;

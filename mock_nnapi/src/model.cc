@@ -161,6 +161,7 @@ OperandInfo Model::StaticOperandInfo(uint32_t index) const {
   info.omitted = operand.lifetime == OperandLifetime::kNoValue;
   info.data = const_cast<uint8_t*>(ConstantData(operand));
   info.length = info.data ? operand.value_length : 0;
+  if (operand.lifetime == OperandLifetime::kModelReference) info.model = operand.referenced_model;
   return info;
 }
 
@@ -168,10 +169,18 @@ int Model::ValidateOperation(const Operation& operation, int64_t* feature_level)
   const OperationRegistration* registration = FindOperation(operation.type);
   NN_CHECK(registration != nullptr, ANEURALNETWORKS_BAD_DATA)
       << "operation " << OperationTypeName(operation.type) << " is not implemented by mock_nnapi";
+  // Android validates an operation at addOperation and finish from its operands' types and
+  // shapes only (validateOperation never sees a constant's value); argument values are checked
+  // when the operation is prepared, at execution (OP_FAILED; the executor validates again with
+  // every value known). So the validate step sees no value here, constants included.
   std::vector<OperandInfo> infos;
   infos.reserve(operation.inputs.size() + operation.outputs.size());
   for (uint32_t index : operation.inputs) infos.push_back(StaticOperandInfo(index));
   for (uint32_t index : operation.outputs) infos.push_back(StaticOperandInfo(index));
+  for (OperandInfo& info : infos) {
+    info.data = nullptr;
+    info.length = 0;
+  }
   std::vector<OperandInfo*> inputs;
   std::vector<OperandInfo*> outputs;
   for (size_t i = 0; i < infos.size(); ++i) {
@@ -373,7 +382,8 @@ int Model::Finish() {
     operand.value_offset = offset;
     operand.value_pointer = nullptr;
   }
-  // Constants may have changed since addOperation: validate each operation once more.
+  // Operands may have changed since addOperation (a value omitted, another referenced model):
+  // validate each operation once more.
   for (Operation& operation : operations_) {
     code = ValidateOperation(operation, &operation.feature_level);
     if (code != ANEURALNETWORKS_NO_ERROR) return fail(code);

@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // The operation interface: every NNAPI operation is one registration with three steps.
 //
-//   validate(context)  types, counts, ranks and constant arguments, using only what is known when
-//                      the operation is added (shapes may contain unknown dimensions). Returns
-//                      NO_ERROR or BAD_DATA and raises `context.min_feature_level` to the feature
-//                      level that the given combination of types and options needs.
+//   validate(context)  types, counts, ranks and argument values, using only what is known.
+//                      At addOperation and finish (and for getSupportedOperationsForDevices) it
+//                      sees operand types and shapes only, no value, not even a constant's:
+//                      Android's validation has no access to values, so it refuses a bad
+//                      argument value when the operation is prepared. The executor runs it again
+//                      with every value known before prepare, where a refusal fails the run with
+//                      OP_FAILED. Returns NO_ERROR or BAD_DATA and raises
+//                      `context.min_feature_level` to the feature level that the given
+//                      combination of types and options needs.
 //   prepare(context)   computes each output's shape from the concrete input shapes and calls
 //                      context.SetOutputShape (which allocates temporaries and checks that model
 //                      outputs fit their buffers).
@@ -30,13 +35,16 @@
 
 namespace mock_nnapi {
 
+class Model;
+
 struct ChannelQuantization {
   uint32_t channel_dim = 0;
   std::vector<float> scales;
 };
 
-// What an operation sees of one of its operands. During validation only constants carry data;
-// during prepare and execute every input carries data and outputs carry their buffers.
+// What an operation sees of one of its operands. Validation at addOperation/finish sees no data;
+// during the executor's validation, prepare and execute every input carries data and outputs
+// carry their buffers.
 struct OperandInfo {
   int32_t type = 0;
   Dimensions dimensions;
@@ -49,6 +57,9 @@ struct OperandInfo {
   bool omitted = false;
   uint8_t* data = nullptr;
   size_t length = 0;
+  // A MODEL operand's referenced model (setOperandValueFromModel), seen by IF and WHILE in every
+  // phase; nullptr for any other operand.
+  const Model* model = nullptr;
 
   uint32_t rank() const { return static_cast<uint32_t>(dimensions.size()); }
   uint32_t dim(uint32_t i) const { return dimensions[i]; }
@@ -97,7 +108,7 @@ class OperationContext {
   OperandInfo& MutableOutput(uint32_t i) { return *outputs_[i]; }
   int32_t InputType(uint32_t i) const { return inputs_[i]->type; }
   bool IsOmitted(uint32_t i) const { return i >= inputs_.size() || inputs_[i]->omitted; }
-  // True when the input's value is known (a constant during validation; always later).
+  // True when the input's value is known (never at addOperation/finish; always at execution).
   bool HasInputValue(uint32_t i) const {
     return i < inputs_.size() && !inputs_[i]->omitted && inputs_[i]->data != nullptr;
   }

@@ -171,6 +171,91 @@ class Sequence:
             length,
         )
 
+    def model_set_model(self) -> None:
+        """setOperandValueFromModel with any model (finished or not, itself, NULL)."""
+        model = self.pick(self.models)
+        value = self.pick(self.models)
+        code = self.call(
+            "ANeuralNetworksModel_setOperandValueFromModel",
+            self.handle(model),
+            self.operand_index(model),
+            self.handle(value),
+        )
+        if code == 0 and model is not None and value is not None:
+            # The referenced model must outlive the model referring to it.
+            value["users"] += 1
+            model.setdefault("references", []).append(value)
+
+    def control_flow_model(self) -> None:
+        """IF (or WHILE) over template models from the pool: the outer operands follow the
+        first branch's signature, sometimes spoilt; then compiled and computed."""
+        rng = self.rng
+        # Mostly finished one-operation models; sometimes any template model.
+        branches = [
+            m for m in self.models if "inputs" in m and (m.get("finished") or rng.random() < 0.1)
+        ]
+        if len(branches) < 2:
+            self.template_model()
+            return
+        then_model = rng.choice(branches)
+        else_model = then_model if rng.random() < 0.6 else rng.choice(branches)
+        handle = ctypes.c_void_p()
+        if self.call("ANeuralNetworksModel_create", ctypes.byref(handle)) != 0:
+            return
+        entry: dict[str, Any] = {"handle": handle, "operands": 0, "users": 0, "types": []}
+        self.models.append(entry)
+
+        def add(code: int, dims: list[int]) -> int:
+            t = self.operand_type(code, dims)
+            t.scale, t.zeroPoint = 0.0, 0
+            self.call("ANeuralNetworksModel_addOperand", handle, ctypes.byref(t))
+            entry["operands"] += 1
+            entry["types"].append((code, dims))
+            return entry["operands"] - 1
+
+        def reference(model: dict) -> int:
+            index = add(int(OperandCode.MODEL), [])
+            if (
+                self.call(
+                    "ANeuralNetworksModel_setOperandValueFromModel", handle, index, model["handle"]
+                )
+                == 0
+            ):
+                model["users"] += 1
+                entry.setdefault("references", []).append(model)
+            return index
+
+        condition = add(int(OperandCode.TENSOR_BOOL8), [1] if rng.random() < 0.9 else [2])
+        references = [reference(then_model), reference(else_model)]
+        values = [add(*then_model["types"][i]) for i in then_model["inputs"]]
+        if rng.random() < 0.2 and values:
+            values.pop(rng.randrange(len(values)))
+        out = add(*then_model["types"][then_model["output"]])
+        operation = OperationCode.IF if rng.random() < 0.85 else OperationCode.WHILE
+        inputs = ([condition] if operation == OperationCode.IF else []) + references + values
+        self.call(
+            "ANeuralNetworksModel_addOperation",
+            handle,
+            int(operation),
+            len(inputs),
+            self.u32_array(inputs),
+            1,
+            self.u32_array([out]),
+        )
+        model_inputs = ([condition] if operation == OperationCode.IF else []) + values
+        self.call(
+            "ANeuralNetworksModel_identifyInputsAndOutputs",
+            handle,
+            len(model_inputs),
+            self.u32_array(model_inputs),
+            1,
+            self.u32_array([out]),
+        )
+        entry["inputs"] = model_inputs
+        entry["output"] = out
+        self.call("ANeuralNetworksModel_finish", handle)
+        self.run_model(entry)
+
     def model_add_operation(self) -> None:
         model = self.pick(self.models)
         rng = self.rng
@@ -297,14 +382,18 @@ class Sequence:
         entry["inputs"] = model_inputs
         entry["output"] = out
         if rng.random() < 0.9:
-            self.call("ANeuralNetworksModel_finish", handle)
+            entry["finished"] = self.call("ANeuralNetworksModel_finish", handle) == 0
 
     def full_run(self) -> None:
         """Template model -> compilation -> execution with every argument set (sizes mostly
         right, shapes and values random) -> compute -> results: reaches the kernels."""
-        rng = self.rng
         self.template_model()
-        model = self.models[-1] if self.models else None
+        self.run_model(self.models[-1] if self.models else None)
+
+    def run_model(self, model: dict | None) -> None:
+        """Compiles and computes a model built by template_model or control_flow_model, with
+        every argument set (sizes mostly right, shapes and values random)."""
+        rng = self.rng
         if model is None or "inputs" not in model:
             return
         handle = ctypes.c_void_p()
@@ -325,7 +414,10 @@ class Sequence:
         for position, operand in enumerate(model["inputs"] + [model["output"]]):
             code, dims = model["types"][operand]
             concrete = [d or rng.choice([1, 2, 3]) for d in dims]
-            if code == int(OperandCode.TENSOR_INT32):
+            if code == int(OperandCode.TENSOR_BOOL8):
+                concrete = [d or 1 for d in dims]
+                array = np.array(rng.random() < 0.5, np.uint8).reshape(concrete or [1])
+            elif code == int(OperandCode.TENSOR_INT32):
                 values = [
                     rng.choice([-1, 0, 1, 2, 3, 6, 2**31 - 1]) for _ in range(max(concrete or [1]))
                 ]
@@ -681,6 +773,8 @@ class Sequence:
             self.compilations.remove(entry)
         elif kind == "model":
             lib.ANeuralNetworksModel_free(entry["handle"])
+            for referenced in entry.get("references", []):
+                referenced["users"] -= 1
             self.models.remove(entry)
         else:
             lib.ANeuralNetworksMemory_free(entry["handle"])
@@ -693,8 +787,8 @@ class Sequence:
             self.free("burst", entry)
         for entry in list(self.compilations):
             self.free("compilation", entry)
-        for entry in list(self.models):
-            self.free("model", entry)
+        while self.models:  # referring models before the models they reference
+            self.free("model", next(m for m in self.models if m["users"] == 0))
         for entry in list(self.memories):
             self.free("memory", entry)
         # Freeing NULL is allowed for every type.
@@ -719,6 +813,8 @@ class Sequence:
         ("model_add_operation", 4),
         ("model_identify", 2),
         ("model_finish", 3),
+        ("model_set_model", 1),
+        ("control_flow_model", 3),
         ("compilation_create", 5),
         ("compilation_configure", 3),
         ("compilation_finish", 5),

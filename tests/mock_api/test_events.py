@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import ctypes
 import os
+import select
 import threading
 import time
 
 import numpy as np
 import pytest
+from mock_nnapi.constants import ResultCode
 
 from .nn import (
     BAD_DATA,
@@ -115,9 +117,69 @@ def test_compute_with_fence_dependency(arena, eventfd):
     assert time.monotonic() - start >= 0.15, "the execution did not wait for its fence"
     assert lib.ANeuralNetworksEvent_wait(event) == NO_ERROR
     np.testing.assert_array_equal(out, [4, 6])
-    # Like Android's reference driver, the run finished synchronously: no fence to hand out.
+    # A fenced execution's event is backed by a sync fence (an eventfd), signalled by now.
     fd = ctypes.c_int()
-    assert lib.ANeuralNetworksEvent_getSyncFenceFd(event, ctypes.byref(fd)) == BAD_DATA
+    assert lib.ANeuralNetworksEvent_getSyncFenceFd(event, ctypes.byref(fd)) == NO_ERROR
+    try:
+        assert readable(fd.value, 0)
+    finally:
+        os.close(fd.value)
+
+
+def readable(fd: int, timeout_s: float) -> bool:
+    ready, _, _ = select.select([fd], [], [], timeout_s)
+    return bool(ready)
+
+
+def fence_of(event) -> int:
+    fd = ctypes.c_int(-1)
+    assert lib.ANeuralNetworksEvent_getSyncFenceFd(event, ctypes.byref(fd)) == NO_ERROR
+    assert fd.value > 0
+    return fd.value
+
+
+def test_fenced_execution_fence_signals_when_the_execution_finishes(arena, eventfd):
+    execution, out = arena.add_execution()
+    code, event = arena.start_with_dependencies(execution, [fence_event(arena, eventfd)])
+    # The execution waits (on its worker) for its input fence; start returned at once.
+    assert code == NO_ERROR
+    fd = fence_of(event)
+    try:
+        assert not readable(fd, 0.1), "the fence signalled before the execution ran"
+        np.testing.assert_array_equal(out, [0, 0])
+        os.eventfd_write(eventfd, 1)
+        assert readable(fd, 5.0)
+        assert lib.ANeuralNetworksEvent_wait(event) == NO_ERROR
+        np.testing.assert_array_equal(out, [4, 6])
+        # The fence can stand for the execution in another process or API: as a dependency.
+        second, second_out = arena.add_execution()
+        code, second_event = arena.start_with_dependencies(second, [fence_event(arena, fd)])
+        assert code == NO_ERROR
+        assert lib.ANeuralNetworksEvent_wait(second_event) == NO_ERROR
+        np.testing.assert_array_equal(second_out, [4, 6])
+    finally:
+        os.close(fd)
+
+
+def test_fenced_duration_is_a_deadline_reported_by_wait(arena):
+    # A 1 ns duration on a single-device compilation: the modelled run misses it. The start
+    # succeeds; the fence still signals (the execution completed) and Event_wait reports the error.
+    single = arena.compilation(arena.binary_model(), devices()[:1])
+    execution, _ = arena.add_execution(compilation=single)
+    code, event = arena.start_with_dependencies(execution, duration=1)
+    assert code == NO_ERROR
+    assert lib.ANeuralNetworksEvent_wait(event) == ResultCode.MISSED_DEADLINE_TRANSIENT
+    fd = fence_of(event)
+    try:
+        assert readable(fd, 0)
+    finally:
+        os.close(fd)
+    # A fenced execution that depends on the failed one fails too (its fence stands for an error).
+    second, second_out = arena.add_execution()
+    code, second_event = arena.start_with_dependencies(second, [event])
+    assert code == NO_ERROR
+    assert lib.ANeuralNetworksEvent_wait(second_event) == ResultCode.OP_FAILED
+    np.testing.assert_array_equal(second_out, [0, 0])
 
 
 def test_compute_with_pipe_dependency(arena):
@@ -144,8 +206,9 @@ def test_chained_dependencies(arena):
     code, second_event = arena.start_with_dependencies(second, [first_event])
     assert code == NO_ERROR
     third, third_out = arena.add_execution()
-    code, _ = arena.start_with_dependencies(third, [first_event, second_event])
+    code, third_event = arena.start_with_dependencies(third, [first_event, second_event])
     assert code == NO_ERROR
+    assert lib.ANeuralNetworksEvent_wait(third_event) == NO_ERROR
     for out in (first_out, second_out, third_out):
         np.testing.assert_array_equal(out, [4, 6])
 
@@ -176,6 +239,7 @@ def test_fenced_duration_needs_a_single_device(arena):
     execution, out = arena.add_execution(compilation=single)
     code, event = arena.start_with_dependencies(execution, duration=1_000_000_000)
     assert code == NO_ERROR
+    assert lib.ANeuralNetworksEvent_wait(event) == NO_ERROR
     np.testing.assert_array_equal(out, [4, 6])
 
 

@@ -23,6 +23,7 @@ from .nn import (
     PROT_WRITE,
     UNEXPECTED_NULL,
     floats,
+    last_error,
     lib,
     operand_type,
     ptr,
@@ -225,14 +226,94 @@ def test_desc_finish_and_create_memory(arena):
     arena.own("ANeuralNetworksMemory_free", memory)
 
 
-def test_desc_with_unknown_dimensions_cannot_allocate(arena):
+def write_dynamic(arena, compilation, memory, values: np.ndarray) -> int:
+    """Runs out = in0 + in1 with ``values`` for both inputs into ``memory`` (the output)."""
+    execution = arena.execution(compilation)
+    values = arena.keep(np.ascontiguousarray(values, np.float32))
+    t = arena.keep(operand_type(F32, values.shape))
+    for i in (0, 1):
+        code = lib.ANeuralNetworksExecution_setInput(
+            execution, i, ctypes.byref(t), ptr(values), values.nbytes
+        )
+        assert code == NO_ERROR
+    assert (
+        lib.ANeuralNetworksExecution_setInput(
+            execution, 2, None, ptr(arena.keep(np.zeros(1, np.int32))), 4
+        )
+        == 0
+    )
+    assert lib.ANeuralNetworksExecution_setOutputFromMemory(execution, 0, None, memory, 0, 0) == 0
+    code = lib.ANeuralNetworksExecution_compute(execution)
+    arena.release(execution)
+    return code
+
+
+def test_desc_with_unknown_dimensions_is_allocated_by_the_first_write(arena):
+    # The roles leave the size unknown ([0]): the memory is created without a buffer, gets one
+    # when an execution writes it, and follows the shape of each later write.
     compilation = arena.compilation(arena.binary_model(shape=(0,), out_shape=(0,)))
+    reader = one_input_compilation(arena, dynamic=True)
     desc = arena.desc()
     assert lib.ANeuralNetworksMemoryDesc_addOutputRole(desc, compilation, 0, 1.0) == NO_ERROR
+    assert lib.ANeuralNetworksMemoryDesc_addInputRole(desc, reader, 0, 1.0) == NO_ERROR
     assert lib.ANeuralNetworksMemoryDesc_finish(desc) == NO_ERROR
     memory = ctypes.c_void_p()
-    assert lib.ANeuralNetworksMemory_createFromDesc(desc, ctypes.byref(memory)) == OP_FAILED
-    assert memory.value is None
+    assert lib.ANeuralNetworksMemory_createFromDesc(desc, ctypes.byref(memory)) == NO_ERROR
+    arena.own("ANeuralNetworksMemory_free", memory)
+    # No data yet: copying it out fails.
+    fd_memory, fd = arena.fd_memory(12)
+    assert lib.ANeuralNetworksMemory_copy(memory, fd_memory) == BAD_DATA
+    first = np.array([1.0, 2.0, 3.0], np.float32)
+    assert write_dynamic(arena, compilation, memory, first) == NO_ERROR, last_error()
+    assert lib.ANeuralNetworksMemory_copy(memory, fd_memory) == NO_ERROR
+    np.testing.assert_array_equal(floats(fd, 3), first * 2)
+    # Read back as an input of shape [3] (the shape of the last write).
+    execution = arena.execution(reader)
+    t3 = operand_type(F32, [3])
+    assert (
+        lib.ANeuralNetworksExecution_setInputFromMemory(
+            execution, 0, ctypes.byref(t3), memory, 0, 0
+        )
+        == 0
+    )
+    assert (
+        lib.ANeuralNetworksExecution_setInput(
+            execution, 1, None, ptr(arena.keep(np.zeros(1, np.int32))), 4
+        )
+        == 0
+    )
+    out = arena.keep(np.zeros(3, np.float32))
+    assert lib.ANeuralNetworksExecution_setOutput(execution, 0, None, ptr(out), 12) == NO_ERROR
+    assert lib.ANeuralNetworksExecution_compute(execution) == NO_ERROR, last_error()
+    np.testing.assert_array_equal(out, first * 2)
+    # A larger write grows the memory; a 12-byte copy no longer fits, a 20-byte one does.
+    second = np.arange(5, dtype=np.float32)
+    assert write_dynamic(arena, compilation, memory, second) == NO_ERROR, last_error()
+    assert lib.ANeuralNetworksMemory_copy(memory, fd_memory) == BAD_DATA
+    big_memory, big_fd = arena.fd_memory(20)
+    assert lib.ANeuralNetworksMemory_copy(memory, big_memory) == NO_ERROR
+    np.testing.assert_array_equal(floats(big_fd, 5), second * 2)
+    # The old shape is no longer what the memory holds.
+    stale = arena.execution(reader)
+    assert (
+        lib.ANeuralNetworksExecution_setInputFromMemory(stale, 0, ctypes.byref(t3), memory, 0, 0)
+        == 0
+    )
+    assert (
+        lib.ANeuralNetworksExecution_setInput(
+            stale, 1, None, ptr(arena.keep(np.zeros(1, np.int32))), 4
+        )
+        == 0
+    )
+    assert lib.ANeuralNetworksExecution_setOutput(stale, 0, None, ptr(out), 12) == NO_ERROR
+    assert lib.ANeuralNetworksExecution_compute(stale) == OP_FAILED
+    # A copy into another dynamic memory takes the source's size and dimensions.
+    other = ctypes.c_void_p()
+    assert lib.ANeuralNetworksMemory_createFromDesc(desc, ctypes.byref(other)) == NO_ERROR
+    arena.own("ANeuralNetworksMemory_free", other)
+    assert lib.ANeuralNetworksMemory_copy(memory, other) == NO_ERROR
+    assert lib.ANeuralNetworksMemory_copy(other, big_memory) == NO_ERROR
+    np.testing.assert_array_equal(floats(big_fd, 5), second * 2)
 
 
 # ---- ANeuralNetworksMemory_copy (ValidationTestMemoryDesc.MemoryCopying) -------------------

@@ -128,6 +128,33 @@ def expect_bad_data_at_add(tester: OpTester) -> str:
     return str(error)
 
 
+def expect_failed_when_prepared(case: OpTester | Callable[[], object]) -> str:
+    """Android validates an operation at addOperation and finish from its operands' types and
+    shapes only (its validation never sees a value), so an argument value the operation refuses,
+    or a shape that follows from one, passes there and fails the execution with OP_FAILED, when
+    the CPU executor prepares the operation. ``case`` is a tester (run here) or an action that
+    builds and runs the operation; returns the message."""
+    if isinstance(case, OpTester):
+        for spec in case._outputs:
+            if 0 in spec["shape"]:
+                # Declared with an unknown (or an empty) dimension: the run still needs a buffer,
+                # which the operation refuses to fill; it is declared fully unknown instead.
+                spec["shape"] = tuple(d or 1 for d in spec["shape"])
+                case.dynamic_outputs(True)
+    error = _raised(case.run if isinstance(case, OpTester) else case)
+    assert error.code == ResultCode.OP_FAILED, str(error)
+    assert error.function == "ANeuralNetworksExecution_compute", str(error)
+    return str(error)
+
+
+def expect_refused(tester: OpTester, when_prepared: bool, at_add: bool = False) -> str:
+    """expect_failed_when_prepared for a case refused by an argument's value, else
+    expect_bad_data (expect_bad_data_at_add with ``at_add``)."""
+    if when_prepared:
+        return expect_failed_when_prepared(tester)
+    return expect_bad_data_at_add(tester) if at_add else expect_bad_data(tester)
+
+
 def run_on_zero_sized(op, scalars=(), constants=(), out_code=None, out_params=None):
     """Runs `op` on a zero-sized [0, 3] TENSOR_FLOAT32 made inside the model by SLICE.
 

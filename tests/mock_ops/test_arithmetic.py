@@ -124,10 +124,13 @@ def test_mismatched_input_types_rejected():
     assert error.value.code == ResultCode.BAD_DATA
 
 
-def test_int32_with_activation_rejected():
+def test_int32_with_activation_refused_when_prepared():
+    # Android validates ADD's operand types at addOperation and the activation's value when the
+    # operation is prepared: the execution fails with OP_FAILED.
     with pytest.raises(NnapiError) as error:
         run_binary(OperationCode.ADD, np.ones(3, np.int32), np.ones(3, np.int32), FuseCode.RELU)
-    assert error.value.code == ResultCode.BAD_DATA
+    assert error.value.code == ResultCode.OP_FAILED
+    assert error.value.function == "ANeuralNetworksExecution_compute"
 
 
 def test_omitted_input_fails_the_run_cleanly():

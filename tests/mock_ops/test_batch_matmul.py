@@ -14,7 +14,7 @@ import pytest
 
 from mock_nnapi import OperandCode, OperationCode
 
-from .helpers import expect_bad_data
+from .helpers import expect_bad_data, expect_failed_when_prepared
 from .op_tester import OpTester, assert_close
 from .test_conv_2d import (
     quantize,
@@ -186,8 +186,10 @@ def test_batch_matmul_rejects_shapes():
             out_shape=(1, 1, 1, 2, 2),
         )
     )
-    expect_bad_data(bmm_tester(np.zeros((2, 3), f32), np.zeros((4, 5), f32), out_shape=(2, 5)))
-    expect_bad_data(
+    expect_failed_when_prepared(
+        bmm_tester(np.zeros((2, 3), f32), np.zeros((4, 5), f32), out_shape=(2, 5))
+    )
+    expect_failed_when_prepared(
         bmm_tester(np.zeros((2, 3), f32), np.zeros((3, 5), f32), adj_x=True, out_shape=(3, 5))
     )
     expect_bad_data(

@@ -17,7 +17,7 @@ import pytest
 
 from mock_nnapi import FuseCode, NnapiError, OperandCode, OperationCode, PaddingCode, ResultCode
 
-from .helpers import FUSED_ACTIVATIONS, expect_bad_data
+from .helpers import FUSED_ACTIVATIONS, expect_bad_data, expect_failed_when_prepared
 from .op_tester import OpTester, assert_close
 
 I32 = OperandCode.INT32
@@ -584,7 +584,7 @@ def test_conv_per_channel_filter_rules():
 )
 def test_conv_rejects_argument_values(scalars, what):
     x, w, b = float_operands()
-    message = expect_bad_data(
+    message = expect_failed_when_prepared(
         build(OperationCode.CONV_2D, x, w, b, scalars, OperandCode.TENSOR_FLOAT32, (1, 4, 4, 3))
     )
     assert what.split()[0] in message
@@ -641,7 +641,7 @@ def test_grouped_conv_validation():
         (1, 4, 4, 6),
     ).build()
     # Filter depth * groups must equal the input depth.
-    expect_bad_data(
+    expect_failed_when_prepared(
         build(
             op,
             x,
@@ -653,7 +653,7 @@ def test_grouped_conv_validation():
         )
     )
     # Output channels must divide by the groups.
-    expect_bad_data(
+    expect_failed_when_prepared(
         build(
             op,
             x,
@@ -688,7 +688,7 @@ def test_grouped_conv_validation():
         )
     )
     # Zero groups.
-    expect_bad_data(
+    expect_failed_when_prepared(
         build(
             op,
             x,

@@ -16,7 +16,7 @@ import pytest
 
 from mock_nnapi import FuseCode, OperandCode, OperationCode, PaddingCode
 
-from .helpers import FUSED_ACTIVATIONS, expect_bad_data
+from .helpers import FUSED_ACTIVATIONS, expect_bad_data, expect_failed_when_prepared
 from .op_tester import OpTester, assert_close
 from .test_conv_2d import (
     I32,
@@ -325,16 +325,16 @@ def test_depthwise_rejects_input_counts(scalars):
 def test_depthwise_rejects_bad_shapes_and_values():
     scalars = conv_scalars(PaddingCode.SAME, (1, 1), 0, extra=2)
     # C_in * multiplier != C_out.
-    expect_bad_data(float_tester(conv_scalars(PaddingCode.SAME, (1, 1), 0, extra=3)))
+    expect_failed_when_prepared(float_tester(conv_scalars(PaddingCode.SAME, (1, 1), 0, extra=3)))
     # Filter's first dimension must be 1.
     expect_bad_data(float_tester(scalars, w_shape=(2, 3, 3, 4)))
     # Bias length and type.
     expect_bad_data(float_tester(scalars, b_len=3))
     expect_bad_data(float_tester(scalars, bias_dtype=np.float16))
     # Multiplier 0, stride 0, negative padding.
-    expect_bad_data(float_tester(conv_scalars(PaddingCode.SAME, (1, 1), 0, extra=0)))
-    expect_bad_data(float_tester(conv_scalars(PaddingCode.SAME, (1, 0), 0, extra=2)))
-    expect_bad_data(float_tester(conv_scalars((0, 0, -1, 0), (1, 1), 0, extra=2)))
+    expect_failed_when_prepared(float_tester(conv_scalars(PaddingCode.SAME, (1, 1), 0, extra=0)))
+    expect_failed_when_prepared(float_tester(conv_scalars(PaddingCode.SAME, (1, 0), 0, extra=2)))
+    expect_failed_when_prepared(float_tester(conv_scalars((0, 0, -1, 0), (1, 1), 0, extra=2)))
 
 
 def test_depthwise_per_channel_needs_channel_dim_3():

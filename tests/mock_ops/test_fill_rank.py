@@ -8,7 +8,7 @@ import pytest
 
 from mock_nnapi import OperandCode, OperationCode, ResultCode
 
-from .helpers import expect_error
+from .helpers import expect_error, expect_failed_when_prepared
 from .op_tester import NUMPY_DTYPES, OpTester
 
 VALUE_TYPES = [
@@ -58,15 +58,11 @@ def test_fill_rejects_bad_arguments():
         .output(OperandCode.TENSOR_QUANT8_ASYMM, (2, 3), 0.5, 0)
     )
     expect_error(quantised.build)
-    expect_error(
-        fill_tester(
-            (2, -3), OperandCode.TENSOR_FLOAT32, OperandCode.FLOAT32, 1.0, False, (2, 3)
-        ).build
+    expect_failed_when_prepared(
+        fill_tester((2, -3), OperandCode.TENSOR_FLOAT32, OperandCode.FLOAT32, 1.0, True, (2, 3))
     )
-    expect_error(
-        fill_tester(
-            (2, 3), OperandCode.TENSOR_FLOAT32, OperandCode.FLOAT32, 1.0, False, (3, 2)
-        ).build
+    expect_failed_when_prepared(
+        fill_tester((2, 3), OperandCode.TENSOR_FLOAT32, OperandCode.FLOAT32, 1.0, True, (3, 2))
     )
 
 

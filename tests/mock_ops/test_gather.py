@@ -8,7 +8,7 @@ import pytest
 
 from mock_nnapi import OperandCode, OperationCode, ResultCode
 
-from .helpers import DTYPES_AND_INT32, expect_error, sample
+from .helpers import DTYPES_AND_INT32, expect_error, expect_failed_when_prepared, sample
 from .op_tester import OpTester
 
 
@@ -51,15 +51,15 @@ def test_gather_embedding_rows_fed_at_execution():
 
 def test_gather_index_out_of_range():
     x = sample((4, 3), np.float32)
-    expect_error(gather_tester(x, 0, [1, 4], (2, 3), constant=True).build)
-    expect_error(gather_tester(x, 1, [-1], (4, 1), constant=True).build)
+    expect_failed_when_prepared(gather_tester(x, 0, [1, 4], (2, 3), constant=True))
+    expect_failed_when_prepared(gather_tester(x, 1, [-1], (4, 1), constant=True))
     expect_error(gather_tester(x, 0, [1, 4], (2, 3)).run, ResultCode.OP_FAILED)
 
 
 def test_gather_rejects_bad_axis_and_requantisation():
     x = sample((4, 3), np.float32)
-    expect_error(gather_tester(x, 2, [0], (4, 1), constant=True).build)
-    expect_error(gather_tester(x, -3, [0], (1, 3), constant=True).build)
+    expect_failed_when_prepared(gather_tester(x, 2, [0], (4, 1), constant=True))
+    expect_failed_when_prepared(gather_tester(x, -3, [0], (1, 3), constant=True))
     q = sample((4, 3), np.uint8)
     tester = (
         OpTester(OperationCode.GATHER)

@@ -8,7 +8,7 @@ import pytest
 
 from mock_nnapi import OperandCode, OperationCode, ResultCode
 
-from .helpers import DTYPES, expect_error, sample
+from .helpers import DTYPES, expect_error, expect_failed_when_prepared, sample
 from .op_tester import OpTester
 
 PADDINGS = [
@@ -96,12 +96,12 @@ def test_mirror_pad(dtype, scale, zero_point, mode, shape, paddings):
 def test_mirror_pad_rejects_bad_arguments(mode, paddings):
     x = sample((3, 2), np.float32)
     tester = pad_tester(OperationCode.MIRROR_PAD, x, paddings, (0, 0), (OperandCode.INT32, mode))
-    expect_error(tester.build)
+    expect_failed_when_prepared(tester)
 
 
 def test_pad_rejects_bad_arguments():
     x = sample((2, 3), np.float32)
-    expect_error(pad_tester(OperationCode.PAD, x, [[0, -1], [0, 0]], (0, 0)).build)
+    expect_failed_when_prepared(pad_tester(OperationCode.PAD, x, [[0, -1], [0, 0]], (0, 0)))
     expect_error(pad_tester(OperationCode.PAD, x, [[0, 1]], (0, 0)).build)
     x5 = sample((1, 1, 1, 1, 2), np.float32)
     expect_error(pad_tester(OperationCode.PAD, x5, [[0, 0]] * 5, (1, 1, 1, 1, 2)).build)
@@ -109,10 +109,8 @@ def test_pad_rejects_bad_arguments():
         pad_tester(OperationCode.PAD, np.ones((2, 2), np.int32), [[0, 0]] * 2, (2, 2)).build
     )
     q = sample((2, 2), np.uint8)
-    expect_error(
-        pad_tester(
-            OperationCode.PAD_V2, q, [[0, 0]] * 2, (2, 2), (OperandCode.INT32, 256), 0.5, 0
-        ).build
+    expect_failed_when_prepared(
+        pad_tester(OperationCode.PAD_V2, q, [[0, 0]] * 2, (2, 2), (OperandCode.INT32, 256), 0.5, 0)
     )
     expect_error(
         pad_tester(OperationCode.PAD_V2, x, [[0, 0]] * 2, (2, 3), (OperandCode.FLOAT16, 1.0)).build

@@ -26,7 +26,7 @@ from mock_nnapi import (
     api,
 )
 
-from .helpers import FUSED_ACTIVATIONS, expect_bad_data, op_name
+from .helpers import FUSED_ACTIVATIONS, expect_bad_data, expect_refused, op_name
 from .op_tester import OpTester, assert_close
 
 AVG = OperationCode.AVERAGE_POOL_2D
@@ -365,6 +365,18 @@ def test_filter_larger_than_padded_input_fails_at_execution():
 X = np.ones((1, 4, 4, 2), np.float32)
 
 
+# Cases refused by an argument's value: Android validates an operation's types and shapes at
+# addOperation, its argument values when the operation is prepared (OP_FAILED at execution).
+REFUSED_WHEN_PREPARED = {
+    "activation",
+    "negative_pad",
+    "pad_ge_filter",
+    "padding_code",
+    "zero_filter",
+    "zero_stride",
+}
+
+
 @pytest.mark.parametrize(
     "tester",
     [
@@ -408,8 +420,8 @@ X = np.ones((1, 4, 4, 2), np.float32)
         "rank3",
     ],
 )
-def test_invalid_configurations_rejected(tester):
-    expect_bad_data(tester)
+def test_invalid_configurations_rejected(tester, request):
+    expect_refused(tester, request.node.callspec.id in REFUSED_WHEN_PREPARED)
 
 
 def test_quantized_output_must_keep_input_quantization():

@@ -8,7 +8,7 @@ import pytest
 
 from mock_nnapi import OperandCode, OperationCode, ResultCode
 
-from .helpers import DTYPES, expect_error, sample
+from .helpers import DTYPES, expect_error, expect_failed_when_prepared, sample
 from .op_tester import OpTester
 
 
@@ -71,7 +71,7 @@ def test_reshape_rejects_bad_constant_shape(target):
         .constant(np.array(target, np.int32))
         .output(OperandCode.TENSOR_FLOAT32, (12,))
     )
-    expect_error(tester.build)
+    expect_failed_when_prepared(tester)
 
 
 def test_reshape_rejects_rank_5_and_wrong_output():
@@ -88,7 +88,7 @@ def test_reshape_rejects_rank_5_and_wrong_output():
         .constant(np.array([3, 2], np.int32))
         .output(OperandCode.TENSOR_FLOAT32, (2, 3))
     )
-    expect_error(declared.build)
+    expect_failed_when_prepared(declared)
     requantised = (
         OpTester(OperationCode.RESHAPE)
         .input(sample((2, 3), np.uint8), scale=0.5, zero_point=1)
@@ -144,7 +144,7 @@ def test_squeeze_rejects_bad_axes(axes):
         .constant(np.array(axes, np.int32))
         .output(OperandCode.TENSOR_FLOAT32, (3, 2))
     )
-    expect_error(tester.build)
+    expect_failed_when_prepared(tester)
 
 
 def test_squeeze_rejects_int32():
@@ -184,4 +184,4 @@ def test_expand_dims_rejects_bad_axis(axis):
         .scalar(OperandCode.INT32, axis)
         .output(OperandCode.TENSOR_FLOAT32, (0, 0, 0, 0))
     )
-    expect_error(tester.build)
+    expect_failed_when_prepared(tester)

@@ -21,7 +21,7 @@ import pytest
 import mock_nnapi
 from mock_nnapi import Compilation, Model, NnapiError, OperandCode, OperationCode, ResultCode
 
-from .helpers import expect_bad_data_at_add
+from .helpers import expect_bad_data_at_add, expect_failed_when_prepared
 from .op_tester import OpTester, assert_close
 from .test_conv_2d import required_feature_level
 
@@ -326,23 +326,23 @@ def test_rejects_bad_operands(op):
     x, rois, batches = random_case()
     x, rois = x.astype(np.float32), rois.astype(np.float32)
     args = (3, 2, 2.0, 1.5)
-    assert "output size" in expect_bad_data_at_add(
+    assert "output size" in expect_failed_when_prepared(
         make_tester(op, x, rois, batches, 0, 2, 2.0, 1.5, out_shape=(5, 1, 2, 3))
     )
-    assert "ratio" in expect_bad_data_at_add(make_tester(op, x, rois, batches, 3, 2, 0.0, 1.5))
-    assert "rois" in expect_bad_data_at_add(make_tester(op, x, rois[:, :3], batches, *args))
-    assert "batch" in expect_bad_data_at_add(make_tester(op, x, rois, batches[:4], *args))
+    assert "ratio" in expect_failed_when_prepared(make_tester(op, x, rois, batches, 3, 2, 0.0, 1.5))
+    assert "rois" in expect_failed_when_prepared(make_tester(op, x, rois[:, :3], batches, *args))
+    assert "batch" in expect_failed_when_prepared(make_tester(op, x, rois, batches[:4], *args))
     assert "rank" in expect_bad_data_at_add(
         make_tester(op, x[0], rois, batches, *args, out_shape=(5, 3, 2, 3))
     )
-    expect_bad_data_at_add(make_tester(op, x, rois, batches, *args, out_shape=(5, 2, 2, 3)))
+    expect_failed_when_prepared(make_tester(op, x, rois, batches, *args, out_shape=(5, 2, 2, 3)))
     # fp16 boxes for an fp32 map; FLOAT16 ratios for an fp32 map.
     tester = make_tester(op, x, rois, batches, *args)
     tester._inputs[1].update(array=rois.astype(np.float16), code=F16)
     expect_bad_data_at_add(tester)
     expect_bad_data_at_add(make_tester(op, x, rois, batches, *args, ratio_code=OperandCode.FLOAT16))
     if op == ALIGN:
-        assert "sampling" in expect_bad_data_at_add(
+        assert "sampling" in expect_failed_when_prepared(
             make_tester(op, x, rois, batches, *args, (-1, 2))
         )
     else:

@@ -8,7 +8,7 @@ import pytest
 
 from mock_nnapi import OperandCode, OperationCode, ResultCode
 
-from .helpers import DTYPES, expect_error, sample
+from .helpers import DTYPES, expect_error, expect_refused, sample
 from .op_tester import OpTester
 
 # ---- SLICE -------------------------------------------------------------------------------------
@@ -57,7 +57,8 @@ def test_slice_arguments_fed_at_execution_dynamic_output():
 )
 def test_slice_rejects_bad_arguments(begin, size):
     tester = slice_tester(sample((2, 4), np.float32), begin, size, (0, 0))
-    expect_error(tester.build)
+    # begin and size values are checked when prepared, their lengths at addOperation.
+    expect_refused(tester, when_prepared=len(begin) == 2, at_add=True)
     if len(begin) == 2:
         expect_error(
             slice_tester(sample((2, 4), np.float32), begin, size, (1, 1), as_input=True).run,
@@ -164,7 +165,8 @@ def test_strided_slice_cases(dtype, scale, zero_point, shape, begin, end, stride
 )
 def test_strided_slice_rejects_bad_arguments(begin, end, strides, masks):
     tester = strided_tester(sample((2, 3), np.float32), begin, end, strides, masks, (0, 0))
-    expect_error(tester.build)
+    # Strides and masks values are checked when prepared, the lengths at addOperation.
+    expect_refused(tester, when_prepared=len(begin) == 2, at_add=True)
 
 
 def test_strided_slice_rejects_int32_and_rank_5():

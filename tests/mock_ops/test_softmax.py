@@ -23,7 +23,7 @@ from mock_nnapi import (
     api,
 )
 
-from .helpers import expect_bad_data, op_name
+from .helpers import expect_bad_data, expect_refused, op_name
 from .op_tester import OpTester, assert_close
 
 SOFTMAX = OperationCode.SOFTMAX
@@ -196,6 +196,17 @@ Q = np.ones((2, 3), np.uint8)
 QS = np.ones((2, 3), np.int8)
 
 
+# Cases refused by an argument's value: Android validates an operation's types and shapes at
+# addOperation, its argument values when the operation is prepared (OP_FAILED at execution).
+REFUSED_WHEN_PREPARED = {
+    "axis_too_large",
+    "axis_too_small",
+    "beta_negative",
+    "beta_zero",
+    "log_softmax_axis",
+}
+
+
 @pytest.mark.parametrize(
     "tester",
     [
@@ -225,8 +236,8 @@ QS = np.ones((2, 3), np.int8)
         "log_softmax_axis",
     ],
 )
-def test_invalid_configurations_rejected(tester):
-    expect_bad_data(tester)
+def test_invalid_configurations_rejected(tester, request):
+    expect_refused(tester, request.node.callspec.id in REFUSED_WHEN_PREPARED)
 
 
 def test_beta_type_must_follow_the_input_type():

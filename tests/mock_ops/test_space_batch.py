@@ -16,7 +16,7 @@ import pytest
 
 from mock_nnapi import Compilation, Model, NnapiError, OperandCode, OperationCode, ResultCode
 
-from .helpers import expect_bad_data_at_add
+from .helpers import expect_bad_data_at_add, expect_failed_when_prepared, expect_refused
 from .op_tester import OpTester
 from .test_conv_2d import required_feature_level
 
@@ -190,6 +190,17 @@ def test_arguments_given_at_execution(op):
         run(op, sample((4, 3, 4, 2), np.float32), (2, 2), arguments_as_inputs=True, dynamic=True)
 
 
+# Cases refused by an argument's value: Android validates an operation's types and shapes at
+# addOperation, its argument values when the operation is prepared (OP_FAILED at execution).
+REFUSED_WHEN_PREPARED = {
+    "29-shape6-block6-None-block",
+    "29-shape8-block8-None-divisible",
+    "33-shape0-block0-paddings0-block",
+    "33-shape2-block2-paddings2-paddings",
+    "33-shape4-block4-paddings4-divisible",
+}
+
+
 @pytest.mark.parametrize(
     ("op", "shape", "block", "paddings", "words"),
     [
@@ -205,11 +216,13 @@ def test_arguments_given_at_execution(op):
         (B2S, (4, 2, 2, 1, 1), (2, 2), None, "rank"),
     ],
 )
-def test_rejects_bad_arguments(op, shape, block, paddings, words):
+def test_rejects_bad_arguments(op, shape, block, paddings, words, request):
     tester = make_tester(
         op, sample(shape, np.float32), block, paddings, out_shape=(0,) * len(shape)
     )
-    assert words in expect_bad_data_at_add(tester)
+    assert words in expect_refused(
+        tester, request.node.callspec.id in REFUSED_WHEN_PREPARED, at_add=True
+    )
 
 
 @pytest.mark.parametrize("op", [S2B, B2S])
@@ -228,7 +241,9 @@ def test_rejects_types_counts_and_requantisation(op):
         )
     )
     # A wrong declared output shape.
-    expect_bad_data_at_add(make_tester(op, x, (2, 2), paddings, scale=0.5, out_shape=(1, 1, 1, 1)))
+    expect_failed_when_prepared(
+        make_tester(op, x, (2, 2), paddings, scale=0.5, out_shape=(1, 1, 1, 1))
+    )
     # A float block sizes tensor.
     tester = OpTester(op).input(x, scale=0.5).constant(np.array([2, 2], np.float32))
     if op == S2B:

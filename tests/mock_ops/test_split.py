@@ -8,7 +8,7 @@ import pytest
 
 from mock_nnapi import OperandCode, OperationCode
 
-from .helpers import DTYPES_AND_INT32, expect_error, sample
+from .helpers import DTYPES_AND_INT32, expect_error, expect_failed_when_prepared, sample
 from .op_tester import OpTester
 
 
@@ -47,7 +47,7 @@ def test_split(dtype, scale, zero_point, shape, axis, splits):
 )
 def test_rejects_bad_arguments(axis, splits, outputs):
     tester = split_tester(sample((4, 6), np.float32), axis, splits, (0, 0), outputs=outputs)
-    expect_error(tester.build)
+    expect_failed_when_prepared(tester)
 
 
 def test_rejects_requantised_output():

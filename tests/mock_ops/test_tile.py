@@ -8,7 +8,7 @@ import pytest
 
 from mock_nnapi import OperandCode, OperationCode, ResultCode
 
-from .helpers import DTYPES_AND_INT32, expect_error, sample
+from .helpers import DTYPES_AND_INT32, expect_error, expect_failed_when_prepared, sample
 from .op_tester import OpTester
 
 
@@ -53,7 +53,7 @@ def test_rejects_bad_multiples(multiples):
         .constant(np.array(multiples, np.int32))
         .output(OperandCode.TENSOR_FLOAT32, (0, 0))
     )
-    expect_error(tester.build)
+    expect_failed_when_prepared(tester)
 
 
 def test_bad_multiples_fed_at_execution_fail_the_run():

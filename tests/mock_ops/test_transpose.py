@@ -10,7 +10,7 @@ import pytest
 
 from mock_nnapi import OperandCode, OperationCode
 
-from .helpers import DTYPES, expect_error, sample
+from .helpers import DTYPES, expect_error, expect_failed_when_prepared, sample
 from .op_tester import OpTester
 
 
@@ -61,7 +61,7 @@ def test_rejects_bad_perm(perm):
         .constant(np.array(perm, np.int32))
         .output(OperandCode.TENSOR_FLOAT32, (0, 0, 0))
     )
-    expect_error(tester.build)
+    expect_failed_when_prepared(tester)
 
 
 def test_rejects_rank_5_int32_and_requantisation():
