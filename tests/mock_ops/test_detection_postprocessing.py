@@ -19,7 +19,7 @@ import pytest
 
 from mock_nnapi import NnapiError, OperandCode, OperationCode, ResultCode
 
-from .helpers import expect_bad_data_at_add
+from .helpers import expect_bad_data_at_add, expect_failed_when_prepared
 from .op_tester import OpTester, assert_close
 from .test_conv_2d import required_feature_level
 
@@ -246,13 +246,14 @@ def test_rejects_bad_operands():
     assert "anchors" in expect_bad_data_at_add(make_tester(scores, deltas, anchors[:3]))
     assert "scores" in expect_bad_data_at_add(make_tester(scores[:, :, :1], deltas, anchors))
     expect_bad_data_at_add(make_tester(scores, deltas, anchors, scalar_code=OperandCode.FLOAT16))
-    # A declared output shape that differs from [batches, max_num_detections (* classes)].
+    # A declared output shape that differs from [batches, max_num_detections (* classes)]: the
+    # limits are argument values, so Android checks it when it prepares the operation.
     tester = make_tester(scores, deltas, anchors, max_det=4)
     tester._outputs[0]["shape"] = (2, 5)
-    assert "output 0" in expect_bad_data_at_add(tester)
+    assert "output 0" in expect_failed_when_prepared(tester)
     tester = make_tester(scores, deltas, anchors, regular=False, max_det=4, max_cls=2)
     tester._outputs[1]["shape"] = (2, 4, 4)
-    assert "output 1" in expect_bad_data_at_add(tester)
+    assert "output 1" in expect_failed_when_prepared(tester)
     tester = make_tester(scores, deltas, anchors)
     tester._outputs[3]["code"] = F32
     assert "output 3" in expect_bad_data_at_add(tester)
