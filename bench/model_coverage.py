@@ -259,6 +259,9 @@ def _hf_module(name: str, config: dict[str, Any]) -> tuple[Any, Any, dict[str, A
             encoder_layers=2,
             encoder_attention_heads=4,
             encoder_ffn_dim=128,
+            decoder_layers=1,
+            decoder_attention_heads=4,
+            decoder_ffn_dim=128,
             num_mel_bins=80,
             max_source_positions=64,
         )
