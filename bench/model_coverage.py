@@ -196,7 +196,14 @@ def _torchvision_module(name: str, resolution: int) -> tuple[Any, Any]:
             kwargs["weights_backbone"] = None
         if name == "googlenet":
             kwargs["init_weights"] = True
-        model = getattr(torchvision.models, name)(**kwargs).eval()
+        namespace = torchvision.models
+        if name.startswith("deeplab"):
+            namespace = torchvision.models.segmentation
+        model = getattr(namespace, name)(**kwargs).eval()
+        if name == "vit_b_16":
+            # torchvision initialises ViT's classifier to zeros: every logit would be 0 and the
+            # comparison with the host build would prove nothing.
+            torch.nn.init.normal_(model.heads.head.weight, std=0.02)
         if name.startswith("deeplab"):
             model = _output_only(model)
         _calibrate_batch_norm(torch, model, (4, 3, resolution, resolution), batches=2)
