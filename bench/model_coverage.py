@@ -758,7 +758,8 @@ def render_markdown(document: dict[str, Any], command: str) -> str:
             if document.get("wall_seconds")
             else "a while"
         )
-        + " on two cores; the JSON keeps finished models, so an interrupted run continues):",
+        + " on two cores, measured on a machine shared with other jobs, so an upper bound; the"
+        " JSON keeps finished models, so an interrupted run continues):",
         "",
         "```",
         command,
