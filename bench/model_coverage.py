@@ -179,6 +179,8 @@ class StageError(Exception):
         super().__init__(f"{type(error).__name__}: {error}")
         self.stage = stage
         self.error = error
+        # The measurements made before the stage failed (kept in the model's record).
+        self.record: dict[str, Any] = {}
 
 
 def _torchvision_module(name: str, resolution: int) -> tuple[Any, Any]:
@@ -425,7 +427,9 @@ def measure(source: Any, run: bool = True, say: Progress | None = None) -> dict[
     on the mock against the host llvm build of ``source.module`` (the bound shapes).
 
     Returns the per-model record (see the module docstring). Raises :class:`StageError`
-    ``"partition"``, ``"codegen"`` (lowering a subgraph to NNAPI operations) or ``"run"``.
+    ``"partition"``, ``"codegen"`` (lowering a subgraph to NNAPI operations), ``"run"`` or
+    ``"host build"`` (the run failed because TVM cannot build the imported module for llvm
+    without NNAPI either: TVM's failure, not the backend's).
     """
     import tvm
     from tvm import relax
@@ -508,7 +512,13 @@ def measure(source: Any, run: bool = True, say: Progress | None = None) -> dict[
     try:
         result = run_model(source, progress=say, partitioned=report.module)
     except Exception as error:
-        raise StageError("run", error) from error
+        failure = StageError("run", error)
+        try:  # is it the host reference that TVM cannot build (not the backend)?
+            relax.build(source.module, target="llvm")
+        except Exception as host_error:
+            failure = StageError("host build", host_error)
+        failure.record = record  # what the partition found stays in the model's record
+        raise failure from error
     record["run_seconds"] = time.perf_counter() - start
     record.update(
         max_rel_error=_finite(result.max_rel_error),
@@ -561,6 +571,7 @@ def measure_loaded(
         record.update(measure(source, run=run, say=say))
         record["status"] = "ok"
     except StageError as error:
+        record.update(error.record)
         record["status"] = f"{error.stage} error"
         record["error"] = _one_line(str(error))
         record["imported"] = error.stage not in ("build", "export", "import")
@@ -571,7 +582,8 @@ def measure_loaded(
                 record["static"] = measure(static, run=run, say=say)
                 record["static"]["status"] = "ok"
             except StageError as again:
-                record["static"] = {"status": f"{again.stage} error", "error": str(again)}
+                record["static"] = dict(again.record, status=f"{again.stage} error")
+                record["static"]["error"] = str(again)
     record["seconds"] = time.perf_counter() - start
     return record
 
@@ -635,7 +647,11 @@ def missed_goals(record: dict[str, Any]) -> list[str]:
     if not record.get("imported"):
         missed.append(f"does not import ({status})")
         return missed
-    if status != "ok":
+    if status == "host build error":
+        missed.append(
+            "host build error (TVM cannot build the imported module for llvm: not the backend's)"
+        )
+    elif status != "ok":
         missed.append(status)
     share = record.get("flop_share")
     if family == "cv-classification":

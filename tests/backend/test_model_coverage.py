@@ -239,6 +239,23 @@ def test_a_backend_crash_is_that_models_partition_error(bench, monkeypatch):
     assert bench.missed_goals(record) == ["partition error"]
 
 
+def test_a_host_build_tvm_cannot_do_is_told_apart_from_a_run_error(bench, monkeypatch):
+    import tvm.relax
+
+    import tvm_nnapi.tools.run
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("no build")
+
+    monkeypatch.setattr(tvm_nnapi.tools.run, "run_model", fail)
+    record = bench.measure_onnx(_matmul_erf(), "test:run")
+    assert (record["status"], record["error"]) == ("run error", "RuntimeError: no build")
+    monkeypatch.setattr(tvm.relax, "build", fail)
+    record = bench.measure_onnx(_matmul_erf(), "test:host")
+    assert record["status"] == "host build error" and "flop_share" in record
+    assert bench.missed_goals(record)[0].startswith("host build error (TVM cannot build")
+
+
 def test_goals(bench):
     base = {"key": "k", "imported": True, "status": "ok", "passed": True}
     cv = dict(base, family="cv-classification", flop_share=0.95, max_rel_error=2e-5)
