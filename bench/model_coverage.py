@@ -746,15 +746,17 @@ def _static_text(record: dict[str, Any]) -> str:
     """The bound-shape measurement of a model whose symbolic partition failed, in words."""
     static = record["static"]
     bound = ", ".join(f"{k}={v}" for k, v in record.get("symbolic", {}).items())
-    if static.get("status") != "ok":
-        return f"{bound}): {static.get('status')}: {_one_line(static.get('error', ''), 200)}"
-    text = (
-        f"{bound}): FLOPs on NNAPI {_share(static.get('flop_share'))}, "
-        f"{static.get('subgraphs')} subgraphs, {static.get('boundary_values')} boundary values"
-    )
+    parts = []
+    if "flop_share" in static:
+        parts.append(
+            f"FLOPs on NNAPI {_share(static.get('flop_share'))}, {static.get('subgraphs')} "
+            f"subgraphs, {static.get('boundary_values')} boundary values"
+        )
     if "max_rel_error" in static:
-        text += f", rel error {_error(static.get('max_rel_error'))}"
-    return text
+        parts.append(f"rel error {_error(static.get('max_rel_error'))}")
+    if static.get("status") != "ok":
+        parts.append(f"{static.get('status')}: {_one_line(static.get('error', ''), 200)}")
+    return f"{bound}): " + "; ".join(parts)
 
 
 def render_markdown(document: dict[str, Any], command: str) -> str:
@@ -1086,13 +1088,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _regenerate_command(args: argparse.Namespace) -> str:
+def _regenerate_command(document: dict[str, Any]) -> str:
+    """The command that measures the document's models afresh (all of them: no --models)."""
     command = "python bench/model_coverage.py --fresh"
-    if args.models:
-        command += f" --models {args.models}"
-    if args.frontends:
-        command += f" --frontends {args.frontends}"
-    return command + "   # or: tox -e models"
+    keys = [c.key for c in all_cases()]
+    present = [k for k in keys if k in document["models"]]
+    present += sorted(set(document["models"]) - set(keys))
+    if present != keys:
+        return command + f" --models {','.join(present)}"
+    return command + "   # or: tox -e models -- --fresh"
 
 
 def _worker(args: argparse.Namespace) -> int:
@@ -1129,7 +1133,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.report_only and not document["models"]:
             raise UsageError(f"{args.json}: no results to report; run the bench first")
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(render_markdown(document, _regenerate_command(args)))
+        args.markdown.write_text(render_markdown(document, _regenerate_command(document)))
         print(f"wrote {args.markdown} and {args.json}")
     except UsageError as error:
         print(f"model_coverage.py: {error}", file=sys.stderr)

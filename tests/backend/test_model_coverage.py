@@ -353,4 +353,10 @@ def test_command_line(bench, tmp_path, capsys):
     (tmp_path / "r.json").write_text(json.dumps(document))
     paths = ["--json", str(tmp_path / "r.json"), "--markdown", str(tmp_path / "m.md")]
     assert bench.main(["--report-only", "--frontends", "onnx", *paths]) == 0
-    assert "--frontends onnx" in (tmp_path / "m.md").read_text()
+    assert (
+        "python bench/model_coverage.py --fresh --models test:erf\n"
+        in (tmp_path / "m.md").read_text()
+    )
+    assert bench._regenerate_command({"models": {c.key: {} for c in bench.all_cases()}}).startswith(
+        "python bench/model_coverage.py --fresh   # or: tox -e models"
+    )
