@@ -247,11 +247,15 @@ def run_model(
     rtol: float | None = None,
     progress: Progress | None = None,
     options: PartitionOptions | None = None,
+    partitioned: tvm.IRModule | None = None,
 ) -> RunResult:
     """Build ``source`` with NNAPI offload and for host llvm, run both, compare (see module
     docstring). ``profile`` selects the mock's device profile first (a name or a .json path);
     ``options`` (feature level, supported operations, relaxed float16) go to the partitioner; a
-    float32 model built with ``relax_fp32_to_fp16`` is judged with the float16 tolerance."""
+    float32 model built with ``relax_fp32_to_fp16`` is judged with the float16 tolerance.
+    ``partitioned``: a module already partitioned for NNAPI to build instead of partitioning
+    ``source.module`` again (e.g. ``source.symbolic_module`` partitioned, to run the deployment
+    that keeps symbolic dimensions on inputs of the bound shapes); not for LLMs."""
     import mock_nnapi
     import tvm_nnapi
     from mock_nnapi import control
@@ -261,9 +265,11 @@ def run_model(
     profile_name = _select_profile(profile)
     result = RunResult(source.to_dict(), profile_name, library)
     if source.kind == "llm":
+        if partitioned is not None:
+            raise ValueError(f"{source.spec}: an LLM is partitioned by its engine; pass no module")
         nnapi_out, host_out = _run_llm(source, seed, result, say, options)
     else:
-        nnapi_out, host_out = _run_module(source, seed, result, say, options)
+        nnapi_out, host_out = _run_module(source, seed, result, say, options, partitioned)
     relaxed = options is not None and options.relax_fp32_to_fp16
     result.outputs = compare(nnapi_out, host_out, rtol, computation_precision(source, relaxed))
     counters = mock_nnapi.counters()
@@ -289,12 +295,14 @@ def _run_module(
     result: RunResult,
     say: Progress,
     options: PartitionOptions | None = None,
+    partitioned: tvm.IRModule | None = None,
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     import tvm_nnapi
 
     inputs = random_inputs(source, seed)
-    say("partitioning for NNAPI...")
-    partitioned = tvm_nnapi.partition(source.module, options, source.partition_entries)
+    if partitioned is None:
+        say("partitioning for NNAPI...")
+        partitioned = tvm_nnapi.partition(source.module, options, source.partition_entries)
     result.subgraphs = len(tvm_nnapi.nnapi_subgraphs(partitioned))
     say("building with NNAPI offload...")
     nnapi_vm = relax.VirtualMachine(tvm_nnapi.build(partitioned), tvm.cpu())

@@ -326,20 +326,27 @@ def _load_onnx(path: Path) -> tvm.IRModule:
         raise ModelLoadError(
             f"{path}: ONNX files need the onnx package (pip install onnx, or the `test` extra)"
         ) from error
-    from tvm.relax.frontend.onnx import from_onnx
-    from tvm.relax.frontend.onnx.onnx_frontend import _get_convert_map
-
     try:
         model = onnx.load(str(path))
     except Exception as error:
         raise ModelLoadError(f"{path}: not a readable ONNX model: {error}") from error
+    return onnx_to_relax(model, str(path))
+
+
+def onnx_to_relax(model: Any, name: str = "model") -> tvm.IRModule:
+    """Import an ONNX ``ModelProto`` with TVM's ONNX frontend, weights as constants (what
+    ``.onnx`` files load as). A node the frontend has no converter for is a
+    :class:`ModelLoadError` naming it (``name``: the file or model, for the message)."""
+    from tvm.relax.frontend.onnx import from_onnx
+    from tvm.relax.frontend.onnx.onnx_frontend import _get_convert_map
+
     # Name every node TVM's frontend cannot convert (its own message lists only the op types).
     known = set(_get_convert_map()) | {"If", "Constant"}
     missing = [node for node in model.graph.node if node.op_type not in known]
     if missing:
         names = ", ".join(f"{n.name or '(unnamed)'} ({n.op_type})" for n in missing[:10])
         more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
-        raise ModelLoadError(f"{path}: TVM's ONNX frontend has no converter for node {names}{more}")
+        raise ModelLoadError(f"{name}: TVM's ONNX frontend has no converter for node {names}{more}")
     return from_onnx(model, keep_params_in_input=False)
 
 
@@ -351,16 +358,23 @@ def _load_exported_program(path: Path) -> tvm.IRModule:
             f"{path}: torch.export programs need torch, an optional extra "
             f"(pip install 'tvm-nnapi[models]', or tox -e models): {error}"
         ) from error
-    from tvm.relax.frontend.torch import from_exported_program
-
-    from ..models.torchvision_models import fold_batch_norm_into_conv
-
     try:
         exported = torch.export.load(str(path))
     except Exception as error:
         raise ModelLoadError(
             f"{path}: not a torch.export program (save one with torch.export.save): {error}"
         ) from error
+    return exported_program_to_relax(exported)
+
+
+def exported_program_to_relax(exported: Any) -> tvm.IRModule:
+    """Import a ``torch.export.ExportedProgram`` with TVM's PyTorch frontend
+    (``from_exported_program``), weights as constants, inference batch norms folded into the
+    convolutions before them (what ``.pt2`` files load as)."""
+    from tvm.relax.frontend.torch import from_exported_program
+
+    from ..models.torchvision_models import fold_batch_norm_into_conv
+
     mod = from_exported_program(exported, keep_params_as_input=False, unwrap_unit_return_tuple=True)
     # Parameters become constants; fold inference batch norms as an inference pipeline would.
     return fold_batch_norm_into_conv(mod)
@@ -400,7 +414,9 @@ __all__ = [
     "ModelSource",
     "bind_shapes",
     "builtin_model_names",
+    "exported_program_to_relax",
     "load_model_source",
+    "onnx_to_relax",
     "parse_llm_spec",
     "parse_shapes",
 ]
