@@ -122,12 +122,22 @@ void Run(const OperationContext& context, uint32_t axis, double beta, bool log_s
         max_value = std::max(max_value, scaled[i]);
       }
       double sum = 0.0;
-      for (size_t i = 0; i < split.axis; ++i) sum += std::exp(scaled[i] - max_value);
-      const double log_sum = std::log(sum);
+      if (log_softmax) {
+        for (size_t i = 0; i < split.axis; ++i) sum += std::exp(scaled[i] - max_value);
+        const double log_sum = std::log(sum);
+        for (size_t i = 0; i < split.axis; ++i) {
+          const double value = (scaled[i] - max_value) - log_sum;
+          y[base + i * split.inner] = axis_helpers::StoreReal<T>(value, output);
+        }
+        continue;
+      }
+      // Each exponential is computed once, kept for the division.
       for (size_t i = 0; i < split.axis; ++i) {
-        const double shifted = scaled[i] - max_value;
-        const double value = log_softmax ? shifted - log_sum : std::exp(shifted) / sum;
-        y[base + i * split.inner] = axis_helpers::StoreReal<T>(value, output);
+        scaled[i] = std::exp(scaled[i] - max_value);
+        sum += scaled[i];
+      }
+      for (size_t i = 0; i < split.axis; ++i) {
+        y[base + i * split.inner] = axis_helpers::StoreReal<T>(scaled[i] / sum, output);
       }
     }
   }
