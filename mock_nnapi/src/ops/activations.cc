@@ -138,6 +138,38 @@ void RunActivationFloat(OperationContext& context) {
   for (size_t i = 0; i < count; ++i) y[i] = T(ApplyActivationFunction(operation, float(x[i])));
 }
 
+// fp32: the same functions with the operation chosen once, one loop each (vectorised where the
+// function allows).
+template <typename F>
+void MapFloat32(const float* __restrict__ x, float* __restrict__ y, size_t count, F f) {
+  for (size_t i = 0; i < count; ++i) y[i] = f(x[i]);
+}
+
+template <>
+void RunActivationFloat<float>(OperationContext& context) {
+  const float* x = context.Input(0).Data<float>();
+  float* y = context.Output(0).MutableData<float>();
+  const size_t count = indexing::Product(context.Input(0).dimensions);
+  const int32_t operation = context.type();
+  switch (operation) {
+    case ANEURALNETWORKS_RELU:
+    case ANEURALNETWORKS_RELU1:
+    case ANEURALNETWORKS_RELU6: {
+      float low, high;
+      FloatActivationRange(ReluFuseCode(operation), &low, &high);
+      return MapFloat32(x, y, count,
+                        [low, high](float v) { return std::min(std::max(v, low), high); });
+    }
+    case ANEURALNETWORKS_HARD_SWISH:
+      return MapFloat32(x, y, count,
+                        [](float v) { return v * std::min(6.f, std::max(0.f, v + 3.f)) / 6.f; });
+    case ANEURALNETWORKS_LOGISTIC:
+      return MapFloat32(x, y, count, [](float v) { return 1.f / (1.f + std::exp(-v)); });
+    default:  // TANH
+      return MapFloat32(x, y, count, [](float v) { return std::tanh(v); });
+  }
+}
+
 // RELU, RELU1, RELU6 on quantised data clamp in the quantised domain, to the range that
 // CalculateActivationRange (TFLite) derives: zero_point + round(bound / scale), saturated.
 template <typename Q>

@@ -123,6 +123,54 @@ void RunFloat(OperationContext& context, int32_t activation) {
   });
 }
 
+// fp32: the same values (op, then the clamp of the fused activation), one loop per run of
+// elements and per stride case so that the compiler vectorises it.
+template <typename Op>
+void RunFloat32(const OperandInfo& a, const OperandInfo& b, const OperandInfo& out, Op op,
+                int32_t activation) {
+  const float* x = a.Data<float>();
+  const float* y = b.Data<float>();
+  float* z = out.MutableData<float>();
+  float low, high;
+  FloatActivationRange(activation, &low, &high);
+  auto clamp = [low, high](float v) { return std::min(std::max(v, low), high); };
+  ForEachBroadcastRun(
+      out.dimensions, a.dimensions, b.dimensions,
+      [&](size_t o, size_t i, size_t j, size_t count, size_t step_a, size_t step_b) {
+        float* __restrict__ dst = z + o;
+        const float* __restrict__ xs = x + i;
+        const float* __restrict__ ys = y + j;
+        if (step_a == 1 && step_b == 1) {
+          for (size_t k = 0; k < count; ++k) dst[k] = clamp(op(xs[k], ys[k]));
+        } else if (step_a == 1) {
+          const float yv = *ys;
+          for (size_t k = 0; k < count; ++k) dst[k] = clamp(op(xs[k], yv));
+        } else if (step_b == 1) {
+          const float xv = *xs;
+          for (size_t k = 0; k < count; ++k) dst[k] = clamp(op(xv, ys[k]));
+        } else {
+          const float v = clamp(op(*xs, *ys));
+          for (size_t k = 0; k < count; ++k) dst[k] = v;
+        }
+      });
+}
+
+void RunFloat32(OperationContext& context, int32_t activation) {
+  const OperandInfo& a = context.Input(0);
+  const OperandInfo& b = context.Input(1);
+  const OperandInfo& out = context.Output(0);
+  switch (context.type()) {
+    case ANEURALNETWORKS_ADD:
+      return RunFloat32(a, b, out, [](float p, float q) { return p + q; }, activation);
+    case ANEURALNETWORKS_SUB:
+      return RunFloat32(a, b, out, [](float p, float q) { return p - q; }, activation);
+    case ANEURALNETWORKS_MUL:
+      return RunFloat32(a, b, out, [](float p, float q) { return p * q; }, activation);
+    default:
+      return RunFloat32(a, b, out, [](float p, float q) { return p / q; }, activation);
+  }
+}
+
 void RunInt32(OperationContext& context) {
   const OperandInfo& a = context.Input(0);
   const OperandInfo& b = context.Input(1);
@@ -171,7 +219,7 @@ int Execute(OperationContext& context) {
   const int32_t activation = context.InputScalar<int32_t>(2);
   switch (context.InputType(0)) {
     case ANEURALNETWORKS_TENSOR_FLOAT32:
-      RunFloat<float>(context, activation);
+      RunFloat32(context, activation);
       return ANEURALNETWORKS_NO_ERROR;
     case ANEURALNETWORKS_TENSOR_FLOAT16:
       RunFloat<Half>(context, activation);

@@ -137,54 +137,95 @@ inline void StoreRealElement(const OperandInfo& operand, size_t i, float value) 
 // Returns false when the shapes are incompatible.
 bool BroadcastShapes(const Dimensions& a, const Dimensions& b, Dimensions* out);
 
-// Calls body(out_index, a_index, b_index) for every element of `out` (the broadcast of a and b),
-// in row-major order of `out`.
-template <typename Body>
-void ForEachBroadcast(const Dimensions& out, const Dimensions& a, const Dimensions& b,
-                      Body&& body) {
+// Calls run(out_index, a_index, b_index, count, step_a, step_b) for every run of `count`
+// consecutive elements of `out` (the broadcast of a and b), in row-major order of `out`: element
+// k of the run is out[out_index + k] = f(a[a_index + k * step_a], b[b_index + k * step_b]), each
+// step 0 (broadcast) or 1. Dimensions that are contiguous in all three shapes are merged, so
+// inputs of the same shape give one run of every element.
+template <typename Run>
+void ForEachBroadcastRun(const Dimensions& out, const Dimensions& a, const Dimensions& b,
+                         Run&& run) {
   const size_t rank = out.size();
-  // Strides of a and b in out's index space (0 where broadcast).
-  std::vector<size_t> stride_a(rank, 0);
-  std::vector<size_t> stride_b(rank, 0);
+  // Extents and strides of a and b in out's index space (0 where broadcast), merged where
+  // contiguous.
+  std::vector<size_t> extent, stride_a, stride_b;
+  extent.reserve(rank);
+  stride_a.reserve(rank);
+  stride_b.reserve(rank);
   size_t running_a = 1;
   size_t running_b = 1;
-  for (size_t i = rank; i-- > 0;) {
+  size_t total = 1;
+  for (size_t i = rank; i-- > 0;) {  // innermost first; reversed below
     const size_t offset_a = rank - a.size();
     const size_t offset_b = rank - b.size();
     const size_t da = i >= offset_a ? a[i - offset_a] : 1;
     const size_t db = i >= offset_b ? b[i - offset_b] : 1;
-    stride_a[i] = da == 1 ? 0 : running_a;
-    stride_b[i] = db == 1 ? 0 : running_b;
+    const size_t sa = da == 1 ? 0 : running_a;
+    const size_t sb = db == 1 ? 0 : running_b;
+    total *= out[i];
+    if (out[i] == 1) {  // nothing to iterate
+      running_a *= da;
+      running_b *= db;
+      continue;
+    }
+    if (!extent.empty()) {
+      // Merge with the inner dimension when both inputs continue it (or both broadcast).
+      const size_t inner = extent.back();
+      const bool a_merges = sa == 0 ? stride_a.back() == 0 : sa == stride_a.back() * inner;
+      const bool b_merges = sb == 0 ? stride_b.back() == 0 : sb == stride_b.back() * inner;
+      if (a_merges && b_merges) {
+        extent.back() *= out[i];
+        running_a *= da;
+        running_b *= db;
+        continue;
+      }
+    }
+    extent.push_back(out[i]);
+    stride_a.push_back(sa);
+    stride_b.push_back(sb);
     running_a *= da;
     running_b *= db;
   }
-  size_t total = 1;
-  for (uint32_t d : out) total *= d;
   if (total == 0) return;
-  if (rank == 0) {
-    body(size_t{0}, size_t{0}, size_t{0});
+  if (extent.empty()) {  // a single element
+    run(size_t{0}, size_t{0}, size_t{0}, size_t{1}, size_t{0}, size_t{0});
     return;
   }
-  const size_t inner = out[rank - 1];
-  const size_t inner_a = stride_a[rank - 1];
-  const size_t inner_b = stride_b[rank - 1];
-  std::vector<size_t> counter(rank, 0);
+  std::reverse(extent.begin(), extent.end());
+  std::reverse(stride_a.begin(), stride_a.end());
+  std::reverse(stride_b.begin(), stride_b.end());
+  const size_t dims = extent.size();
+  const size_t inner = extent[dims - 1];
+  // Innermost strides are 0 or the element stride 1.
+  const size_t inner_a = stride_a[dims - 1];
+  const size_t inner_b = stride_b[dims - 1];
+  std::vector<size_t> counter(dims, 0);
   size_t base_a = 0;
   size_t base_b = 0;
   for (size_t out_index = 0; out_index < total; out_index += inner) {
-    for (size_t j = 0; j < inner; ++j)
-      body(out_index + j, base_a + j * inner_a, base_b + j * inner_b);
+    run(out_index, base_a, base_b, inner, inner_a, inner_b);
     // Advance the odometer over all but the innermost dimension.
-    for (size_t d = rank - 1; d-- > 0;) {
+    for (size_t d = dims - 1; d-- > 0;) {
       ++counter[d];
       base_a += stride_a[d];
       base_b += stride_b[d];
-      if (counter[d] < out[d]) break;
+      if (counter[d] < extent[d]) break;
       base_a -= stride_a[d] * counter[d];
       base_b -= stride_b[d] * counter[d];
       counter[d] = 0;
     }
   }
+}
+
+// Calls body(out_index, a_index, b_index) for every element of `out` (the broadcast of a and b),
+// in row-major order of `out`.
+template <typename Body>
+void ForEachBroadcast(const Dimensions& out, const Dimensions& a, const Dimensions& b,
+                      Body&& body) {
+  ForEachBroadcastRun(
+      out, a, b, [&](size_t o, size_t i, size_t j, size_t count, size_t step_a, size_t step_b) {
+        for (size_t k = 0; k < count; ++k) body(o + k, i + k * step_a, j + k * step_b);
+      });
 }
 
 }  // namespace mock_nnapi

@@ -43,6 +43,9 @@ using conv::Shape4;
 // Bound of one tile of the im2col matrix (it and its packed copy stay in a core's L2 cache).
 constexpr size_t kPatchTileBytes = size_t{128} << 10;
 
+// Largest im2col matrix built whole for one GEMM over all output pixels.
+constexpr size_t kWholePatchBytes = size_t{16} << 20;
+
 bool IsGrouped(const OperationContext& context) {
   return context.type() == ANEURALNETWORKS_GROUPED_CONV_2D;
 }
@@ -240,9 +243,61 @@ inline void CopyFloats(float* dst, const float* src, size_t count) {
 // The rows r = (n * outH + oy) * outW + ox of the im2col matrix hold the receptive field of
 // output pixel r for the input channels of one group, ordered (ky, kx, channel) like a filter
 // row; out-of-image taps are 0 (the zero point, for offset-subtracted quantised inputs).
-// ForEachPatchTile splits the rows into tiles that run in parallel; for every tile it calls
-// gemm(group, first_row, rows, patch, patch_stride) for each group, then finish(first_row, rows).
-// A 1x1, stride-1, unpadded convolution uses the input itself as the patch matrix.
+// FillPatchRows writes rows [first, first + count) for the group whose channels start at
+// `channels` into `patch` (row r - first at patch + (r - first) * depth).
+void FillPatchRows(const Geometry& g, const float* channels, size_t first, size_t count,
+                   float* patch) {
+  const Parameters& p = g.params;
+  const size_t in_group_channels = g.input.channels / g.groups;
+  const size_t depth = size_t{g.filter_height} * g.filter_width * in_group_channels;
+  const size_t row_floats = (p.dilation_w == 1 ? g.filter_width : 1) * in_group_channels;
+  // Output pixel of the first row; later rows step through (n, oy, ox).
+  int64_t ox = first % g.output.width;
+  int64_t oy = (first / g.output.width) % g.output.height;
+  int64_t n = first / (size_t{g.output.width} * g.output.height);
+  for (size_t r = 0; r < count; ++r) {
+    if (r > 0 && ++ox == g.output.width) {
+      ox = 0;
+      if (++oy == g.output.height) {
+        oy = 0;
+        ++n;
+      }
+    }
+    float* dst = patch + r * depth;
+    for (uint32_t ky = 0; ky < g.filter_height; ++ky) {
+      const int64_t iy = oy * p.stride_h - p.pad_top + int64_t{ky} * p.dilation_h;
+      const int64_t ix0 = ox * p.stride_w - p.pad_left;
+      const int64_t ix_last = ix0 + int64_t{g.filter_width - 1} * p.dilation_w;
+      const bool row_inside = iy >= 0 && iy < g.input.height;
+      const float* line =
+          row_inside ? channels + (n * g.input.height + iy) * g.input.width * g.input.channels
+                     : nullptr;
+      if (row_inside && p.dilation_w == 1 && ix0 >= 0 && ix_last < g.input.width && g.groups == 1) {
+        // The whole filter row reads one contiguous run of input pixels.
+        CopyFloats(dst, line + ix0 * g.input.channels, row_floats);
+        dst += row_floats;
+        continue;
+      }
+      for (uint32_t kx = 0; kx < g.filter_width; ++kx, dst += in_group_channels) {
+        const int64_t ix = ix0 + int64_t{kx} * p.dilation_w;
+        if (!row_inside || ix < 0 || ix >= g.input.width) {
+          std::fill(dst, dst + in_group_channels, 0.f);
+        } else {
+          CopyFloats(dst, line + ix * g.input.channels, in_group_channels);
+        }
+      }
+    }
+  }
+}
+
+// Calls gemm(group, first_row, rows, patch, patch_stride) for each group over row ranges of the
+// im2col matrix, then finish(first_row, rows) for each range.
+// - A 1x1, stride-1, unpadded convolution uses the input itself as the patch matrix: one call
+//   for all rows (Sgemm shares the product out over the threads).
+// - A patch matrix of at most kWholePatchBytes is filled once (rows in parallel), then one call
+//   for all rows.
+// - Larger ones are split into tiles that stay in cache and run in parallel, one
+//   single-threaded GEMM per tile.
 template <typename Gemm, typename Finish>
 void ForEachPatchTile(const Geometry& g, const float* input, Gemm&& gemm, Finish&& finish) {
   const Parameters& p = g.params;
@@ -252,64 +307,47 @@ void ForEachPatchTile(const Geometry& g, const float* input, Gemm&& gemm, Finish
   const bool pointwise = g.filter_height == 1 && g.filter_width == 1 && p.stride_w == 1 &&
                          p.stride_h == 1 && p.pad_left == 0 && p.pad_top == 0 && p.pad_right == 0 &&
                          p.pad_bottom == 0;
+  if (pointwise) {
+    for (uint32_t group = 0; group < g.groups; ++group) {
+      gemm(group, 0, rows, input + group * in_group_channels, size_t{g.input.channels});
+    }
+    finish(0, rows);
+    return;
+  }
   // Tiles small enough for the patch to stay in cache, and enough of them to share out.
   const size_t by_bytes = std::max<size_t>(16, kPatchTileBytes / (depth * sizeof(float)));
   const size_t by_threads =
       std::max<size_t>(16, (rows + 4 * gemm::ThreadCount() - 1) / (4 * gemm::ThreadCount()));
+  if (rows * depth * sizeof(float) <= kWholePatchBytes) {
+    // Uninitialised: every element is written before the GEMM reads it.
+    std::unique_ptr<float[]> patch(new float[rows * depth]);
+    const size_t fill_rows = std::min(rows, by_threads);
+    const size_t fills = (rows + fill_rows - 1) / fill_rows;
+    for (uint32_t group = 0; group < g.groups; ++group) {
+      const float* channels = input + group * in_group_channels;
+      gemm::ParallelFor(fills, fill_rows * depth, [&](size_t begin, size_t end) {
+        for (size_t t = begin; t < end; ++t) {
+          const size_t first = t * fill_rows;
+          FillPatchRows(g, channels, first, std::min(fill_rows, rows - first),
+                        patch.get() + first * depth);
+        }
+      });
+      gemm(group, 0, rows, static_cast<const float*>(patch.get()), depth);
+    }
+    finish(0, rows);
+    return;
+  }
   const size_t tile_rows = std::min({rows, by_bytes, by_threads});
   const size_t tiles = (rows + tile_rows - 1) / tile_rows;
   const size_t cost = tile_rows * depth * g.output.channels;  // multiply-adds per tile
-  const size_t row_floats = (p.dilation_w == 1 ? g.filter_width : 1) * in_group_channels;
   gemm::ParallelFor(tiles, cost, [&](size_t tile_begin, size_t tile_end) {
     // Uninitialised scratch: every element is written before the GEMM reads it.
-    std::unique_ptr<float[]> patch(pointwise ? nullptr : new float[tile_rows * depth]);
+    std::unique_ptr<float[]> patch(new float[tile_rows * depth]);
     for (size_t t = tile_begin; t < tile_end; ++t) {
       const size_t first = t * tile_rows;
       const size_t count = std::min(tile_rows, rows - first);
       for (uint32_t group = 0; group < g.groups; ++group) {
-        const float* channels = input + group * in_group_channels;
-        if (pointwise) {
-          gemm(group, first, count, channels + first * g.input.channels, size_t{g.input.channels});
-          continue;
-        }
-        // Output pixel of the tile's first row; later rows step through (n, oy, ox).
-        int64_t ox = first % g.output.width;
-        int64_t oy = (first / g.output.width) % g.output.height;
-        int64_t n = first / (size_t{g.output.width} * g.output.height);
-        for (size_t r = 0; r < count; ++r) {
-          if (r > 0 && ++ox == g.output.width) {
-            ox = 0;
-            if (++oy == g.output.height) {
-              oy = 0;
-              ++n;
-            }
-          }
-          float* dst = patch.get() + r * depth;
-          for (uint32_t ky = 0; ky < g.filter_height; ++ky) {
-            const int64_t iy = oy * p.stride_h - p.pad_top + int64_t{ky} * p.dilation_h;
-            const int64_t ix0 = ox * p.stride_w - p.pad_left;
-            const int64_t ix_last = ix0 + int64_t{g.filter_width - 1} * p.dilation_w;
-            const bool row_inside = iy >= 0 && iy < g.input.height;
-            const float* line =
-                row_inside ? channels + (n * g.input.height + iy) * g.input.width * g.input.channels
-                           : nullptr;
-            if (row_inside && p.dilation_w == 1 && ix0 >= 0 && ix_last < g.input.width &&
-                g.groups == 1) {
-              // The whole filter row reads one contiguous run of input pixels.
-              CopyFloats(dst, line + ix0 * g.input.channels, row_floats);
-              dst += row_floats;
-              continue;
-            }
-            for (uint32_t kx = 0; kx < g.filter_width; ++kx, dst += in_group_channels) {
-              const int64_t ix = ix0 + int64_t{kx} * p.dilation_w;
-              if (!row_inside || ix < 0 || ix >= g.input.width) {
-                std::fill(dst, dst + in_group_channels, 0.f);
-              } else {
-                CopyFloats(dst, line + ix * g.input.channels, in_group_channels);
-              }
-            }
-          }
-        }
+        FillPatchRows(g, input + group * in_group_channels, first, count, patch.get());
         gemm(group, first, count, static_cast<const float*>(patch.get()), depth);
       }
       finish(first, count);

@@ -144,29 +144,38 @@ inline int64_t TransposeConvOutputSize(int64_t in, int64_t filter, int64_t strid
   return in * stride + filter - stride - head - tail;
 }
 
+// out[j * rows + i] = in[i * cols + j]: a transpose in square tiles, so that both sides move
+// whole cache lines (a plain loop strides through one of them an element at a time).
+template <typename T>
+void Transpose2D(const T* __restrict__ in, size_t rows, size_t cols, T* __restrict__ out) {
+  constexpr size_t kTile = 16;
+  for (size_t i0 = 0; i0 < rows; i0 += kTile) {
+    const size_t i1 = std::min(rows, i0 + kTile);
+    for (size_t j0 = 0; j0 < cols; j0 += kTile) {
+      const size_t j1 = std::min(cols, j0 + kTile);
+      for (size_t j = j0; j < j1; ++j) {
+        for (size_t i = i0; i < i1; ++i) out[j * rows + i] = in[i * cols + j];
+      }
+    }
+  }
+}
+
 // Layout transforms between [N, C, H, W] and [N, H, W, C].
 template <typename T>
 void NchwToNhwc(const T* in, const Shape4& shape, T* out) {
   const size_t plane = size_t{shape.height} * shape.width;
+  const size_t batch = plane * shape.channels;
   for (uint32_t n = 0; n < shape.batches; ++n) {
-    const T* src = in + n * plane * shape.channels;
-    T* dst = out + n * plane * shape.channels;
-    for (uint32_t c = 0; c < shape.channels; ++c) {
-      for (size_t p = 0; p < plane; ++p) dst[p * shape.channels + c] = src[c * plane + p];
-    }
+    Transpose2D(in + n * batch, shape.channels, plane, out + n * batch);
   }
 }
 
 template <typename T>
 void NhwcToNchw(const T* in, const Shape4& shape, T* out) {
   const size_t plane = size_t{shape.height} * shape.width;
+  const size_t batch = plane * shape.channels;
   for (uint32_t n = 0; n < shape.batches; ++n) {
-    const T* src = in + n * plane * shape.channels;
-    T* dst = out + n * plane * shape.channels;
-    for (size_t p = 0; p < plane; ++p) {
-      for (uint32_t c = 0; c < shape.channels; ++c)
-        dst[c * plane + p] = src[p * shape.channels + c];
-    }
+    Transpose2D(in + n * batch, plane, shape.channels, out + n * batch);
   }
 }
 

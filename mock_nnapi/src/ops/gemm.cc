@@ -99,6 +99,39 @@ void SgemmDirect(Transpose trans_a, Transpose trans_b, size_t m, size_t n, size_
 
 size_t DivideRoundingUp(size_t a, size_t b) { return (a + b - 1) / b; }
 
+// Limits OpenBLAS to one thread while it lives (nested: the previous setting comes back when the
+// last one ends). Every OpenBLAS call runs under one: the pool (ParallelFor) is the only source
+// of parallelism, so OpenBLAS's own helper threads, which spin for a while after each threaded
+// call, never compete with the pool's workers for the cores.
+class SingleThreadedBlas {
+ public:
+  SingleThreadedBlas() {
+    std::lock_guard<std::mutex> lock(Mutex());
+    if (Depth()++ == 0) {
+      Saved() = scipy_openblas_get_num_threads();
+      scipy_openblas_set_num_threads(1);
+    }
+  }
+  ~SingleThreadedBlas() {
+    std::lock_guard<std::mutex> lock(Mutex());
+    if (--Depth() == 0) scipy_openblas_set_num_threads(Saved());
+  }
+
+ private:
+  static std::mutex& Mutex() {
+    static std::mutex mutex;
+    return mutex;
+  }
+  static int& Depth() {
+    static int depth = 0;
+    return depth;
+  }
+  static int& Saved() {
+    static int saved = 1;
+    return saved;
+  }
+};
+
 }  // namespace
 
 void Sgemm(Transpose trans_a, Transpose trans_b, size_t m, size_t n, size_t k, float alpha,
@@ -106,14 +139,15 @@ void Sgemm(Transpose trans_a, Transpose trans_b, size_t m, size_t n, size_t k, f
            size_t ldc) {
   if (m == 0 || n == 0) return;
   const size_t threads = static_cast<size_t>(ThreadCount());
-  // Matrix-vector products stay with OpenBLAS's own threading: they are bound by memory
-  // bandwidth, and its sgemv splits them better than column or row blocks do.
-  if (threads <= 1 || k == 0 || m == 1 || n == 1 || m * n * k < kParallelGemmWork) {
+  if (threads <= 1 || k == 0 || m * n * k < kParallelGemmWork) {
+    SingleThreadedBlas single_threaded;
     SgemmDirect(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
   // Split the larger output dimension into blocks computed by single-threaded OpenBLAS calls on
-  // the pool (see ParallelFor): a few blocks per thread, multiples of 16 columns or rows.
+  // the pool (see ParallelFor): a few blocks per thread, multiples of 16 columns or rows. A
+  // matrix-vector product (m or n is 1, bound by memory bandwidth) is split the same way, into
+  // sgemv calls on row blocks of the matrix.
   const bool split_columns = n >= m;
   const size_t extent = split_columns ? n : m;
   const size_t step =
@@ -253,37 +287,6 @@ class ThreadPool {
   std::shared_ptr<Job> job_;
   uint64_t generation_ = 0;
   size_t workers_ = 0;
-};
-
-// Limits OpenBLAS to one thread while any ParallelFor job runs (the pool provides the
-// parallelism); the previous setting comes back when the last job ends.
-class SingleThreadedBlas {
- public:
-  SingleThreadedBlas() {
-    std::lock_guard<std::mutex> lock(Mutex());
-    if (Depth()++ == 0) {
-      Saved() = scipy_openblas_get_num_threads();
-      scipy_openblas_set_num_threads(1);
-    }
-  }
-  ~SingleThreadedBlas() {
-    std::lock_guard<std::mutex> lock(Mutex());
-    if (--Depth() == 0) scipy_openblas_set_num_threads(Saved());
-  }
-
- private:
-  static std::mutex& Mutex() {
-    static std::mutex mutex;
-    return mutex;
-  }
-  static int& Depth() {
-    static int depth = 0;
-    return depth;
-  }
-  static int& Saved() {
-    static int saved = 1;
-    return saved;
-  }
 };
 
 }  // namespace

@@ -9,7 +9,8 @@
 // - fp16 <-> fp32 conversion, offset subtraction for quantised operands, fused-activation ranges
 //   and requantisation with a real multiplier (round half away from zero, like Android's CPU
 //   path up to its fixed-point rounding: results agree within one quantisation step).
-// - ParallelFor: splits a loop over the OpenBLAS thread count for the direct (non-GEMM) loops.
+// - ParallelFor: splits a loop over the OpenBLAS thread count (the GEMM blocks and the direct
+//   loops).
 #ifndef MOCK_NNAPI_SRC_OPS_GEMM_H_
 #define MOCK_NNAPI_SRC_OPS_GEMM_H_
 
@@ -29,8 +30,12 @@ enum class Transpose { kNo, kYes };
 
 // Row-major C[M, N] = alpha * op(A)[M, K] * op(B)[K, N] + beta * C. op(A) is A (stored M x K,
 // leading dimension lda) or A transposed (stored K x M); likewise for B. A single row or column
-// goes to sgemv (sgemm would pack the whole matrix operand for one vector). Large products are
-// split into column (or row) blocks computed on the ParallelFor pool, one OpenBLAS thread each.
+// goes to sgemv (sgemm would pack the whole matrix operand for one vector). Large products
+// (matrix-vector ones too) are split into column (or row) blocks computed on the ParallelFor
+// pool. OpenBLAS itself always runs single-threaded: its helper threads spin for a while after
+// each threaded call and would compete with the pool's workers (and anyone else's) for the cores;
+// on a loaded machine its static split also waits for its slowest thread, while the pool's
+// dynamic one does not (docs/performance.md).
 void Sgemm(Transpose trans_a, Transpose trans_b, size_t m, size_t n, size_t k, float alpha,
            const float* a, size_t lda, const float* b, size_t ldb, float beta, float* c,
            size_t ldc);

@@ -20,6 +20,8 @@
 // values and the fused activation clamps in the quantised domain (like TFLite).
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <vector>
 
 #include "axis_helpers.h"
 #include "common.h"
@@ -278,6 +280,64 @@ void PoolFloat(int32_t operation, const Geometry& g, const PoolParameters& p, co
   });
 }
 
+// The same values for fp32 NHWC, a whole pixel of channels at a time (contiguous, so the loops
+// vectorise): each channel still sums its window in double, in the same (y, x) order.
+void PoolFloat32Nhwc(int32_t operation, const Geometry& g, const PoolParameters& p, const float* in,
+                     float* out) {
+  float low, high;
+  FloatActivationRange(p.activation, &low, &high);
+  const size_t channels = g.channels;
+  std::vector<double> sums(channels);
+  std::vector<float> maxima(channels);
+  for (size_t b = 0; b < g.batches; ++b) {
+    for (size_t oy = 0; oy < g.out_height; ++oy) {
+      const int64_t y0 = static_cast<int64_t>(oy) * p.stride_h - p.pad_top;
+      const size_t y_begin = static_cast<size_t>(std::max<int64_t>(y0, 0));
+      const size_t y_end = static_cast<size_t>(std::min<int64_t>(y0 + p.filter_h, g.height));
+      for (size_t ox = 0; ox < g.out_width; ++ox) {
+        const int64_t x0 = static_cast<int64_t>(ox) * p.stride_w - p.pad_left;
+        const size_t x_begin = static_cast<size_t>(std::max<int64_t>(x0, 0));
+        const size_t x_end = static_cast<size_t>(std::min<int64_t>(x0 + p.filter_w, g.width));
+        float* __restrict__ dst = out + ((b * g.out_height + oy) * g.out_width + ox) * channels;
+        if (operation == ANEURALNETWORKS_MAX_POOL_2D) {
+          float* __restrict__ m = maxima.data();
+          std::fill(m, m + channels, -std::numeric_limits<float>::infinity());
+          for (size_t y = y_begin; y < y_end; ++y) {
+            for (size_t x = x_begin; x < x_end; ++x) {
+              const float* __restrict__ src = in + ((b * g.height + y) * g.width + x) * channels;
+              for (size_t c = 0; c < channels; ++c) m[c] = std::max(m[c], src[c]);
+            }
+          }
+          for (size_t c = 0; c < channels; ++c) dst[c] = std::min(std::max(m[c], low), high);
+          continue;
+        }
+        const bool l2 = operation == ANEURALNETWORKS_L2_POOL_2D;
+        double* __restrict__ sum = sums.data();
+        std::fill(sum, sum + channels, 0.0);
+        for (size_t y = y_begin; y < y_end; ++y) {
+          for (size_t x = x_begin; x < x_end; ++x) {
+            const float* __restrict__ src = in + ((b * g.height + y) * g.width + x) * channels;
+            if (l2) {
+              for (size_t c = 0; c < channels; ++c) {
+                const double value = src[c];
+                sum[c] += value * value;
+              }
+            } else {
+              for (size_t c = 0; c < channels; ++c) sum[c] += static_cast<double>(src[c]);
+            }
+          }
+        }
+        const double count = static_cast<double>((y_end - y_begin) * (x_end - x_begin));
+        for (size_t c = 0; c < channels; ++c) {
+          double result = sum[c] / count;
+          if (l2) result = std::sqrt(result);
+          dst[c] = std::min(std::max(static_cast<float>(result), low), high);
+        }
+      }
+    }
+  }
+}
+
 // Integer division rounding half away from zero.
 int64_t RoundedDivide(int64_t numerator, int64_t denominator) {
   return numerator >= 0 ? (numerator + denominator / 2) / denominator
@@ -318,6 +378,10 @@ int Execute(OperationContext& context) {
   const int32_t op = context.type();
   switch (input.type) {
     case ANEURALNETWORKS_TENSOR_FLOAT32:
+      if (!params.nchw) {
+        PoolFloat32Nhwc(op, g, params, input.Data<float>(), output.MutableData<float>());
+        return ANEURALNETWORKS_NO_ERROR;
+      }
       PoolFloat(op, g, params, input.Data<float>(), output.MutableData<float>());
       return ANEURALNETWORKS_NO_ERROR;
     case ANEURALNETWORKS_TENSOR_FLOAT16:

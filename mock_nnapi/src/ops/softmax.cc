@@ -21,6 +21,7 @@
 
 #include "axis_helpers.h"
 #include "common.h"
+#include "gemm.h"
 
 namespace mock_nnapi {
 namespace {
@@ -112,9 +113,14 @@ void Run(const OperationContext& context, uint32_t axis, double beta, bool log_s
   const T* x = input.Data<T>();
   T* y = output.MutableData<T>();
   const indexing::AxisSplit split = indexing::SplitAtAxis(input.dimensions, axis);
-  std::vector<double> scaled(split.axis);
-  for (size_t outer = 0; outer < split.outer; ++outer) {
-    for (size_t inner = 0; inner < split.inner; ++inner) {
+  // The lines along the axis are independent: shared out over the threads (an exponential
+  // costs some tens of multiply-adds).
+  const size_t lines = split.outer * split.inner;
+  gemm::ParallelFor(lines, split.axis * 32, [&](size_t begin, size_t end) {
+    std::vector<double> scaled(split.axis);
+    for (size_t line = begin; line < end; ++line) {
+      const size_t outer = line / split.inner;
+      const size_t inner = line % split.inner;
       const size_t base = outer * split.axis * split.inner + inner;
       double max_value = -std::numeric_limits<double>::infinity();
       for (size_t i = 0; i < split.axis; ++i) {
@@ -122,15 +128,25 @@ void Run(const OperationContext& context, uint32_t axis, double beta, bool log_s
         max_value = std::max(max_value, scaled[i]);
       }
       double sum = 0.0;
-      for (size_t i = 0; i < split.axis; ++i) sum += std::exp(scaled[i] - max_value);
-      const double log_sum = std::log(sum);
+      if (log_softmax) {
+        for (size_t i = 0; i < split.axis; ++i) sum += std::exp(scaled[i] - max_value);
+        const double log_sum = std::log(sum);
+        for (size_t i = 0; i < split.axis; ++i) {
+          const double value = (scaled[i] - max_value) - log_sum;
+          y[base + i * split.inner] = axis_helpers::StoreReal<T>(value, output);
+        }
+        continue;
+      }
+      // Each exponential is computed once, kept for the division.
       for (size_t i = 0; i < split.axis; ++i) {
-        const double shifted = scaled[i] - max_value;
-        const double value = log_softmax ? shifted - log_sum : std::exp(shifted) / sum;
-        y[base + i * split.inner] = axis_helpers::StoreReal<T>(value, output);
+        scaled[i] = std::exp(scaled[i] - max_value);
+        sum += scaled[i];
+      }
+      for (size_t i = 0; i < split.axis; ++i) {
+        y[base + i * split.inner] = axis_helpers::StoreReal<T>(scaled[i] / sum, output);
       }
     }
-  }
+  });
 }
 
 int Execute(OperationContext& context) {

@@ -1,0 +1,973 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The mock's kernels against the libraries that set the bar (issue 21), MEASURED side by side.
+
+One entry point for every row of the issue, each measured in one process with the same thread
+count on both sides, alternating the two sides over several rounds (the ratio reported is the
+median of the per-round ratios, robust to other load on a shared machine):
+
+- roofline: the machine's measured fp32 GEMM peak (numpy's OpenBLAS sgemm, best of several
+  runs) and memory bandwidth (a large np.copyto): the line every row is read against;
+- gemm: FULLY_CONNECTED ([num_units, input_size] constant weights, the layout
+  ``matmul(x, permute_dims(w))`` lowers to) and BATCH_MATMUL at every projection of the LLM
+  configurations (TinyLlama-1.1B, Llama-2-7B, Mistral-7B) for decode (1 token) and prefill of 32 to
+  1024 tokens, vs numpy's matmul on the same operands; goal >= 1.0x;
+- conv: every distinct CONV_2D / DEPTHWISE_CONV_2D layer of MobileNetV2, MobileNetV3-Large and
+  EfficientNet-B0 (bench/conv_shapes.json, recorded from torchvision by ``--record-shapes``) vs
+  onnxruntime's CPU provider; goal >= 0.8x;
+- memory-bound: pooling, elementwise and softmax vs numpy; goal >= 1/1.5x;
+- networks: the three networks built by tvm_nnapi (NNAPI subgraphs on the mock) vs torch eager;
+  goal >= 1/1.2x; the tiny-llama prefill of the NNAPI build vs the host llvm build
+  (``tvm-nnapi llm bench``); goal >= 1.0x;
+- overhead: one ADD of 1x16 per execution, the mock vs onnxruntime's run of the same node;
+- memory: the peak resident memory of a TinyLlama-1.1B-configuration prefill of 128 tokens
+  (random weights, the NNAPI build) against the size of its weights; goal <= 1.3x.
+
+A ratio > 1 means the mock is faster. The mock runs the way repeated inference does: one
+reusable ANeuralNetworksExecution with its buffers bound once (numpy writes into ``out=``,
+onnxruntime uses an IOBinding). The mock's cost model (modelled phone times) plays no part: every
+number here is a host measurement.
+
+    python bench/performance.py                 # everything; writes docs/performance.md
+    python bench/performance.py --quick         # small shapes, seconds (a smoke test of this code)
+    python bench/performance.py --only gemm,conv --rounds 7
+    python bench/performance.py --record-shapes # re-enumerate the conv layers (needs torch)
+
+Needs numpy; onnxruntime and onnx for the conv and overhead rows, torch and torchvision (the
+`models` extra) for the networks; a missing library skips its rows with a message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SHAPES_FILE = Path(__file__).resolve().parent / "conv_shapes.json"
+DOC = ROOT / "docs" / "performance.md"
+SECTIONS = ("roofline", "gemm", "conv", "memory-bound", "networks", "overhead", "memory")
+NETWORKS = ("mobilenet_v2", "mobilenet_v3_large", "efficientnet_b0")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--rounds", type=int, default=0, help="alternations per row (default 5)")
+    parser.add_argument(
+        "--only", default=",".join(SECTIONS), help=f"comma list of {', '.join(SECTIONS)}"
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="small shapes and 2 rounds, no networks and no 1B-parameter run (checks the code)",
+    )
+    parser.add_argument(
+        "--out",
+        help="write the markdown table here (default: docs/performance.md for a full run, "
+        "nothing with --quick or --only)",
+    )
+    parser.add_argument(
+        "--record-shapes",
+        action="store_true",
+        help=f"enumerate the conv layers from torchvision into {SHAPES_FILE.name} and exit",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=1024,
+        help="longest prefill of the GEMM rows (default %(default)s; of 1, 32, 128, 512, 1024)",
+    )
+    parser.add_argument("--memory-probe", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    unknown = set(args.only.split(",")) - set(SECTIONS)
+    if unknown:
+        parser.error(f"--only: unknown section(s) {', '.join(sorted(unknown))}")
+    if args.rounds <= 0:
+        args.rounds = 2 if args.quick else 5
+    return args
+
+
+ARGS = parse_args()
+# Thread counts must be fixed before the BLAS libraries load.
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+    os.environ[_variable] = str(ARGS.threads)
+
+import numpy as np  # noqa: E402
+
+
+def progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# ---- measurement ---------------------------------------------------------------------------
+
+
+def _loops_for(function: Callable[[], object], target_seconds: float) -> int:
+    start = time.perf_counter()
+    function()
+    once = max(time.perf_counter() - start, 1e-7)
+    return max(1, min(10000, int(target_seconds / once)))
+
+
+BEST_RATIO: list[float] = []  # the ratio of the best times of the last side_by_side
+
+
+def side_by_side(
+    ours: Callable[[], object], reference: Callable[[], object], rounds: int
+) -> tuple[float, float, float]:
+    """(median seconds of ours, of the reference, median of the per-round ratios ref/ours).
+
+    Each side is warmed up, then both run alternately `rounds` times; a short call is looped so
+    that one sample lasts about 20 ms. The ratio of the best times (each side's least disturbed
+    round) is left in BEST_RATIO[0]."""
+    ours()
+    reference()
+    target = 0.005 if ARGS.quick else 0.02
+    loops_ours, loops_ref = _loops_for(ours, target), _loops_for(reference, target)
+    t_ours, t_ref = [], []
+    for _ in range(rounds):
+        for loops, function, samples in (
+            (loops_ours, ours, t_ours),
+            (loops_ref, reference, t_ref),
+        ):
+            start = time.perf_counter()
+            for _ in range(loops):
+                function()
+            samples.append((time.perf_counter() - start) / loops)
+    ratio = statistics.median(r / o for o, r in zip(t_ours, t_ref, strict=True))
+    BEST_RATIO[:] = [min(t_ref) / min(t_ours)]
+    return statistics.median(t_ours), statistics.median(t_ref), ratio
+
+
+@dataclass
+class Row:
+    section: str
+    label: str
+    reference: str
+    ours_s: float
+    ref_s: float
+    ratio: float
+    goal: float  # ratio >= goal (for memory: ratio <= goal)
+    work: float = 0.0  # FLOPs (or bytes for memory-bound rows), 0: not shown
+    unit: str = "GFLOP/s"
+    note: str = ""
+    best_ratio: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.best_ratio and BEST_RATIO and self.section not in ("memory",):
+            self.best_ratio = BEST_RATIO[0]
+
+    @property
+    def met(self) -> bool:
+        return self.ratio <= self.goal if self.section == "memory" else self.ratio >= self.goal
+
+
+ROWS: list[Row] = []
+NOTES: list[str] = []
+
+
+def record(row: Row) -> None:
+    ROWS.append(row)
+    BEST_RATIO.clear()
+    rate = ""
+    if row.work:
+        rate = f"{row.work / row.ours_s / 1e9:9.1f} {row.work / row.ref_s / 1e9:9.1f} {row.unit}"
+    flag = "" if row.met else "  MISS"
+    print(
+        f"{row.section:<12} {row.label:<58} {row.ours_s * 1e3:10.3f} {row.ref_s * 1e3:10.3f} ms "
+        f"{row.ratio:6.2f}x (goal {row.goal:.2f}){flag} best {row.best_ratio:5.2f}x {rate}",
+        flush=True,
+    )
+
+
+def skip(section: str, reason: str) -> None:
+    message = f"{section}: skipped ({reason})"
+    NOTES.append(message)
+    progress(message)
+
+
+# ---- the mock --------------------------------------------------------------------------------
+
+
+def mock():
+    import mock_nnapi
+
+    return mock_nnapi
+
+
+def mock_runner(model, feeds: list[np.ndarray], out_shape: tuple[int, ...]):
+    """One reusable execution with its buffers bound once; a run is one compute call."""
+    m = mock()
+    compilation = m.Compilation(model).finish()
+    out = np.empty(out_shape, np.float32)
+    execution = m.Execution(compilation)
+    m.api.call("ANeuralNetworksExecution_setReusable", execution.handle, True)
+    for index, array in enumerate(feeds):
+        m.api.call(
+            "ANeuralNetworksExecution_setInput",
+            execution.handle,
+            index,
+            None,
+            array.ctypes.data_as(ctypes.c_void_p),
+            array.nbytes,
+        )
+    m.api.call(
+        "ANeuralNetworksExecution_setOutput",
+        execution.handle,
+        0,
+        None,
+        out.ctypes.data_as(ctypes.c_void_p),
+        out.nbytes,
+    )
+    compute = m.api.lib().ANeuralNetworksExecution_compute
+    handle = execution.handle
+
+    def run() -> np.ndarray:
+        m.api.check("ANeuralNetworksExecution_compute", compute(handle))
+        return out
+
+    run.keep_alive = (model, compilation, execution, feeds)  # type: ignore[attr-defined]
+    return run
+
+
+def one_operation(operation: int, inputs: list, out_shape, feeds: list[np.ndarray]):
+    """A model of one operation. `inputs` holds arrays (model inputs when they are in `feeds`,
+    by identity; else constants) and ('i32'|'bool'|'f32', value) scalars."""
+    m = mock()
+    model = m.Model()
+    indices, model_inputs = [], []
+    for value in inputs:
+        if isinstance(value, tuple):
+            codes = {"i32": m.OperandCode.INT32, "bool": m.OperandCode.BOOL}
+            code = codes.get(value[0], m.OperandCode.FLOAT32)
+            indices.append(model.add_scalar(code, value[1]))
+        elif any(value is feed for feed in feeds):
+            index = model.add_operand(m.OperandCode.TENSOR_FLOAT32, value.shape)
+            indices.append(index)
+            model_inputs.append(index)
+        else:
+            indices.append(model.add_constant(m.OperandCode.TENSOR_FLOAT32, value))
+    out = model.add_operand(m.OperandCode.TENSOR_FLOAT32, out_shape)
+    model.add_operation(operation, indices, [out])
+    model.identify_inputs_and_outputs(model_inputs, [out])
+    model.finish()
+    return mock_runner(model, feeds, tuple(out_shape))
+
+
+# ---- roofline --------------------------------------------------------------------------------
+
+PEAK: dict[str, float] = {}
+
+
+def roofline() -> None:
+    size = 512 if ARGS.quick else 2048
+    a = np.random.default_rng(0).standard_normal((size, size), dtype=np.float32)
+    b = np.random.default_rng(1).standard_normal((size, size), dtype=np.float32)
+    c = np.empty_like(a)
+    np.matmul(a, b, out=c)
+    best = math.inf
+    for _ in range(3 if ARGS.quick else 10):
+        start = time.perf_counter()
+        np.matmul(a, b, out=c)
+        best = min(best, time.perf_counter() - start)
+    PEAK["gflops"] = 2.0 * size**3 / best / 1e9
+    PEAK["gemm_size"] = size
+    PEAK["runs"] = 3 if ARGS.quick else 10
+    elements = (1 << 22) if ARGS.quick else (1 << 26)  # 16 MiB / 256 MiB
+    src = np.ones(elements, np.float32)
+    dst = np.empty_like(src)
+    np.copyto(dst, src)
+    best = math.inf
+    for _ in range(3 if ARGS.quick else 10):
+        start = time.perf_counter()
+        np.copyto(dst, src)
+        best = min(best, time.perf_counter() - start)
+    PEAK["gbps"] = 2.0 * src.nbytes / best / 1e9  # read + write
+    PEAK["copy_mib"] = src.nbytes / 2**20
+    print(
+        f"roofline: fp32 GEMM peak {PEAK['gflops']:.1f} GFLOP/s (numpy sgemm {size}^3, best of "
+        f"runs), memory bandwidth {PEAK['gbps']:.1f} GB/s (np.copyto {PEAK['copy_mib']:.0f} MiB, "
+        f"read + write), {ARGS.threads} threads",
+        flush=True,
+    )
+
+
+# ---- GEMM ------------------------------------------------------------------------------------
+
+
+def llm_gemm_shapes() -> list[tuple[str, int, int, int]]:
+    """(label, M, K, N) of every projection FULLY_CONNECTED of the LLM configurations."""
+    if ARGS.quick:
+        return [("quick qkv", 1, 256, 384), ("quick mlp", 32, 256, 1024)]
+    from tvm_nnapi.llm.config import LLAMA2_7B, MISTRAL_7B, TINYLLAMA_1_1B
+
+    shapes = []
+    for config in (TINYLLAMA_1_1B, LLAMA2_7B, MISTRAL_7B):
+        h, i = config.hidden_size, config.intermediate_size
+        projections = [
+            ("qkv", h, config.q_size + 2 * config.kv_size),
+            ("o", config.q_size, h),
+            ("gate_up", h, 2 * i),
+            ("down", i, h),
+        ]
+        for tokens in (t for t in (1, 32, 128, 512, 1024) if t <= ARGS.max_tokens):
+            for name, k, n in projections:
+                shapes.append((f"{config.name} {name}", tokens, k, n))
+        shapes.append((f"{config.name} lm_head", 1, h, config.vocab_size))
+    return shapes
+
+
+def fully_connected_row(label: str, m: int, k: int, n: int, rng) -> None:
+    ops = mock().OperationCode
+    x = rng.standard_normal((m, k), dtype=np.float32)
+    w = rng.standard_normal((n, k), dtype=np.float32) / np.float32(np.sqrt(k))
+    b = np.zeros(n, np.float32)
+    ours = one_operation(ops.FULLY_CONNECTED, [x, w, b, ("i32", 0)], (m, n), [x])
+    np.testing.assert_allclose(ours(), x @ w.T, rtol=1e-3, atol=1e-3)
+    w_t, out = w.T, np.empty((m, n), np.float32)  # numpy passes the transposed view to BLAS
+
+    def reference() -> None:
+        np.matmul(x, w_t, out=out)
+        np.add(out, b, out=out)
+
+    t_ours, t_ref, ratio = side_by_side(ours, reference, ARGS.rounds)
+    shape = f"FULLY_CONNECTED {m}x{k}.({n}x{k})^T {label}"
+    record(Row("gemm", shape, "numpy", t_ours, t_ref, ratio, 1.0, 2.0 * m * n * k))
+
+
+def batch_matmul_row(label: str, m: int, k: int, n: int, adj_y: bool, rng) -> None:
+    ops = mock().OperationCode
+    x = rng.standard_normal((1, m, k), dtype=np.float32)
+    y_shape = (1, n, k) if adj_y else (1, k, n)
+    y = rng.standard_normal(y_shape, dtype=np.float32) / np.float32(np.sqrt(k))
+    inputs = [x, y, ("bool", False), ("bool", adj_y)]
+    ours = one_operation(ops.BATCH_MATMUL, inputs, (1, m, n), [x, y])
+    y_view = y.transpose(0, 2, 1) if adj_y else y
+    np.testing.assert_allclose(ours(), x @ y_view, rtol=1e-3, atol=1e-3)
+    # numpy's stacked matmul with out= loops without BLAS: the reference multiplies the single
+    # matrices (BLAS, as numpy does for 2-D operands).
+    x2, y2, out = x[0], y_view[0], np.empty((m, n), np.float32)
+    t_ours, t_ref, ratio = side_by_side(ours, lambda: np.matmul(x2, y2, out=out), ARGS.rounds)
+    layout = f"({n}x{k})^T" if adj_y else f"{k}x{n}"
+    shape = f"BATCH_MATMUL 1x{m}x{k}.{layout} {label}"
+    record(Row("gemm", shape, "numpy", t_ours, t_ref, ratio, 1.0, 2.0 * m * n * k))
+
+
+def gemm_rows() -> None:
+    rng = np.random.default_rng(0)
+    shapes = llm_gemm_shapes()
+    for index, (label, m, k, n) in enumerate(shapes):
+        progress(f"gemm {index + 1}/{len(shapes)}: {label} M={m}")
+        fully_connected_row(label, m, k, n, rng)
+    # BATCH_MATMUL carries the batched (activation x activation) products; at the projection
+    # shapes both of its layouts: [K, N] and adj_y (a permute_dims'd right side).
+    batched = shapes[:2] if ARGS.quick else [s for s in shapes if s[1] == 128]
+    for index, (label, m, k, n) in enumerate(batched):
+        progress(f"batch_matmul {index + 1}/{len(batched)}: {label} M={m}")
+        for adj_y in (False, True):
+            batch_matmul_row(label, m, k, n, adj_y, rng)
+
+
+# ---- convolutions ----------------------------------------------------------------------------
+
+
+def record_shapes() -> int:
+    """Enumerates every Conv2d of the three networks (forward hooks on a 224x224 input)."""
+    import torch
+    import torchvision
+
+    layers: dict[tuple, dict] = {}
+    for name in NETWORKS:
+        model = getattr(torchvision.models, name)(weights=None).eval()
+
+        def hook(module, inputs, _output, network=name):
+            _, c, h, w = inputs[0].shape
+            key = (
+                int(h),
+                int(w),
+                int(c),
+                module.out_channels,
+                module.kernel_size[0],
+                module.kernel_size[1],
+                module.stride[0],
+                module.padding[0],
+                module.padding[1],
+                module.dilation[0],
+                module.groups,
+            )
+            entry = layers.setdefault(key, {"networks": {}})
+            entry["networks"][network] = entry["networks"].get(network, 0) + 1
+
+        handles = [
+            m.register_forward_hook(hook) for m in model.modules() if isinstance(m, torch.nn.Conv2d)
+        ]
+        with torch.inference_mode():
+            model(torch.zeros(1, 3, 224, 224))
+        for handle in handles:
+            handle.remove()
+    fields = "h w c_in c_out kh kw stride pad_h pad_w dilation groups".split()
+    result = {
+        "generated_by": "python bench/performance.py --record-shapes",
+        "source": f"torchvision {torchvision.__version__} (weights=None), 1x3x224x224 input",
+        "layers": [dict(zip(fields, key, strict=True)) | value for key, value in layers.items()],
+    }
+    SHAPES_FILE.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"{len(layers)} distinct conv layers written to {SHAPES_FILE}")
+    return 0
+
+
+def conv_layers() -> list[dict]:
+    layers = json.loads(SHAPES_FILE.read_text())["layers"]
+    supported = [
+        layer
+        for layer in layers
+        if layer["groups"] == 1 or layer["groups"] == layer["c_in"] == layer["c_out"]
+    ]
+    if len(supported) != len(layers):
+        NOTES.append(f"{len(layers) - len(supported)} grouped (non-depthwise) conv layers left out")
+    if ARGS.quick:  # the smallest layer of each kind
+        size = lambda layer: layer["h"] * layer["w"] * layer["c_in"] * layer["c_out"]  # noqa: E731
+        return [
+            min((x for x in supported if x["groups"] == 1), key=size),
+            min((x for x in supported if x["groups"] > 1), key=size),
+        ]
+    return supported
+
+
+def ort_session(graph_nodes, inputs, outputs, initializers):
+    import onnxruntime as ort
+    from onnx import helper
+
+    graph = helper.make_graph(graph_nodes, "bench", inputs, outputs, initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = ARGS.threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(
+        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+
+
+def bound_run(session, feeds: dict[str, np.ndarray], out_name: str, out: np.ndarray):
+    binding = session.io_binding()
+    for name, array in feeds.items():
+        binding.bind_cpu_input(name, array)
+    binding.bind_output(out_name, "cpu", 0, np.float32, list(out.shape), out.ctypes.data)
+
+    def run() -> np.ndarray:
+        session.run_with_iobinding(binding)
+        return out
+
+    return run
+
+
+def conv_row(layer: dict, rng) -> None:
+    from onnx import TensorProto, helper, numpy_helper
+
+    ops = mock().OperationCode
+    h, w, c_in, c_out = layer["h"], layer["w"], layer["c_in"], layer["c_out"]
+    kh, kw, s, ph, pw, d = (layer[k] for k in ("kh", "kw", "stride", "pad_h", "pad_w", "dilation"))
+    depthwise = layer["groups"] > 1
+    out_h = (h + 2 * ph - d * (kh - 1) - 1) // s + 1
+    out_w = (w + 2 * pw - d * (kw - 1) - 1) // s + 1
+    x = rng.standard_normal((1, h, w, c_in), dtype=np.float32)
+    taps = kh * kw * (1 if depthwise else c_in)
+    filt_shape = (1, kh, kw, c_out) if depthwise else (c_out, kh, kw, c_in)
+    filt = rng.standard_normal(filt_shape, dtype=np.float32) / np.float32(np.sqrt(taps))
+    bias = rng.standard_normal(c_out, dtype=np.float32)
+    scalars = [("i32", v) for v in (pw, pw, ph, ph, s, s)]
+    scalars += [("i32", 1)] if depthwise else []
+    scalars += [("i32", 0)]  # FUSED_NONE
+    if d != 1:
+        scalars += [("bool", False), ("i32", d), ("i32", d)]
+    op = ops.DEPTHWISE_CONV_2D if depthwise else ops.CONV_2D
+    ours = one_operation(op, [x, filt, bias, *scalars], (1, out_h, out_w, c_out), [x])
+
+    w_oihw = np.ascontiguousarray(
+        filt.transpose(3, 0, 1, 2) if depthwise else filt.transpose(0, 3, 1, 2)
+    )
+    node = helper.make_node(
+        "Conv",
+        ["X", "W", "B"],
+        ["Y"],
+        strides=[s, s],
+        pads=[ph, pw, ph, pw],
+        dilations=[d, d],
+        group=layer["groups"],
+        kernel_shape=[kh, kw],
+    )
+    session = ort_session(
+        [node],
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(w_oihw, "W"), numpy_helper.from_array(bias, "B")],
+    )
+    x_nchw = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+    y_nchw = np.empty((1, c_out, out_h, out_w), np.float32)
+    reference = bound_run(session, {"X": x_nchw}, "Y", y_nchw)
+    np.testing.assert_allclose(ours(), reference().transpose(0, 2, 3, 1), rtol=1e-3, atol=1e-3)
+    t_ours, t_ref, ratio = side_by_side(ours, reference, ARGS.rounds)
+    name = "DEPTHWISE_CONV_2D" if depthwise else "CONV_2D"
+    label = f"{name} {h}x{w}x{c_in} {kh}x{kw}/s{s}" + (f"/d{d}" if d > 1 else "") + f" -> {c_out}"
+    nets = ",".join(
+        {"mobilenet_v2": "v2", "mobilenet_v3_large": "v3", "efficientnet_b0": "b0"}[n]
+        for n in layer["networks"]
+    )
+    flops = 2.0 * out_h * out_w * c_out * taps
+    record(Row("conv", label, "onnxruntime", t_ours, t_ref, ratio, 0.8, flops, note=nets))
+
+
+def conv_rows() -> None:
+    try:
+        import onnx  # noqa: F401
+        import onnxruntime
+    except ImportError as error:
+        skip("conv", f"{error.name} is not installed: pip install onnxruntime onnx")
+        return
+    progress(f"onnxruntime {onnxruntime.__version__}, CPUExecutionProvider")
+    rng = np.random.default_rng(0)
+    layers = conv_layers()
+    for index, layer in enumerate(layers):
+        progress(f"conv {index + 1}/{len(layers)}")
+        conv_row(layer, rng)
+
+
+# ---- pooling, elementwise, softmax -----------------------------------------------------------
+
+
+def memory_bound_rows() -> None:
+    ops = mock().OperationCode
+    rng = np.random.default_rng(0)
+    scale = 4 if ARGS.quick else 1
+    n56, c = 56 // scale, 144
+    a = rng.standard_normal((1, n56, n56, c), dtype=np.float32)
+    b = rng.standard_normal((1, n56, n56, c), dtype=np.float32)
+    out = np.empty_like(a)
+    rows = []
+
+    # ADD / MUL of two activations (no broadcast): 3 tensors of traffic.
+    for name, op, ufunc in (("ADD", ops.ADD, np.add), ("MUL", ops.MUL, np.multiply)):
+        ours = one_operation(op, [a, b, ("i32", 0)], a.shape, [a, b])
+        np.testing.assert_allclose(ours(), ufunc(a, b), rtol=1e-6)
+        rows.append((f"{name} {a.shape}", ours, lambda u=ufunc: u(a, b, out=out), 3 * a.nbytes))
+    # ADD of a per-channel bias (broadcast).
+    bias = rng.standard_normal(c, dtype=np.float32)
+    ours = one_operation(ops.ADD, [a, bias, ("i32", 0)], a.shape, [a])
+    rows.append((f"ADD {a.shape} + [{c}]", ours, lambda: np.add(a, bias, out=out), 2 * a.nbytes))
+    # Unary: LOGISTIC (numpy: 1 / (1 + exp(-x)) in three in-place passes), RELU.
+    ours = one_operation(ops.RELU, [a], a.shape, [a])
+    rows.append((f"RELU {a.shape}", ours, lambda: np.maximum(a, 0, out=out), 2 * a.nbytes))
+
+    def logistic() -> None:
+        np.negative(a, out=out)
+        np.exp(out, out=out)
+        np.add(out, 1, out=out)
+        np.reciprocal(out, out=out)
+
+    ours = one_operation(ops.LOGISTIC, [a], a.shape, [a])
+    np.testing.assert_allclose(ours(), 1 / (1 + np.exp(-a)), rtol=1e-5, atol=1e-6)
+    rows.append((f"LOGISTIC {a.shape}", ours, logistic, 2 * a.nbytes))
+
+    # Pooling: global average (MobileNetV2's head) and a 3x3/s2 max pool.
+    g = rng.standard_normal((1, 7, 7, 1280), dtype=np.float32)
+    g_out = np.empty((1, 1, 1, 1280), np.float32)
+    args = [("i32", v) for v in (0, 0, 0, 0, 1, 1, 7, 7, 0)]
+    ours = one_operation(ops.AVERAGE_POOL_2D, [g, *args], g_out.shape, [g])
+    np.testing.assert_allclose(ours(), g.mean(axis=(1, 2), keepdims=True), rtol=1e-5, atol=1e-6)
+    rows.append(
+        (
+            "AVERAGE_POOL_2D 1x7x7x1280 7x7",
+            ours,
+            lambda: np.mean(g, (1, 2), keepdims=True, out=g_out),
+            g.nbytes,
+        )
+    )
+    p = rng.standard_normal((1, 112 // scale, 112 // scale, 64), dtype=np.float32)
+    ph = (p.shape[1] - 3) // 2 + 1
+    p_out = np.empty((1, ph, ph, 64), np.float32)
+    args = [("i32", v) for v in (0, 0, 0, 0, 2, 2, 3, 3, 0)]
+    ours = one_operation(ops.MAX_POOL_2D, [p, *args], p_out.shape, [p])
+    windows = np.lib.stride_tricks.sliding_window_view(p, (3, 3), axis=(1, 2))[:, ::2, ::2]
+    np.testing.assert_allclose(ours(), windows.max(axis=(-2, -1)), rtol=0)
+    rows.append(
+        (
+            f"MAX_POOL_2D {p.shape} 3x3/s2",
+            ours,
+            lambda: np.max(windows, axis=(-2, -1), out=p_out),
+            p.nbytes + p_out.nbytes,
+        )
+    )
+
+    # SOFTMAX over LLM logits (numpy: max, subtract, exp, sum, divide).
+    s = rng.standard_normal((32 // scale, 32000 // scale), dtype=np.float32)
+    s_out = np.empty_like(s)
+    s_max = np.empty((s.shape[0], 1), np.float32)
+    s_sum = np.empty((s.shape[0], 1), np.float32)
+    ours = one_operation(ops.SOFTMAX, [s, ("f32", 1.0)], s.shape, [s])
+
+    def softmax() -> None:
+        np.max(s, axis=1, keepdims=True, out=s_max)
+        np.subtract(s, s_max, out=s_out)
+        np.exp(s_out, out=s_out)
+        np.sum(s_out, axis=1, keepdims=True, out=s_sum)
+        np.divide(s_out, s_sum, out=s_out)
+
+    softmax()
+    np.testing.assert_allclose(ours(), s_out, rtol=1e-4, atol=1e-7)
+    rows.append((f"SOFTMAX {s.shape}", ours, softmax, 2 * s.nbytes))
+
+    for label, ours, reference, traffic in rows:
+        progress(f"memory-bound: {label}")
+        t_ours, t_ref, ratio = side_by_side(ours, reference, ARGS.rounds)
+        record(Row("memory-bound", label, "numpy", t_ours, t_ref, ratio, 1 / 1.5, traffic, "GB/s"))
+
+
+# ---- whole networks --------------------------------------------------------------------------
+
+
+def network_rows() -> None:
+    if ARGS.quick:
+        skip("networks", "--quick")
+        return
+    try:
+        import torch
+        import tvm
+        from tvm import relax
+
+        import tvm_nnapi
+        from tvm_nnapi.models.torchvision_models import torchvision_model
+    except ImportError as error:
+        skip("networks", f"{error.name} is not installed (the `models` extra)")
+        return
+    torch.set_num_threads(ARGS.threads)
+    for name in NETWORKS:
+        progress(f"networks: importing and building {name}...")
+        model = torchvision_model(name)
+        executable = tvm_nnapi.build(tvm_nnapi.partition_with_report(model.module).module)
+        vm = relax.VirtualMachine(executable, tvm.cpu())
+        image = model.random_input()
+        tensor = tvm.runtime.tensor(image)
+        torch_image = torch.from_numpy(image)
+        main = vm["main"]
+
+        def ours(f=main, x=tensor):
+            return f(x)
+
+        def reference(m=model.torch_module, x=torch_image):
+            with torch.inference_mode():
+                return m(x)
+
+        ours_out = ours()
+        ours_out = ours_out[0] if isinstance(ours_out, tvm.ir.Array) else ours_out
+        np.testing.assert_allclose(
+            ours_out.numpy(),
+            reference().numpy(),
+            rtol=1e-2,
+            atol=1e-3 * np.abs(reference().numpy()).max(),
+        )
+        t_ours, t_ref, ratio = side_by_side(ours, reference, max(ARGS.rounds, 7))
+        record(
+            Row(
+                "networks", f"{name} 1x3x224x224 fp32", "torch eager", t_ours, t_ref, ratio, 1 / 1.2
+            )
+        )
+        del vm, executable, model
+    progress("networks: tvm-nnapi llm bench (tiny-llama, NNAPI build vs host llvm build)...")
+    result = subprocess.run(
+        [sys.executable, "-m", "tvm_nnapi", "llm", "bench", "--json", "--repeat", str(ARGS.rounds)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=os.environ | {"OPENBLAS_NUM_THREADS": str(ARGS.threads)},
+    )
+    measured = json.loads(result.stdout)["measured"]
+    nnapi, host = measured["nnapi"], measured["host"]
+    record(
+        Row(
+            "networks",
+            f"tiny-llama prefill {json.loads(result.stdout)['prompt_length']} tokens (NNAPI build)",
+            "host llvm build",
+            nnapi["prefill_seconds"],
+            host["prefill_seconds"],
+            host["prefill_seconds"] / nnapi["prefill_seconds"],
+            1.0,
+            note="tvm-nnapi llm bench: medians, separate builds",
+        )
+    )
+    record(
+        Row(
+            "networks",
+            "tiny-llama decode per token (the NNAPI build decodes on the host)",
+            "host llvm build",
+            nnapi["decode_seconds_per_token"],
+            host["decode_seconds_per_token"],
+            host["decode_seconds_per_token"] / nnapi["decode_seconds_per_token"],
+            1.0,
+            note="same host code on both sides",
+        )
+    )
+
+
+# ---- fixed per-execution overhead ------------------------------------------------------------
+
+
+def overhead_rows() -> None:
+    try:
+        from onnx import TensorProto, helper
+    except ImportError as error:
+        skip("overhead", f"{error.name} is not installed: pip install onnxruntime onnx")
+        return
+    ops = mock().OperationCode
+    a = np.ones((1, 16), np.float32)
+    b = np.ones((1, 16), np.float32)
+    ours = one_operation(ops.ADD, [a, b, ("i32", 0)], (1, 16), [a, b])
+    node = helper.make_node("Add", ["A", "B"], ["Y"])
+    info = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 16]) for n in ("A", "B", "Y")]
+    session = ort_session([node], info[:2], info[2:], [])
+    reference = bound_run(session, {"A": a, "B": b}, "Y", np.empty((1, 16), np.float32))
+    t_ours, t_ref, ratio = side_by_side(ours, reference, max(ARGS.rounds, 7))
+    record(
+        Row(
+            "overhead",
+            "ADD 1x16, one execution (reusable, buffers bound)",
+            "onnxruntime run",
+            t_ours,
+            t_ref,
+            ratio,
+            0.0,
+            note="reported, no goal",
+        )
+    )
+    m = mock()
+    compilation = m.Compilation(ours.keep_alive[0]).finish()
+
+    def fresh_execution() -> None:
+        m.Execution(compilation).compute([a, b])
+
+    t_ours, t_ref, ratio = side_by_side(fresh_execution, reference, max(ARGS.rounds, 7))
+    record(
+        Row(
+            "overhead",
+            "ADD 1x16, create + bind + compute + free (Python)",
+            "onnxruntime run",
+            t_ours,
+            t_ref,
+            ratio,
+            0.0,
+            note="reported, no goal",
+        )
+    )
+
+
+# ---- peak memory of a 1B-parameter prefill ---------------------------------------------------
+
+
+def _rss_kib(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def memory_probe() -> int:
+    """In a child process: build TinyLlama-1.1B (random weights, NNAPI prefill), then reset the
+    peak-RSS counter and run one prefill of 128 tokens. Prints JSON."""
+    from tvm_nnapi.llm import cli
+    from tvm_nnapi.llm.config import TINYLLAMA_1_1B
+
+    config = TINYLLAMA_1_1B
+    start = time.perf_counter()
+    engine = cli._engine(config, "float32", True, None, 0)
+    built = time.perf_counter() - start
+    ready_kib = _rss_kib("VmRSS")
+    build_peak_kib = _rss_kib("VmHWM")
+    Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the current RSS
+    prompt = [int(t) for t in np.random.default_rng(0).integers(0, config.vocab_size, 128)]
+    start = time.perf_counter()
+    engine.prefill(prompt)
+    prefill = time.perf_counter() - start
+    print(
+        json.dumps(
+            {
+                "weights_bytes": config.parameter_count() * 4,
+                "ready_rss_bytes": ready_kib * 1024,
+                "build_peak_rss_bytes": build_peak_kib * 1024,
+                "prefill_peak_rss_bytes": _rss_kib("VmHWM") * 1024,
+                "build_seconds": built,
+                "prefill_seconds": prefill,
+            }
+        )
+    )
+    return 0
+
+
+def memory_rows() -> None:
+    if ARGS.quick:
+        skip("memory", "--quick")
+        return
+    progress("memory: TinyLlama-1.1B prefill of 128 tokens in a child process (minutes)...")
+    result = subprocess.run(
+        [sys.executable, __file__, "--memory-probe", "--threads", str(ARGS.threads)],
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode != 0:
+        skip("memory", f"the probe failed: {result.stderr.strip().splitlines()[-1:]}")
+        return
+    probe = json.loads(result.stdout.strip().splitlines()[-1])
+    weights = probe["weights_bytes"]
+    for label, key in (
+        ("peak RSS during the prefill", "prefill_peak_rss_bytes"),
+        ("peak RSS of the whole run (weights made, build)", "build_peak_rss_bytes"),
+    ):
+        peak = probe[key]
+        record(
+            Row(
+                "memory",
+                f"TinyLlama-1.1B prefill 128 tokens: {label}",
+                "weights (fp32)",
+                peak / 1e9,
+                weights / 1e9,
+                peak / weights,
+                1.3,
+                unit="GB",
+                note=f"{peak / 2**30:.2f} GiB vs {weights / 2**30:.2f} GiB (peak / weights)",
+            )
+        )
+
+
+# ---- report ----------------------------------------------------------------------------------
+
+
+def markdown(elapsed: float) -> str:
+    lines = [
+        "# Performance of the mock's kernels (measured)",
+        "",
+        f"Generated by `python bench/performance.py{COMMAND_LINE}` "
+        f"({elapsed:.0f} s, {ARGS.threads} threads per side, {ARGS.rounds} alternating rounds per "
+        f"row; {platform.machine()}, {os.cpu_count()} logical CPUs). Every number is MEASURED on "
+        "this host (a shared machine: absolute times are noisy, the ratios are medians of "
+        "per-round ratios of the two sides run alternately in one process). The mock's cost model "
+        "(modelled phone times, docs/cost-model.md) plays no part. Ratio > 1: the mock is faster "
+        "(memory rows: peak / weights, lower is better). 'ratio' is the median of the per-round "
+        "ratios (what the goals are judged on); 'best-time ratio' divides each side's best round, "
+        "the least disturbed by other load. Issue 21 states the goals.",
+        "",
+    ]
+    if PEAK:
+        lines += [
+            f"**Roofline:** fp32 GEMM peak {PEAK['gflops']:.1f} GFLOP/s (numpy's OpenBLAS sgemm "
+            f"{PEAK['gemm_size']}^3, best of {PEAK['runs']}), memory bandwidth "
+            f"{PEAK['gbps']:.1f} GB/s "
+            f"(np.copyto of {PEAK['copy_mib']:.0f} MiB, read + write), {ARGS.threads} threads.",
+            "",
+        ]
+    for section in SECTIONS:
+        rows = [row for row in ROWS if row.section == section]
+        if not rows:
+            continue
+        met = sum(row.met for row in rows if row.goal)
+        goals = sum(1 for row in rows if row.goal)
+        status = f"{met}/{goals} rows meet the goal" if goals else "reported, no goal"
+        lines += [
+            f"## {section} ({status})",
+            "",
+            "| row | reference | mock | reference | ratio | goal | best-time ratio | mock rate "
+            "| % of peak | note |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        ]
+        for row in rows:
+            unit = "GB" if row.section == "memory" else "ms"
+            scale = 1 if unit == "GB" else 1e3
+            rate = share = ""
+            if row.work:
+                value = row.work / row.ours_s / 1e9
+                rate = f"{value:.1f} {row.unit}"
+                peak = PEAK.get("gflops" if row.unit == "GFLOP/s" else "gbps")
+                share = f"{value / peak:.0%}" if peak else ""
+            goal = ("<= " if row.section == "memory" else ">= ") + f"{row.goal:.2f}"
+            goal = "-" if row.goal == 0 else goal + ("" if row.met else " **miss**")
+            best = f"{row.best_ratio:.2f}" if row.best_ratio else ""
+            lines.append(
+                f"| {row.label} | {row.reference} | {row.ours_s * scale:.3f} {unit} | "
+                f"{row.ref_s * scale:.3f} {unit} | {row.ratio:.2f} | {goal} | {best} | {rate} | "
+                f"{share} | {row.note} |"
+            )
+        lines.append("")
+    if NOTES:
+        lines += ["Notes:", ""] + [f"- {note}" for note in NOTES] + [""]
+    return "\n".join(lines)
+
+
+COMMAND_LINE = "".join(f" {a}" for a in sys.argv[1:])
+
+ANALYSIS_MARK = "<!-- analysis (kept when the table is regenerated) -->"
+
+
+def write(path: Path, text: str) -> None:
+    """Writes the generated part, keeping a hand-written analysis after ANALYSIS_MARK."""
+    kept = ""
+    if path.exists() and ANALYSIS_MARK in path.read_text():
+        kept = path.read_text().split(ANALYSIS_MARK, 1)[1]
+    path.write_text(text + "\n" + ANALYSIS_MARK + (kept or "\n"))
+    progress(f"wrote {path}")
+
+
+def main() -> int:
+    if ARGS.record_shapes:
+        return record_shapes()
+    if ARGS.memory_probe:
+        return memory_probe()
+    sections = ARGS.only.split(",")
+    start = time.perf_counter()
+    progress(f"mock library: {mock().library_path()}; {ARGS.threads} threads, {ARGS.rounds} rounds")
+    header = f"{'section':<12} {'row':<58} {'mock':>10} {'reference':>10}    ratio"
+    print(header)
+    steps = {
+        "roofline": roofline,
+        "gemm": gemm_rows,
+        "conv": conv_rows,
+        "memory-bound": memory_bound_rows,
+        "networks": network_rows,
+        "overhead": overhead_rows,
+        "memory": memory_rows,
+    }
+    for section in SECTIONS:
+        if section in sections:
+            steps[section]()
+    elapsed = time.perf_counter() - start
+    print()
+    for section in SECTIONS:
+        rows = [row for row in ROWS if row.section == section and row.goal]
+        if rows:
+            missed = [row for row in rows if not row.met]
+            worst = min(rows, key=lambda r: r.ratio if section != "memory" else -r.ratio)
+            print(
+                f"{section}: {len(rows) - len(missed)}/{len(rows)} rows meet the goal"
+                f" (worst {worst.ratio:.2f}x: {worst.label})"
+            )
+    out = ARGS.out
+    if out is None and not ARGS.quick and set(sections) == set(SECTIONS):
+        out = str(DOC)
+    if out:
+        write(Path(out), markdown(elapsed))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

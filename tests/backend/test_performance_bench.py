@@ -1,0 +1,62 @@
+# SPDX-License-Identifier: Apache-2.0
+"""bench/performance.py --quick: the code of every fast section runs and writes its table.
+
+A smoke test of the benchmark's code on small shapes (a few seconds); nothing here looks at a
+time or a ratio's value: the benchmark is not a timed test."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "bench" / "performance.py"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def mock_target_only(target):
+    if target.name != "mock":
+        pytest.skip("the benchmark drives mock_nnapi in process (mock target)")
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_quick_run_writes_every_section_and_keeps_the_analysis(tmp_path):
+    out = tmp_path / "performance.md"
+    out.write_text("old table\n<!-- analysis (kept when the table is regenerated) -->\nmy notes\n")
+    result = run(
+        "--quick",
+        "--threads",
+        "1",
+        "--only",
+        "roofline,gemm,memory-bound,overhead,conv",
+        "--out",
+        str(out),
+    )
+    assert result.returncode == 0, result.stderr
+    text = out.read_text()
+    assert "old table" not in text
+    assert text.endswith("my notes\n")  # the hand-written part survives regeneration
+    assert "**Roofline:** fp32 GEMM peak" in text
+    for section in ("gemm", "memory-bound"):
+        assert f"## {section} (" in text
+    rows = [line for line in text.splitlines() if line.startswith("| FULLY_CONNECTED")]
+    assert len(rows) == 2  # the two --quick shapes
+    assert all(len(row.split("|")) == 12 for row in rows)
+    assert "BATCH_MATMUL" in text and "SOFTMAX" in text and "MAX_POOL_2D" in text
+    # conv and overhead need onnxruntime and onnx: their rows, or a note saying why not.
+    for section in ("conv", "overhead"):
+        assert f"## {section} (" in text or f"- {section}: skipped" in text
+
+
+def test_unknown_section_is_a_usage_error():
+    result = run("--only", "gemm,nonsense")
+    assert result.returncode == 2
+    assert "unknown section(s) nonsense" in result.stderr
