@@ -134,3 +134,52 @@ def test_figures_follow_the_parameters(write_profile):
     control.set_profile(write_profile(profile_with([no_cpu], name="no-cpu")))
     # The built-in CPU fallback runs 100 GOP/s against this device's 1: about 100x slower.
     assert control.device_performance()["alone"]["float32"]["exec_time"] > 50
+
+
+def _table(table: dict, data_class: str) -> float:
+    """A data-class table entry with the schema's defaults (relaxed_float32 -> float32)."""
+    if data_class in table:
+        return float(table[data_class])
+    return float(table["float32" if data_class == "relaxed_float32" else "quant8"])
+
+
+@pytest.mark.parametrize("profile", BUILT_IN)
+def test_quant8_float16_and_relaxed_operations_use_their_own_figures(profile):
+    """A CONV_2D on each device is costed with the throughput, compute efficiency and energy
+    per operation of its data class: int8 at the device's quant8 figures, float16 at float16,
+    relaxed float32 at relaxed_float32 (the NPUs' and DSP's float16 rate), not float32's."""
+    from mock_nnapi.device_profiles import device_efficiency, load_profile
+
+    control.set_profile(profile)
+    described = {d["name"]: d for d in load_profile(profile)["devices"]}
+    devices = devices_by_name()
+    for data_class, code, relaxed in CLASSES:
+        (conv, _) = _reference_models(code, relaxed)
+        for name, device in devices.items():
+            if not all(mock_nnapi.supported_operations(conv, [device])):
+                continue
+            compilation = mock_nnapi.Compilation(conv, [device]).finish()
+            with control.CostOnlyExecution():
+                compilation.execute(inputs_for(conv))
+            trace = control.last_execution_trace()
+            (event,) = [e for e in trace["events"] if e["kind"] == "operation"]
+            spec = described[name]
+            assert event["data_class"] == data_class
+            peak = _table(spec["throughput"], data_class)
+            assert event["compute_us"] == pytest.approx(event["flops"] / (peak * 1e3), rel=1e-9)
+            efficiency = device_efficiency(spec, "compute", "convolution", data_class)
+            assert event["compute_efficiency"] == pytest.approx(efficiency)
+            energy = spec["energy"]
+            expected_uj = (
+                event["flops"] * _table(energy["pj_per_op"], data_class)
+                + event["bytes"] * energy["pj_per_byte"]
+            ) * 1e-6
+            assert event["energy_uj"] == pytest.approx(expected_uj, rel=1e-9)
+    # The relaxed figures are the float16 ones on the Snapdragon's DSP: 7500 GFLOP/s and
+    # 0.8 pJ/FLOP instead of float32's 3750 and 1.6.
+    if profile == "snapdragon-8-gen-2":
+        dsp = described["qti-dsp"]
+        assert dsp["throughput"]["relaxed_float32"] == dsp["throughput"]["float16"]
+        assert (
+            dsp["energy"]["pj_per_op"]["relaxed_float32"] == dsp["energy"]["pj_per_op"]["float16"]
+        )
