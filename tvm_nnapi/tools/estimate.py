@@ -582,6 +582,13 @@ class PreparedEstimate:
                 self._graphs[name] = (builder.symbol, graph_json, constants)
         self.graph_transform = graph_transform
 
+    def graph_documents(self) -> dict[str, dict[str, Any]]:
+        """The graph JSON document of each NNAPI subgraph as it is costed (after the
+        ``graph_transform``, if any), by subgraph name."""
+        import json
+
+        return {name: json.loads(graph) for name, (_, graph, _) in self._graphs.items()}
+
     def _analyse(self, func: relax.Function) -> None:
         func_bindings = bindings(func)
         weights = _weight_vars(func, func_bindings)
