@@ -28,7 +28,7 @@ CLASSES = [
 ]
 
 
-def _reference_models(code: int, relaxed: bool) -> list[Model]:
+def _reference_models(code: OperandCode, relaxed: bool) -> list[Model]:
     """The reference workload as two NNAPI models (no fusion or transfer between them)."""
     quantized = code == Q8
     scale = 0.5 if quantized else 0.0
@@ -75,6 +75,7 @@ def _modelled(models: list[Model], device: mock_nnapi.Device) -> tuple[float, fl
         with control.CostOnlyExecution():
             compilation.execute(inputs_for(model))
         trace = control.last_execution_trace()
+        assert trace is not None
         (event,) = [e for e in trace["events"] if e["kind"] == "operation"]
         assert event["device"] == device.name and not event["fused"]
         time_us += event["duration_us"]
@@ -162,6 +163,7 @@ def test_quant8_float16_and_relaxed_operations_use_their_own_figures(profile):
             with control.CostOnlyExecution():
                 compilation.execute(inputs_for(conv))
             trace = control.last_execution_trace()
+            assert trace is not None
             (event,) = [e for e in trace["events"] if e["kind"] == "operation"]
             spec = described[name]
             assert event["data_class"] == data_class

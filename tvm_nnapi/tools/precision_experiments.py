@@ -175,11 +175,11 @@ def int8_rows(
     return records, "int8 rows from the onnxruntime QDQ model"
 
 
-def _cv_networks(include_torchvision: bool, say: Say) -> list[tuple[str, Any, Any, tuple]]:
+def _cv_networks(include_torchvision: bool, say: Say) -> list[tuple[str, Any, Any, tuple | None]]:
     """(name, float Relax module, torch module or None, input shape) of each CV network."""
     from .sources import load_model_source
 
-    networks = []
+    networks: list[tuple[str, Any, Any, tuple | None]] = []
     for name in BUILTIN_CV:
         source = load_model_source(name)
         networks.append((name, source.module, None, None))
@@ -224,7 +224,7 @@ def run_cv(
                     est = PreparedEstimate(module, {}, "main", options).run(profile)
                     records.append(_cv_record(name, precision, est))
                     say(f"[cv] {name} {precision} on {profile}: {records[-1]['devices']}")
-            if torch_module is None:
+            if torch_module is None or shape is None:
                 int8_status[name] = (
                     "no int8 rows: a built-in Relax model has no ONNX form to quantize with "
                     "onnxruntime"
