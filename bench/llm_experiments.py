@@ -80,13 +80,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def update_docs(path: Path, generated: str) -> None:
+def update_docs(path: Path, generated: str, begin: str = BEGIN, end: str = END) -> None:
+    """Replace the text between the ``begin`` and ``end`` markers of a docs page (also used by
+    bench/precision_experiments.py for its own section)."""
     text = path.read_text(encoding="utf-8")
-    if BEGIN not in text or END not in text:
-        raise SystemExit(f"{path} has no '{BEGIN}' ... '{END}' section to replace")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    path.write_text(f"{head}{BEGIN}\n\n{generated}\n\n{END}{tail}", encoding="utf-8")
+    if begin not in text or end not in text.split(begin, 1)[-1]:
+        raise SystemExit(f"{path} has no '{begin}' ... '{end}' section to replace")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    path.write_text(f"{head}{begin}\n\n{generated}\n\n{end}{tail}", encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -330,8 +330,10 @@ def devices_document(profile: str | None = None) -> dict[str, Any]:
     library = tvm_nnapi.configure_nnapi_library()
     active = _select_profile(profile)
     described: dict[str, dict[str, Any]] = {}
+    performance: dict[str, Any] = {}
     if active is not None:
         described = {d["name"]: d for d in control.profile().get("devices", [])}
+        performance = control.device_performance()
     devices = []
     for index, device in enumerate(mock_nnapi.devices()):
         entry = {
@@ -343,6 +345,7 @@ def devices_document(profile: str | None = None) -> dict[str, Any]:
         }
         if device.name in described:
             entry["support"] = described[device.name].get("support", {})
+            entry["modelled_performance"] = performance.get(device.name, {})
             entry["supported_operations"] = _device_support(described[device.name])
         else:
             entry["supported_operations"] = (

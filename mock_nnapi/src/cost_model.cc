@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "nnapi_work.h"
@@ -84,6 +85,107 @@ OperationWork CountExecutedOperationWork(int32_t operation_type,
     t_control_flow_work = OperationWork{};
   }
   return work;
+}
+
+OperationCost CostOfOperation(const DeviceTiming& timing, int32_t operation_type,
+                              const OperationWork& work, DataClass data_class, double speed) {
+  const int data_index = static_cast<int>(data_class);
+  const int class_index = static_cast<int>(OperationClassOf(operation_type));
+  OperationCost cost;
+  cost.compute_us = work.flops / (timing.peak_gops[data_index] * 1e3);
+  cost.memory_us = work.bytes / (timing.memory_bandwidth_gbps * 1e3);
+  cost.compute_efficiency = timing.compute_efficiency[class_index][data_index];
+  cost.memory_efficiency = timing.memory_efficiency[class_index][data_index];
+  const double compute_busy = cost.compute_us / cost.compute_efficiency;
+  const double memory_busy = cost.memory_us / cost.memory_efficiency;
+  // With one efficiency the comparison is the roofline's (exactly as before the split).
+  cost.compute_bound = cost.compute_efficiency == cost.memory_efficiency
+                           ? cost.compute_us >= cost.memory_us
+                           : compute_busy >= memory_busy;
+  cost.efficiency = cost.compute_bound ? cost.compute_efficiency : cost.memory_efficiency;
+  cost.busy_us = std::max(compute_busy, memory_busy) / speed;
+  cost.energy_uj =
+      (work.flops * timing.energy_pj_per_op[data_index] + work.bytes * timing.energy_pj_per_byte) *
+      1e-6;
+  return cost;
+}
+
+// ---- Android's performance figures, derived --------------------------------------------------
+
+namespace {
+
+// Bytes of one tensor element of each data class (relaxed float32 tensors stay float32 in
+// memory; bool8 and the 8-bit quantized types are one byte), and of a bias element (TENSOR_INT32
+// for the quantized classes, as NNAPI requires).
+constexpr double kElementBytes[kDataClassCount] = {4, 4, 2, 1, 2, 4, 1};
+constexpr double kBiasBytes[kDataClassCount] = {4, 4, 2, 4, 4, 4, 1};
+
+struct ReferenceOperation {
+  int32_t type;
+  std::vector<std::vector<int64_t>> inputs;  // tensor shapes: input, weights, bias
+  std::vector<int64_t> output;
+};
+
+// The reference workload of the derived figures (docs/device-profiles.md): one operation on
+// each side of the roofline, at sizes typical of the CNNs and LLMs the backend offloads. A 3x3
+// CONV_2D of a 56x56x64 feature map to 64 channels (a ResNet/MobileNet stage; 231 MFLOP,
+// compute bound on every built-in device) and a FULLY_CONNECTED of one token through a
+// 1024x1024 weight (an LLM decode projection; 2 MFLOP for 1M weights, memory bound).
+const std::vector<ReferenceOperation>& ReferenceWorkload() {
+  static const std::vector<ReferenceOperation>* workload = new std::vector<ReferenceOperation>{
+      {ANEURALNETWORKS_CONV_2D, {{1, 56, 56, 64}, {64, 3, 3, 64}, {64}}, {1, 56, 56, 64}},
+      {ANEURALNETWORKS_FULLY_CONNECTED, {{1, 1024}, {1024, 1024}, {1024}}, {1, 1024}},
+  };
+  return *workload;
+}
+
+double ShapeElements(const std::vector<int64_t>& shape) {
+  double count = 1;
+  for (int64_t dimension : shape) count *= static_cast<double>(dimension);
+  return count;
+}
+
+// Modelled time (us) and energy (uJ) of the reference workload in `data_class`.
+std::pair<double, double> ReferenceCost(const DeviceTiming& timing, DataClass data_class) {
+  double time_us = 0;
+  double energy_uj = 0;
+  for (const ReferenceOperation& operation : ReferenceWorkload()) {
+    nnapi_common::WorkOperation shapes;
+    OperationWork work;
+    for (size_t i = 0; i < operation.inputs.size(); ++i) {
+      const std::vector<int64_t>& shape = operation.inputs[i];
+      shapes.inputs.push_back({shape, std::nullopt});
+      const double* bytes = i == 2 ? kBiasBytes : kElementBytes;
+      work.bytes += ShapeElements(shape) * bytes[static_cast<int>(data_class)];
+    }
+    shapes.output = operation.output;
+    work.bytes += ShapeElements(operation.output) * kElementBytes[static_cast<int>(data_class)];
+    work.flops = nnapi_common::OperationFlops(operation.type, shapes);
+    const OperationCost cost = CostOfOperation(timing, operation.type, work, data_class);
+    time_us += cost.busy_us + timing.operation_overhead_us;
+    energy_uj += cost.energy_uj;
+  }
+  return {time_us, energy_uj};
+}
+
+float Ratio(double value, double reference) {
+  if (reference > 0) return static_cast<float>(value / reference);
+  // A reference CPU that models no energy: equal when both are free, else the largest figure.
+  return value > 0 ? std::numeric_limits<float>::max() : 1.f;
+}
+
+}  // namespace
+
+std::array<PerformanceInfo, kDataClassCount> DerivePerformance(const DeviceTiming& device,
+                                                               const DeviceTiming& cpu) {
+  std::array<PerformanceInfo, kDataClassCount> figures{};
+  for (int c = 0; c < kDataClassCount; ++c) {
+    const auto [time_us, energy_uj] = ReferenceCost(device, static_cast<DataClass>(c));
+    const auto [cpu_time_us, cpu_energy_uj] = ReferenceCost(cpu, static_cast<DataClass>(c));
+    figures[c].exec_time = Ratio(time_us, cpu_time_us);
+    figures[c].power_usage = Ratio(energy_uj, cpu_energy_uj);
+  }
+  return figures;
 }
 
 // ---- Devices of a compilation ------------------------------------------------------------------
@@ -232,7 +334,6 @@ class TimelineBuilder {
   void Operation(const Device& device, int32_t type, uint32_t index, const OperationWork& work,
                  DataClass data_class, bool cpu_fallback, double fused_bytes) {
     const DeviceTiming& timing = device.timing;
-    const int data_index = static_cast<int>(data_class);
     TimelineEvent event;
     event.kind = TimelineEvent::Kind::kOperation;
     event.name = OperationTypeName(type);
@@ -243,26 +344,19 @@ class TimelineBuilder {
     event.cpu_fallback = cpu_fallback;
     event.flops = work.flops;
     event.bytes = work.bytes;
-    event.compute_us = work.flops / (timing.peak_gops[data_index] * 1e3);
-    event.memory_us = work.bytes / (timing.memory_bandwidth_gbps * 1e3);
-    const int class_index = static_cast<int>(OperationClassOf(type));
-    event.compute_efficiency = timing.compute_efficiency[class_index][data_index];
-    event.memory_efficiency = timing.memory_efficiency[class_index][data_index];
-    const double compute_busy = event.compute_us / event.compute_efficiency;
-    const double memory_busy = event.memory_us / event.memory_efficiency;
-    // With one efficiency the comparison is the roofline's (exactly as before the split).
-    event.compute_bound = event.compute_efficiency == event.memory_efficiency
-                              ? event.compute_us >= event.memory_us
-                              : compute_busy >= memory_busy;
-    event.efficiency = event.compute_bound ? event.compute_efficiency : event.memory_efficiency;
-    event.busy_us = std::max(compute_busy, memory_busy) / device.speed;
+    const OperationCost cost = CostOfOperation(timing, type, work, data_class, device.speed);
+    event.compute_us = cost.compute_us;
+    event.memory_us = cost.memory_us;
+    event.compute_efficiency = cost.compute_efficiency;
+    event.memory_efficiency = cost.memory_efficiency;
+    event.compute_bound = cost.compute_bound;
+    event.efficiency = cost.efficiency;
+    event.busy_us = cost.busy_us;
     event.fused = fused_bytes > 0;
     event.fused_bytes = fused_bytes;
     event.overhead_us = event.fused ? 0 : timing.operation_overhead_us;
     event.duration_us = event.busy_us + event.overhead_us;
-    event.energy_uj = (work.flops * timing.energy_pj_per_op[data_index] +
-                       work.bytes * timing.energy_pj_per_byte) *
-                      1e-6;
+    event.energy_uj = cost.energy_uj;
     result_.on_hardware_us += event.busy_us;
     driver_us_ += event.overhead_us;
     result_.energy_uj += event.energy_uj;

@@ -6,6 +6,7 @@
 #ifndef MOCK_NNAPI_SRC_COST_MODEL_H_
 #define MOCK_NNAPI_SRC_COST_MODEL_H_
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -33,6 +34,30 @@ OperationWork CountExecutedOperationWork(int32_t operation_type,
                                          const std::vector<const OperandInfo*>& inputs,
                                          const std::vector<const OperandInfo*>& outputs);
 void SetControlFlowWork(const OperationWork& work);
+
+// The equation of one operation (docs/cost-model.md, "Time of an operation"): `work` of an
+// operation of `operation_type` in `data_class` on a device with `timing` running at `speed`.
+struct OperationCost {
+  double compute_us = 0;  // flops / peak
+  double memory_us = 0;   // bytes / bandwidth
+  double compute_efficiency = 1;
+  double memory_efficiency = 1;
+  bool compute_bound = true;
+  double efficiency = 1;  // that of the bound side
+  double busy_us = 0;     // max(compute / compute_eff, memory / memory_eff) / speed
+  double energy_uj = 0;   // flops x pJ/op + bytes x pJ/byte
+};
+OperationCost CostOfOperation(const DeviceTiming& timing, int32_t operation_type,
+                              const OperationWork& work, DataClass data_class, double speed = 1.0);
+
+// Android's relative performance figures (Capabilities::PerformanceInfo) of a device, DERIVED
+// from its cost-model parameters (docs/device-profiles.md, "Performance figures"): per data
+// class, exec_time is the modelled time of the reference workload on the device (busy time
+// plus per-operation overhead of each operation) divided by the same on `cpu`, and power_usage
+// the modelled energy of the workload divided by the same on `cpu`; `cpu` (the runtime CPU)
+// reports 1.0, as Android's nnapi-reference does.
+std::array<PerformanceInfo, kDataClassCount> DerivePerformance(const DeviceTiming& device,
+                                                               const DeviceTiming& cpu);
 
 // One interval of the modelled timeline of an execution.
 struct TimelineEvent {

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "check.h"
+#include "json.h"
 #include "nnapi_facts.h"
 #include "object_counter.h"
 #include "profile.h"
@@ -178,11 +179,9 @@ float Device::Cost(const Model& model, const Operation& operation, int32_t prefe
 
 // ---- The active profile ------------------------------------------------------------------------
 
-namespace {
-
-// Last resort when even the built-in reference profile cannot be read: the same device as
-// profiles/reference.json.
-std::unique_ptr<Device> MakeReferenceDevice() {
+// Also the last resort when even the built-in reference profile cannot be read: the same
+// device as profiles/reference.json.
+std::unique_ptr<Device> MakeDefaultRuntimeCpuDevice() {
   auto cpu = std::make_unique<Device>();
   cpu->name = "mock-reference";
   cpu->version = "mock_nnapi-1";
@@ -204,6 +203,8 @@ std::unique_ptr<Device> MakeReferenceDevice() {
   return cpu;
 }
 
+namespace {
+
 struct Registry {
   std::mutex mutex;
   bool loaded = false;
@@ -211,7 +212,7 @@ struct Registry {
   // Devices of earlier profiles: never freed, so a stale handle is still safe to compare.
   std::vector<std::unique_ptr<Device>> retired;
   // Parameters of the CPU fallback when the profile has no runtime_cpu device.
-  std::unique_ptr<Device> default_runtime_cpu = MakeReferenceDevice();
+  std::unique_ptr<Device> default_runtime_cpu = MakeDefaultRuntimeCpuDevice();
 };
 
 Registry& TheRegistry() {
@@ -248,7 +249,7 @@ void EnsureLoaded(Registry& registry) {
     profile = Profile();
     profile.name = kDefaultProfileName;
     profile.origin = "built-in fallback";
-    profile.devices.push_back(MakeReferenceDevice());
+    profile.devices.push_back(MakeDefaultRuntimeCpuDevice());
   }
   Install(registry, std::move(profile));
 }
@@ -335,6 +336,25 @@ std::string ActiveProfileJson() {
   std::lock_guard<std::mutex> lock(registry.mutex);
   EnsureLoaded(registry);
   return registry.profile.json_text;
+}
+
+std::string ActiveDevicePerformanceJson() {
+  Registry& registry = TheRegistry();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  EnsureLoaded(registry);
+  std::string json = "{";
+  for (const auto& device : registry.profile.devices) {
+    if (json.size() > 1) json += ",";
+    json += JsonQuote(device->name) + ":{";
+    for (int c = 0; c < kDataClassCount; ++c) {
+      const PerformanceInfo& info = device->performance[c];
+      json += std::string(c > 0 ? "," : "") + "\"" + DataClassName(static_cast<DataClass>(c)) +
+              "\":{\"exec_time\":" + JsonNumber(info.exec_time, 9) +
+              ",\"power_usage\":" + JsonNumber(info.power_usage, 9) + "}";
+    }
+    json += "}";
+  }
+  return json + "}";
 }
 
 // ---- Device faults -----------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 // The NNAPI devices the mock exposes (ANeuralNetworksDevice).
 //
 // A device is declarative, like the sample drivers of Android: a name, a type, a feature level,
-// relative performance figures (Android's Capabilities::PerformanceInfo, lower is better), a
+// relative performance figures (Android's Capabilities::PerformanceInfo, lower is better,
+// derived from the cost model), a
 // predicate saying which operations it can run, and the cost-model parameters of its hardware.
 // The set of devices comes from the active device profile (profile.h, docs/device-profiles.md):
 // MOCK_NNAPI_PROFILE or MockNnapi_setProfile; without one the mock offers the "reference"
@@ -116,7 +117,8 @@ class Device {
   // The runtime's own CPU implementation (Android's nnapi-reference): preferred on ties and
   // the cost model of the CPU fallback.
   bool runtime_cpu = false;
-  // Android's relative performance figures (lower is better) per data class.
+  // Android's relative performance figures (lower is better) per data class, derived from the
+  // cost-model parameters when the profile is read (DerivePerformance, cost_model.h).
   std::array<PerformanceInfo, kDataClassCount> performance{};
   // Operation types the device runs; empty means every operation the mock implements.
   std::set<int32_t> supported_operations;
@@ -163,6 +165,9 @@ int64_t RuntimeFeatureLevel();
 const Device& RuntimeCpuDevice();
 // The NNAPI runtime's own modelled cost per execution (us).
 double RuntimeOverheadUs();
+// A device with the parameters that model the CPU fallback of a profile without a runtime_cpu
+// device (the same device as profiles/reference.json).
+std::unique_ptr<Device> MakeDefaultRuntimeCpuDevice();
 
 // Selects the active profile: a built-in profile name or a path to a JSON file. BAD_DATA with
 // the parse error recorded (MockNnapi_getLastError) for a bad profile; BAD_STATE while NNAPI
@@ -171,6 +176,9 @@ int SelectProfile(const std::string& name_or_path);
 std::string ActiveProfileName();
 // The JSON text of the active profile.
 std::string ActiveProfileJson();
+// The derived performance figures of every device of the active profile, as JSON:
+// {"<device>": {"<data class>": {"exec_time": x, "power_usage": y}, ...}, ...}.
+std::string ActiveDevicePerformanceJson();
 
 // Device fault injection (MockNnapi_injectDeviceFault). BAD_DATA for an unknown device name,
 // fault kind or value.

@@ -80,6 +80,10 @@ const char* MockNnapi_getProfileJson(void) {
   return ThreadLocalString(mock_nnapi::ActiveProfileJson());
 }
 
+const char* MockNnapi_getDevicePerformance(void) {
+  return ThreadLocalString(mock_nnapi::ActiveDevicePerformanceJson());
+}
+
 const char* MockNnapi_getAvailableProfiles(void) {
   std::string json = "[";
   for (const std::string& name : mock_nnapi::AvailableProfileNames()) {

@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 
+#include "cost_model.h"
 #include "json.h"
 #include "nnapi_facts.h"
 #include "operand_types.h"
@@ -304,11 +305,20 @@ class ProfileReader {
 
   bool ReadDevice(const JsonValue& value, const std::string& path, Device* device) {
     if (!ExpectKind(value, JsonValue::Kind::kObject, path)) return false;
+    if (value.Find("performance") != nullptr) {
+      // Refused rather than ignored: a profile written for the hand-written figures would
+      // otherwise silently assign operations differently from what its author read.
+      return Fail(Join(path, "performance"),
+                  "no longer read: Android's exec_time and power_usage figures are derived "
+                  "from the device's cost-model parameters (throughput, efficiencies, "
+                  "overheads, energy; docs/device-profiles.md, \"Performance figures\"); "
+                  "remove the field and set those parameters instead");
+    }
     if (!CheckKeys(value, path,
                    {"name", "type", "version", "feature_level", "runtime_cpu", "notes", "support",
-                    "performance", "throughput", "memory_bandwidth_gbps", "efficiency",
-                    "compute_efficiency", "memory_efficiency", "fuse_elementwise", "overhead_us",
-                    "transfer", "compilation_us", "energy"})) {
+                    "throughput", "memory_bandwidth_gbps", "efficiency", "compute_efficiency",
+                    "memory_efficiency", "fuse_elementwise", "overhead_us", "transfer",
+                    "compilation_us", "energy"})) {
       return false;
     }
     if (!String(value, path, "name", &device->name)) return false;
@@ -345,24 +355,6 @@ class ProfileReader {
     const JsonValue* support = Required(value, path, "support");
     if (support == nullptr || !ReadSupport(*support, Join(path, "support"), device)) return false;
 
-    const std::function<bool(const JsonValue&, const std::string&, PerformanceInfo*)> performance =
-        [this](const JsonValue& entry, const std::string& entry_path, PerformanceInfo* info) {
-          if (!ExpectKind(entry, JsonValue::Kind::kObject, entry_path)) return false;
-          if (!CheckKeys(entry, entry_path, {"exec_time", "power_usage"})) return false;
-          double exec_time = 0;
-          double power_usage = 0;
-          if (!Number(entry, entry_path, "exec_time", Range::kPositive, &exec_time) ||
-              !Number(entry, entry_path, "power_usage", Range::kPositive, &power_usage)) {
-            return false;
-          }
-          info->exec_time = static_cast<float>(exec_time);
-          info->power_usage = static_cast<float>(power_usage);
-          return true;
-        };
-    if (!DataClassTable<PerformanceInfo>(value, path, "performance", &device->performance,
-                                         performance)) {
-      return false;
-    }
     const std::function<bool(const JsonValue&, const std::string&, double*)> positive =
         [this](const JsonValue& entry, const std::string& entry_path, double* out) {
           return Number(entry, entry_path, Range::kPositive, out);
@@ -649,6 +641,20 @@ class ProfileReader {
         have_runtime_cpu = true;
       }
       profile->devices.push_back(std::move(device));
+    }
+    // Android's performance figures, derived from the cost model relative to the device that
+    // models the runtime's CPU (which therefore reports 1.0, as nnapi-reference does).
+    std::unique_ptr<Device> default_cpu;
+    const Device* cpu = nullptr;
+    for (const auto& device : profile->devices) {
+      if (device->runtime_cpu) cpu = device.get();
+    }
+    if (cpu == nullptr) {
+      default_cpu = MakeDefaultRuntimeCpuDevice();
+      cpu = default_cpu.get();
+    }
+    for (auto& device : profile->devices) {
+      device->performance = DerivePerformance(device->timing, cpu->timing);
     }
     return true;
   }

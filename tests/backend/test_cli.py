@@ -121,6 +121,14 @@ def test_devices_of_a_phone_profile_with_types_levels_and_operations():
     assert kinds == {"ACCELERATOR", "GPU", "CPU"}
     dsp = next(d for d in data["devices"] if d["type"] == "ACCELERATOR")
     assert "CONV_2D" in dsp["supported_operations"] and dsp["feature_level"] > 0
+    # The derived (modelled) figures that pick the device: the DSP beats the GPU for relaxed
+    # float32 and int8, the runtime CPU is 1.0.
+    gpu = next(d for d in data["devices"] if d["type"] == "GPU")
+    cpu = next(d for d in data["devices"] if d["type"] == "CPU")
+    for data_class in ("relaxed_float32", "quant8"):
+        dsp_time = dsp["modelled_performance"][data_class]["exec_time"]
+        assert dsp_time < gpu["modelled_performance"][data_class]["exec_time"] < 1
+    assert cpu["modelled_performance"]["float32"] == {"exec_time": 1.0, "power_usage": 1.0}
 
 
 def test_devices_names_a_bad_profile():

@@ -30,11 +30,6 @@ def device_entry(name: str, kind: str, **overrides: Any) -> dict[str, Any]:
         "version": "test-1",
         "feature_level": 8,
         "support": {"operations": "all", "data_types": "all", "max_rank": 6},
-        "performance": {
-            "float32": {"exec_time": 1.0, "power_usage": 1.0},
-            "float16": {"exec_time": 1.0, "power_usage": 1.0},
-            "quant8": {"exec_time": 1.0, "power_usage": 1.0},
-        },
         "throughput": {"float32": 1, "float16": 1, "quant8": 1},
         "memory_bandwidth_gbps": 1,
         "efficiency": {"default": 1},

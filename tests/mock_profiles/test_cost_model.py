@@ -41,11 +41,6 @@ def roofline(write_profile):
         "npu",
         "ACCELERATOR",
         support={"operations": ["ADD"], "data_types": "all", "max_rank": 4},
-        performance={
-            "float32": {"exec_time": 0.5, "power_usage": 0.5},
-            "float16": {"exec_time": 0.5, "power_usage": 0.5},
-            "quant8": {"exec_time": 0.5, "power_usage": 0.5},
-        },
         throughput={"float32": 2, "float16": 2, "quant8": 2},
         memory_bandwidth_gbps=2,
         overhead_us={"execution": 20, "operation": 2},

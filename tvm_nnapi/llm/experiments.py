@@ -21,7 +21,7 @@ import tvm
 from tvm import relax
 
 from ..compiler.patterns import PartitionOptions
-from ..tools.estimate import Estimate, HostWork, PreparedEstimate
+from ..tools.estimate import Estimate, GraphTransform, HostWork, PreparedEstimate
 from .config import LlamaConfig, get_config
 from .dispatch import ATTENTION_BUILTIN, attention_flops
 from .model import export_model
@@ -62,17 +62,21 @@ def attention_work(
 
 
 class LlmEstimator:
-    """Estimates of one configuration's ``prefill`` and ``decode`` (exported once)."""
+    """Estimates of one configuration's ``prefill`` and ``decode`` (exported once).
+    ``graph_transform``: a what-if rewrite of the NNAPI subgraphs before they are costed
+    (e.g. :func:`tvm_nnapi.tools.w8a8.w8a8_graph`)."""
 
     def __init__(
         self,
         config: LlamaConfig | str,
         dtype: str = "float32",
         options: PartitionOptions | None = None,
+        graph_transform: GraphTransform | None = None,
     ) -> None:
         self.config = get_config(config) if isinstance(config, str) else config
         self.dtype = dtype
         self.options = options
+        self.graph_transform = graph_transform
         self.module, _, _ = export_model(self.config, dtype)
         self._prepared: dict[tuple[str, int], PreparedEstimate] = {}
 
@@ -91,7 +95,12 @@ class LlmEstimator:
             else:
                 raise ValueError(f"phase must be 'prefill' or 'decode', got {phase!r}")
             self._prepared[key] = PreparedEstimate(
-                self.module, shapes, phase, self.options, extern_work={ATTENTION_BUILTIN: work}
+                self.module,
+                shapes,
+                phase,
+                self.options,
+                extern_work={ATTENTION_BUILTIN: work},
+                graph_transform=self.graph_transform,
             )
         return self._prepared[key]
 

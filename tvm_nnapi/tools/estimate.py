@@ -191,6 +191,27 @@ class HostWork:
 #: attention of an LLM: ``(call) -> HostWork`` or None when unknown.
 ExternWork = Callable[[relax.Call], "HostWork | None"]
 
+#: A modelling hook: ``(graph JSON document, constant blob) -> (document, blob)`` applied to
+#: each lowered NNAPI subgraph before it is costed on the mock (e.g. the W8A8 what-if of
+#: :mod:`tvm_nnapi.tools.w8a8`). The rewritten graph may change the types and shapes of its
+#: inputs (the cost-only buffers follow the graph); the host side still costs the Relax
+#: operators.
+GraphTransform = Callable[[dict[str, Any], bytes], tuple[dict[str, Any], bytes]]
+
+#: The numpy dtype that holds each NNAPI tensor type (the runtime's DTypeMatches).
+_NUMPY_DTYPES = {
+    "TENSOR_FLOAT32": "float32",
+    "TENSOR_FLOAT16": "float16",
+    "TENSOR_INT32": "int32",
+    "TENSOR_BOOL8": "bool",
+    "TENSOR_QUANT8_ASYMM": "uint8",
+    "TENSOR_QUANT8_ASYMM_SIGNED": "int8",
+    "TENSOR_QUANT8_SYMM": "int8",
+    "TENSOR_QUANT8_SYMM_PER_CHANNEL": "int8",
+    "TENSOR_QUANT16_ASYMM": "uint16",
+    "TENSOR_QUANT16_SYMM": "int16",
+}
+
 
 def _tensor_bytes(ty: object) -> float:
     if isinstance(ty, relax.TupleType):
@@ -517,7 +538,10 @@ class PreparedEstimate:
         entry: str | None = None,
         options: PartitionOptions | None = None,
         extern_work: Mapping[str, ExternWork] | None = None,
+        graph_transform: GraphTransform | None = None,
     ) -> None:
+        import json
+
         from ..compiler.codegen import lower_function
 
         self.entry = entry or _default_entry(mod)
@@ -551,7 +575,19 @@ class PreparedEstimate:
             name = sub.gvar.name_hint
             if name not in self._graphs:
                 builder = lower_function(sub.func)
-                self._graphs[name] = (builder.symbol, builder.to_json(), bytes(builder.constants))
+                graph_json, constants = builder.to_json(), bytes(builder.constants)
+                if graph_transform is not None:
+                    document, constants = graph_transform(json.loads(graph_json), constants)
+                    graph_json = json.dumps(document)
+                self._graphs[name] = (builder.symbol, graph_json, constants)
+        self.graph_transform = graph_transform
+
+    def graph_documents(self) -> dict[str, dict[str, Any]]:
+        """The graph JSON document of each NNAPI subgraph as it is costed (after the
+        ``graph_transform``, if any), by subgraph name."""
+        import json
+
+        return {name: json.loads(graph) for name, (_, graph, _) in self._graphs.items()}
 
     def _analyse(self, func: relax.Function) -> None:
         func_bindings = bindings(func)
@@ -650,6 +686,8 @@ class PreparedEstimate:
         return self._traces[profile]
 
     def _trace(self, sub: _Subgraph) -> dict[str, Any]:
+        import json
+
         from mock_nnapi import control
 
         from ..runtime._library import runtime_function
@@ -658,10 +696,15 @@ class PreparedEstimate:
         create = runtime_function("tvm_nnapi.runtime.create")
         module = create(symbol, graph_json, constants)
         buffers = _ZeroBuffers()
+        # A transformed graph may retype its inputs: their buffers follow the graph.
+        graph = json.loads(graph_json) if self.graph_transform is not None else None
         try:
             args = []
-            for param, arg in zip(sub.func.params, sub.call_args, strict=True):
-                if isinstance(param.ty, relax.TensorType):
+            for index, (param, arg) in enumerate(zip(sub.func.params, sub.call_args, strict=True)):
+                if isinstance(param.ty, relax.TensorType) and graph is not None:
+                    operand = graph["operands"][graph["inputs"][_input_index(graph, index)]]
+                    args.append(buffers.array(operand["shape"], _NUMPY_DTYPES[operand["type"]]))
+                elif isinstance(param.ty, relax.TensorType):
                     args.append(buffers.tensor(param.ty))
                 else:
                     args.append(_shape_value(arg, param))
@@ -784,8 +827,11 @@ class _ZeroBuffers:
     def tensor(self, ty: object) -> tvm.runtime.Tensor:
         if not isinstance(ty, relax.TensorType) or ty.shape is None:
             raise ValueError(f"cannot make a buffer for {ty}")
-        shape = [int(v.value) for v in ty.shape.values]
-        dtype = np.dtype(str(ty.dtype))
+        return self.array([int(v.value) for v in ty.shape.values], str(ty.dtype))
+
+    def array(self, shape: Sequence[int], dtype_name: str) -> tvm.runtime.Tensor:
+        shape = [int(d) for d in shape]
+        dtype = np.dtype(dtype_name)
         nbytes = int(math.prod(shape)) * dtype.itemsize
         if nbytes == 0:
             array = np.zeros(shape, dtype)
@@ -860,6 +906,7 @@ def estimate(
     weights: str = "input",
     options: PartitionOptions | None = None,
     extern_work: Mapping[str, ExternWork] | None = None,
+    graph_transform: GraphTransform | None = None,
 ) -> Estimate:
     """Modelled latency of ``entry`` (default ``main``) of ``mod`` on ``profile``, NNAPI-offloaded
     vs all on the host.
@@ -871,9 +918,10 @@ def estimate(
     calls by function name (unknown ones are listed as not modelled). Weights are the
     parameters after the entry's ``num_input`` attribute (as ``nn.Module.export_tvm`` marks
     them); without it every parameter counts as an activation. To estimate one program on
-    several profiles, use :class:`PreparedEstimate` (partitions once).
+    several profiles, use :class:`PreparedEstimate` (partitions once). ``graph_transform``
+    rewrites each subgraph's graph JSON before it is costed (a what-if, :data:`GraphTransform`).
     """
-    prepared = PreparedEstimate(mod, shapes, entry, options, extern_work)
+    prepared = PreparedEstimate(mod, shapes, entry, options, extern_work, graph_transform)
     return prepared.run(profile, host_model, weights)
 
 

@@ -80,6 +80,13 @@ MOCK_NNAPI_EXPORT int MockNnapi_setProfile(const char* nameOrPath);
 MOCK_NNAPI_EXPORT const char* MockNnapi_getProfileName(void);
 /* JSON text of the active profile (valid until the next call on this thread). */
 MOCK_NNAPI_EXPORT const char* MockNnapi_getProfileJson(void);
+/*
+ * Android's relative performance figures of every device of the active profile, as JSON
+ * {"<device>": {"<data class>": {"exec_time": x, "power_usage": y}, ...}, ...}: DERIVED from
+ * the cost model (docs/device-profiles.md, "Performance figures"); the runtime CPU device
+ * reports 1.0. Valid until the next call on this thread.
+ */
+MOCK_NNAPI_EXPORT const char* MockNnapi_getDevicePerformance(void);
 /* JSON array of the profile names MockNnapi_setProfile finds (valid until the next call). */
 MOCK_NNAPI_EXPORT const char* MockNnapi_getAvailableProfiles(void);
 

@@ -165,6 +165,7 @@ _PROFILE_SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "MockNnapi_getProfileName": (ctypes.c_char_p, []),
     "MockNnapi_getProfileJson": (ctypes.c_char_p, []),
     "MockNnapi_getAvailableProfiles": (ctypes.c_char_p, []),
+    "MockNnapi_getDevicePerformance": (ctypes.c_char_p, []),
     "MockNnapi_injectDeviceFault": (
         ctypes.c_int32,
         [ctypes.c_char_p, ctypes.c_int32, ctypes.c_int64, ctypes.c_int32],
@@ -222,6 +223,14 @@ def profile_name() -> str:
 def profile() -> dict[str, Any]:
     """The active device profile (its JSON document, docs/device-profiles.md)."""
     return json.loads(_profiles().MockNnapi_getProfileJson() or b"{}")
+
+
+def device_performance() -> dict[str, dict[str, dict[str, float]]]:
+    """Android's relative performance figures of each device of the active profile, per data
+    class: ``{device: {data_class: {"exec_time": x, "power_usage": y}}}`` (lower is better, the
+    runtime CPU 1.0). They are DERIVED by the mock from each device's cost-model parameters
+    (docs/device-profiles.md, "Performance figures") and pick the device of each operation."""
+    return dict(json.loads(_profiles().MockNnapi_getDevicePerformance() or b"{}"))
 
 
 def available_profiles() -> list[str]:

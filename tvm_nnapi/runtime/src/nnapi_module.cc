@@ -52,6 +52,7 @@ bool DTypeMatches(int32_t type, const DLDataType& dtype) {
       return is(kDLUInt, 8);
     case ANEURALNETWORKS_TENSOR_QUANT8_ASYMM_SIGNED:
     case ANEURALNETWORKS_TENSOR_QUANT8_SYMM:
+    case ANEURALNETWORKS_TENSOR_QUANT8_SYMM_PER_CHANNEL:  // int8 weights passed as inputs
       return is(kDLInt, 8);
     case ANEURALNETWORKS_TENSOR_BOOL8:
       return is(kDLBool, 8) || is(kDLUInt, 1) || is(kDLUInt, 8);
