@@ -435,3 +435,29 @@ def test_shared_dequantize_is_dedicated_per_reader() -> None:
     x = np.random.default_rng(0).standard_normal((1, 4, 6, 6)).astype("float32")
     got, _ = run_nnapi(mod, "main", [x])
     np.testing.assert_allclose(got, run_host(mod, "main", [x]), atol=0.05 + 1.0 / 256 + 1e-6)
+
+
+def test_quant8_verdict_is_in_output_steps() -> None:
+    from tvm_nnapi.tools.run import DEFAULT_TOLERANCE, compare
+
+    want = np.array([0.0, 0.5, 1.0], "float32")
+    (close,) = compare([want + 0.02], [want], precision="quant8", steps=[0.01])
+    assert close.passed and close.max_error_steps == pytest.approx(2.0)
+    assert close.tolerance == DEFAULT_TOLERANCE["quant8"] == 2.0 and close.top1_agrees
+    (far,) = compare([want + 0.03], [want], precision="quant8", steps=[0.01])
+    assert not far.passed and far.max_error_steps == pytest.approx(3.0)
+
+
+def test_run_judges_a_quantized_onnx_model_in_steps(tmp_path) -> None:
+    from tvm_nnapi.tools.run import run_model
+    from tvm_nnapi.tools.sources import load_model_source
+
+    from .quantized_models import onnx
+
+    float_cnn, inputs = small_cnn()
+    path = tmp_path / "cnn_qdq.onnx"
+    onnx.save(quantize_static(float_cnn, inputs), str(path))
+    result = run_model(load_model_source(str(path)), profile="snapdragon-8-gen-2")
+    (output,) = result.outputs
+    assert output.precision == "quant8" and output.max_error_steps is not None
+    assert result.passed and result.subgraphs == 1 and output.top1_agrees
