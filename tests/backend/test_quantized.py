@@ -198,6 +198,14 @@ DIRECT_CASES = {
         (1.0 / 128, 128),
         "TANH",
     ),
+    "hardswish": (
+        node("HardSwish", ["x"], ["y"]),
+        {"x": [2, 16]},
+        {"y": [2, 16]},
+        (0.03, 128),
+        (0.02, 20),
+        "HARD_SWISH",
+    ),
     "reduce_mean": (
         node("ReduceMean", ["x"], ["y"], axes=[2], keepdims=0),
         {"x": [1, 3, 6, 4]},

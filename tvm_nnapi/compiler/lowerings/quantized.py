@@ -76,6 +76,7 @@ from .elementwise import (
     convert_clip,
     convert_unary,
 )
+from .hard_activations import _SCALES, _make_check, convert_hardswish
 from .pooling import _POOLS, _check_adaptive, _check_pool, convert_adaptive, convert_pool
 from .reduce import _check_reduction, _check_softmax, convert_reduction, convert_softmax
 from .shape import (
@@ -958,6 +959,80 @@ def _fused_lowerings(
     return lowerings
 
 
+# ---- hardswish: x * relu6(x + 3) / 6 on one quantized x -------------------------------------
+
+
+def _hardswish_pattern(scaled_last: bool, scale_op: str):
+    def make() -> tuple[DFPattern, dict[str, DFPattern]]:
+        xq = wildcard()
+        # Each reader of x has its own dequantize of the same quantized value.
+        x_add = is_op(DEQUANTIZE)(xq, is_const(), is_const())
+        x_mul = is_op(DEQUANTIZE)(xq, is_const(), is_const())
+        three, six = is_const(), is_const()
+        add = is_op("relax.add")(x_add, three)
+        clip = is_op("relax.clip")(add, wildcard(), wildcard())
+        if scaled_last:
+            root = is_op(scale_op)(is_op("relax.multiply")(x_mul, clip), six)
+        else:
+            root = is_op("relax.multiply")(x_mul, is_op(scale_op)(clip, six))
+        quantize = is_op(QUANTIZE)(root, is_const(), is_const())
+        annotations = {
+            "root": root,
+            "x": x_add,
+            "dequantize0": x_add,
+            "dequantize1": x_mul,
+            "three": three,
+            "six": six,
+            "add": add,
+            "clip": clip,
+            "quantize": quantize,
+        }
+        return quantize, annotations
+
+    return make
+
+
+def _hardswish_check(scaled_last: bool, scale_op: str) -> Check:
+    float_check = _make_check("hardswish_scaled_last" if scaled_last else "hardswish", scale_op)
+
+    def check(call: relax.Call, options: PartitionOptions, context: PatternCheckContext):
+        result = _check_group_qdq(context, options, ["quantize", "dequantize0", "dequantize1"])
+        if result is not None:
+            return result
+        if options.feature_level < FEATURE_LEVEL_4:
+            return RefusalKind.FEATURE_LEVEL, "hardswish: HARD_SWISH needs feature level 4"
+        first, second = (
+            activation_params(context.annotated_expr[f"dequantize{i}"]) for i in (0, 1)
+        )
+        if not first.same_as(second):
+            return RefusalKind.ATTRIBUTE, "hardswish: x is dequantized with two quantizations"
+        return float_check(call, options, context)
+
+    return check
+
+
+def convert_quantized_hardswish(ctx: ConvertContext, composite: relax.Function) -> int:
+    quantize = _output_quantize(composite)
+    _bind_dequantized(ctx, composite, quantize)
+    ctx.dtype_overrides[quantize] = activation_params(quantize).as_dtype()
+    return convert_hardswish(ctx, composite)
+
+
+HARDSWISH: list[Lowering] = [
+    Lowering(
+        name=f"nnapi.quantized_hardswish{'_scaled_last' if last else ''}"
+        + ("_mul" if scale_op == "relax.multiply" else ""),
+        relax_op="relax.multiply" if not last else scale_op,
+        pattern=_hardswish_pattern(last, scale_op),
+        check=_hardswish_check(last, scale_op),
+        convert=convert_quantized_hardswish,
+        emits=("HARD_SWISH",),
+    )
+    for last in (False, True)
+    for scale_op in _SCALES
+]
+
+
 # ---- model boundaries: quantize of a float value, dequantize of a quantized one ------------------
 
 
@@ -1111,6 +1186,7 @@ LOWERINGS: list[Lowering] = [
         _matmul_requires,
         (True, False),
     ),
+    *HARDSWISH,
     *(_group_lowering(group) for group in _GROUPS),
 ]
 BOUNDARIES: list[Lowering] = [
