@@ -17,6 +17,7 @@ from tvm import relax
 
 import tvm_nnapi
 from tvm_nnapi.compiler import codegen, lowerings
+from tvm_nnapi.compiler.build import offload_summary
 from tvm_nnapi.compiler.patterns import PartitionOptions, RefusalKind
 
 from .helpers import run_host, run_nnapi
@@ -319,6 +320,8 @@ def test_small_cnn_is_one_quantized_subgraph() -> None:
     assert len(result.subgraphs) == 1
     ops = _quant8_operations(result.module)
     assert {"CONV_2D", "DEPTHWISE_CONV_2D", "ADD"} <= ops
+    summary = offload_summary(result.module)
+    assert summary.quantized_flops >= 0.95 * (summary.offloaded_flops + summary.host_flops)
     rng = np.random.default_rng(3)
     feeds = {"x": rng.standard_normal(inputs["x"]).astype(np.float32)}
     got, _ = run_nnapi(mod, "main", [feeds["x"]])

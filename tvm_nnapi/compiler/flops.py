@@ -42,6 +42,23 @@ def _shape(expr: relax.Expr) -> list[int] | None:
     return _static(ty.shape.values)
 
 
+#: Composite-name prefix of the quantized (int8 / uint8) groups (lowerings/quantized.py).
+QUANTIZED_PREFIX = "nnapi.quantized_"
+
+
+def quantized_flops(func: relax.Function) -> int:
+    """Estimated FLOPs of an NNAPI subgraph function that its quantized groups compute on
+    quant8 operands (the operators inside composites named ``nnapi.quantized_*``)."""
+    from .ir_utils import located_operator_calls
+
+    total = 0
+    for call, holder in located_operator_calls(func):
+        composite = str((holder.attrs or {}).get("Composite", ""))
+        if composite.startswith(QUANTIZED_PREFIX):
+            total += call_flops(call)
+    return total
+
+
 def call_flops(call: relax.Call, symbol_values: dict[str, int] | None = None) -> int:
     """Estimated FLOPs of one call (0 when shapes are unknown)."""
     if not isinstance(call.op, tvm.ir.Op):
