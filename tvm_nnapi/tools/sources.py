@@ -351,9 +351,8 @@ def _load_exported_program(path: Path) -> tvm.IRModule:
             f"{path}: torch.export programs need torch, an optional extra "
             f"(pip install 'tvm-nnapi[models]', or tox -e models): {error}"
         ) from error
-    from tvm.relax.frontend.torch import from_exported_program
-
     from ..models.torchvision_models import fold_batch_norm_into_conv
+    from .pt2e import from_exported_program
 
     try:
         exported = torch.export.load(str(path))
@@ -361,7 +360,8 @@ def _load_exported_program(path: Path) -> tvm.IRModule:
         raise ModelLoadError(
             f"{path}: not a torch.export program (save one with torch.export.save): {error}"
         ) from error
-    mod = from_exported_program(exported, keep_params_as_input=False, unwrap_unit_return_tuple=True)
+    # (with converters of the PT2E quantize / dequantize operators, tools/pt2e.py)
+    mod = from_exported_program(exported)
     # Parameters become constants; fold inference batch norms as an inference pipeline would.
     return fold_batch_norm_into_conv(mod)
 

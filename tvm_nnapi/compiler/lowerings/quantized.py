@@ -364,11 +364,11 @@ def _output_quantize(composite: relax.Function) -> relax.Call:
     return calls[-1]
 
 
-def _bind_dequantized(ctx: ConvertContext, composite: relax.Function, root: relax.Call) -> None:
+def _bind_dequantized(ctx: ConvertContext, composite: relax.Function) -> None:
     """Bind the variables of the group's activation dequantizes to their quant8 operands."""
     bound = _bound_calls(composite)
     for var, call in bound.items():
-        if str(call.op.name) == DEQUANTIZE and call is not root:
+        if str(call.op.name) == DEQUANTIZE:
             # (a dequantized constant, e.g. an added one, becomes a quant8 constant)
             ctx.values[var] = quant_input(ctx, call)
             ctx.dtype_overrides[var] = activation_params(call).as_dtype()
@@ -511,7 +511,7 @@ def _group_convert(group: _Group):
         root = next(c for c in operator_calls(composite) if str(c.op.name) == group.relax_op)
         quantize = _output_quantize(composite)
         out = activation_params(quantize)
-        _bind_dequantized(ctx, composite, root)
+        _bind_dequantized(ctx, composite)
         first = next(
             c for c in operator_calls(composite) if str(c.op.name) == DEQUANTIZE
         )  # the first dequantized argument
@@ -787,7 +787,7 @@ def _bias_expr(parts: dict[str, relax.Call], composite: relax.Function) -> relax
     for call in operator_calls(composite):
         for arg in call.args:
             if isinstance(arg, tvm.ir.Constant) and str(arg.ty.dtype).startswith("float"):
-                if call is parts["add"] or str(call.op.name) in (
+                if call.same_as(parts["add"]) or str(call.op.name) in (
                     "relax.reshape",
                     "relax.expand_dims",
                 ):
@@ -1013,7 +1013,7 @@ def _hardswish_check(scaled_last: bool, scale_op: str) -> Check:
 
 def convert_quantized_hardswish(ctx: ConvertContext, composite: relax.Function) -> int:
     quantize = _output_quantize(composite)
-    _bind_dequantized(ctx, composite, quantize)
+    _bind_dequantized(ctx, composite)
     ctx.dtype_overrides[quantize] = activation_params(quantize).as_dtype()
     return convert_hardswish(ctx, composite)
 
