@@ -472,3 +472,27 @@ def test_run_judges_a_quantized_onnx_model_in_steps(tmp_path) -> None:
     (output,) = result.outputs
     assert output.precision == "quant8" and output.max_error_steps is not None
     assert result.passed and result.subgraphs == 1 and output.top1_agrees
+
+
+def test_matmul_with_a_float_bias_keeps_its_bias() -> None:
+    # PT2E leaves biases in float: add(bias, matmul(dq(x), permute_dims(dq(W)))).
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((2, 8), "float32"))
+    weights = RNG.integers(-127, 128, (4, 8)).astype("int8")
+    scales = np.array([0.01, 0.02, 0.015, 0.03], "float32")
+    bias = np.array([0.5, -0.25, 1.0, -1.0], "float32")
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            xq = bb.emit(_qdq(x, 0.02, 3, "int8"))
+            w = bb.emit(_weight_dq(weights, scales, np.zeros(4, "int8")))
+            mm = bb.emit(relax.op.matmul(xq, bb.emit(relax.op.permute_dims(w, [1, 0]))))
+            out = bb.emit_output(
+                _qdq(bb.emit(relax.op.add(relax.const(bias), mm)), 0.01, 0, "int8")
+            )
+        bb.emit_func_output(out)
+    mod = bb.get()
+    result = tvm_nnapi.partition_with_report(mod)
+    assert result.refusals == [] and "CONV_2D" in _quant8_operations(result.module)
+    data = np.random.default_rng(4).standard_normal((2, 8)).astype("float32")
+    got, _ = run_nnapi(mod, "main", [data])
+    assert _steps(got, run_host(mod, "main", [data]), 0.01) <= 1.0 + 1e-3
