@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,17 +21,17 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from onnxruntime import quantization  # noqa: E402
 
 
-def initializer(name: str, array: np.ndarray) -> onnx.TensorProto:
+def initializer(name: str, array: np.ndarray) -> Any:
     return numpy_helper.from_array(np.asarray(array, dtype=np.float32), name)
 
 
 def float_model(
-    nodes: Sequence[onnx.NodeProto],
+    nodes: Sequence[Any],
     inputs: dict[str, list[int]],
-    outputs: dict[str, list[int] | None],
-    initializers: Sequence[onnx.TensorProto] = (),
+    outputs: dict[str, list[int]],
+    initializers: Sequence[Any] = (),
     opset: int = 17,
-) -> onnx.ModelProto:
+) -> Any:
     graph = helper.make_graph(
         list(nodes),
         "quantized_test",
@@ -58,7 +59,7 @@ class _Reader(quantization.CalibrationDataReader):
 
 
 def quantize_static(
-    model: onnx.ModelProto,
+    model: Any,
     inputs: dict[str, list[int]],
     samples: int = 8,
     seed: int = 0,
@@ -66,7 +67,7 @@ def quantize_static(
     activation_type: quantization.QuantType = quantization.QuantType.QUInt8,
     weight_type: quantization.QuantType = quantization.QuantType.QInt8,
     extra_options: dict | None = None,
-) -> onnx.ModelProto:
+) -> Any:
     """onnxruntime's ``quantize_static`` (QDQ format) of a float model, calibrated on
     ``samples`` standard-normal inputs."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -85,12 +86,12 @@ def quantize_static(
         return onnx.load(target)
 
 
-def run_onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+def run_onnxruntime(model: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     return session.run(None, feeds)
 
 
-def output_scales(model: onnx.ModelProto) -> list[float]:
+def output_scales(model: Any) -> list[float]:
     """The scale of the DequantizeLinear that produces each graph output."""
     values = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
     producers = {out: node for node in model.graph.node for out in node.output}
@@ -103,7 +104,7 @@ def output_scales(model: onnx.ModelProto) -> list[float]:
     return scales
 
 
-def small_cnn(seed: int = 0) -> tuple[onnx.ModelProto, dict[str, list[int]]]:
+def small_cnn(seed: int = 0) -> tuple[Any, dict[str, list[int]]]:
     """The done-when CNN, float: conv, relu6 (Clip), depthwise conv, relu6, 1x1 conv, residual
     add, global average pool, flatten, Gemm."""
     rng = np.random.default_rng(seed)
@@ -136,13 +137,13 @@ def small_cnn(seed: int = 0) -> tuple[onnx.ModelProto, dict[str, list[int]]]:
 
 
 def qdq_model(
-    op: onnx.NodeProto,
+    op: Any,
     inputs: dict[str, list[int]],
     outputs: dict[str, list[int]],
     input_quant: tuple[float, int],
     output_quant: tuple[float, int],
-    initializers: Sequence[onnx.TensorProto] = (),
-) -> onnx.ModelProto:
+    initializers: Sequence[Any] = (),
+) -> Any:
     """A QDQ graph written directly (for operators onnxruntime's quantizer leaves in float):
     every input QuantizeLinear + DequantizeLinear with ``input_quant``, then ``op``, then the
     output QuantizeLinear + DequantizeLinear with ``output_quant`` (uint8)."""

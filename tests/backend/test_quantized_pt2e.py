@@ -9,16 +9,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-torch = pytest.importorskip(
+pytest.importorskip(
     "torch", reason="PT2E programs need torch: pip install -e '.[models]' (or tox -e models)"
 )
 pytest.importorskip("torchao", reason="PT2E quantization is in torchao: pip install -e '.[models]'")
 
-import tvm_nnapi  # noqa: E402
-from tvm_nnapi.compiler import codegen  # noqa: E402
-from tvm_nnapi.tools.pt2e import from_exported_program  # noqa: E402
+import torch
 
-from .helpers import run_host, run_nnapi  # noqa: E402
+import tvm_nnapi
+from tvm_nnapi.compiler import codegen
+from tvm_nnapi.tools.pt2e import from_exported_program
+
+from .helpers import run_host, run_nnapi
 
 
 class _Net(torch.nn.Module):

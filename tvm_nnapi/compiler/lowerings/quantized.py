@@ -523,6 +523,8 @@ def _group_convert(group: _Group):
             return _convert_in_float(ctx, composite, root, out, source, group.convert)
         ctx.dtype_overrides[root] = target.as_dtype()
         result = group.convert(ctx, root)
+        if not isinstance(result, int):
+            raise ctx.fail(root, "a quantized group has one result")
         return requantize(ctx, result, root, out, source)
 
     convert.__name__ = f"convert_quantized_{group.relax_op.rsplit('.', 1)[1]}"
@@ -542,10 +544,12 @@ def _convert_in_float(
         if str(call.op.name) == DEQUANTIZE:
             ctx.dtype_overrides.pop(var, None)
             real = ctx.tensor("float32", ctx.shape(call))
-            ctx.emit("DEQUANTIZE", [ctx.values[var]], [real], source)
+            ctx.emit("DEQUANTIZE", [ctx.operand(var)], [real], source)
             ctx.values[var] = real
     ctx.dtype_overrides.pop(root, None)
     result = convert(ctx, root)
+    if not isinstance(result, int):
+        raise ctx.fail(root, "a quantized group has one result")
     quantized_out = ctx.tensor(out.as_dtype(), ctx.shape(root))
     ctx.emit("QUANTIZE", [result], [quantized_out], source)
     return quantized_out
