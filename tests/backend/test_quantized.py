@@ -154,13 +154,15 @@ CASES = {
         {"y": [1, 3, 5]},
         "RESHAPE",
     ),
-    "sigmoid": ([node("Sigmoid", ["x"], ["y"])], [], {"x": [2, 16]}, {"y": [2, 16]}, "LOGISTIC"),
+    # onnxruntime quantizes sigmoid and softmax to 1/255, not NNAPI's fixed 1/256: computed in
+    # float inside the subgraph (a requantization would round twice).
+    "sigmoid": ([node("Sigmoid", ["x"], ["y"])], [], {"x": [2, 16]}, {"y": [2, 16]}, "DEQUANTIZE"),
     "softmax": (
         [node("Softmax", ["x"], ["y"], axis=-1)],
         [],
         {"x": [2, 10]},
         {"y": [2, 10]},
-        "SOFTMAX",
+        "DEQUANTIZE",
     ),
     "resize": (
         [node("Resize", ["x", "", "scales"], ["y"], mode="linear")],
@@ -190,6 +192,30 @@ DIRECT_CASES = {
         (0.02, 128),
         (0.01, 0),
         "RELU",
+    ),
+    "sigmoid_fixed": (
+        node("Sigmoid", ["x"], ["y"]),
+        {"x": [2, 16]},
+        {"y": [2, 16]},
+        (0.03, 128),
+        (1.0 / 256, 0),
+        "LOGISTIC",
+    ),
+    "softmax_fixed": (
+        node("Softmax", ["x"], ["y"], axis=-1),
+        {"x": [2, 10]},
+        {"y": [2, 10]},
+        (0.05, 128),
+        (1.0 / 256, 0),
+        "SOFTMAX",
+    ),
+    "tanh_requantized": (
+        node("Tanh", ["x"], ["y"]),
+        {"x": [2, 16]},
+        {"y": [2, 16]},
+        (0.03, 128),
+        (1.0 / 127, 127),
+        "DEQUANTIZE",
     ),
     "tanh": (
         node("Tanh", ["x"], ["y"]),
