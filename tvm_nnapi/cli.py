@@ -540,7 +540,7 @@ def _print_explanation(console, source, explanation: dict[str, Any]) -> None:
     share = explanation["flop_share"]
     share_text = f"{share:.1%}" if share is not None else "n/a (symbolic shapes)"
     if explanation.get("quantized_flop_share"):
-        share_text += f" ({explanation['quantized_flop_share']:.1%} in quant8 operations)"
+        share_text += f" ({explanation['quantized_flop_share']:.1%} in quantized groups)"
     console.print(
         f"operators offloaded: {explanation['offloaded_operators']} of "
         f"{explanation['total_operators']} (counting every call); estimated FLOPs offloaded: "

@@ -3,8 +3,8 @@
 ONNX export, onnxruntime's static quantizer per channel, calibrated on random images;
 tvm_nnapi.models.quantized_torchvision) on the mock NNAPI, at 64x64 like test_torchvision.py.
 
-Each network is one NNAPI subgraph with nothing refused and at least 95% of its FLOPs in quant8
-operations. Numerics: every operator rounds within about one step of the host's float
+Each network is one NNAPI subgraph with nothing refused and at least 95% of its FLOPs in quantized
+groups. Numerics: every operator rounds within about one step of the host's float
 computation of the same QDQ graph, but a one-step difference of an input moves a dot product of
 hundreds of terms by many output steps, so the logits of these 50-layer networks differ from
 TVM's host build by up to about 20 output steps, as TVM's host build and onnxruntime differ from

@@ -50,7 +50,7 @@ class OffloadSummary:
     # Estimated FLOPs (see tvm_nnapi.compiler.flops) in NNAPI subgraphs and on the host.
     offloaded_flops: int = 0
     host_flops: int = 0
-    # Of the offloaded FLOPs, those of quantized groups (computed on quant8 operands).
+    # Of the offloaded FLOPs, those of quantized groups (flops.quantized_flops).
     quantized_flops: int = 0
 
     @property

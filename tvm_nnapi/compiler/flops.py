@@ -47,8 +47,10 @@ QUANTIZED_PREFIX = "nnapi.quantized_"
 
 
 def quantized_flops(func: relax.Function) -> int:
-    """Estimated FLOPs of an NNAPI subgraph function that its quantized groups compute on
-    quant8 operands (the operators inside composites named ``nnapi.quantized_*``)."""
+    """Estimated FLOPs of the quantized groups of an NNAPI subgraph function (the operators
+    inside composites named ``nnapi.quantized_*``; the few groups that run in float between
+    DEQUANTIZE and QUANTIZE, e.g. a sigmoid quantized to other than NNAPI's fixed 1/256, count
+    too: docs/quantization.md)."""
     from .ir_utils import located_operator_calls
 
     total = 0

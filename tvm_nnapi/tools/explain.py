@@ -52,7 +52,7 @@ class Explanation:
     total_operators: int = 0
     offloaded_flops: int = 0
     total_flops: int = 0
-    # Estimated FLOPs of quantized groups computed on NNAPI quant8 operands (docs/quantization.md).
+    # Estimated FLOPs of the quantized groups (flops.quantized_flops, docs/quantization.md).
     quantized_flops: int = 0
     boundary_transfers: int = 0
 
