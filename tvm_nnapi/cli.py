@@ -542,6 +542,8 @@ def _print_explanation(console, source, explanation: dict[str, Any]) -> None:
         console.print(refused)
     share = explanation["flop_share"]
     share_text = f"{share:.1%}" if share is not None else "n/a (symbolic shapes)"
+    if explanation.get("quantized_flop_share"):
+        share_text += f" ({explanation['quantized_flop_share']:.1%} in quantized groups)"
     console.print(
         f"operators offloaded: {explanation['offloaded_operators']} of "
         f"{explanation['total_operators']} (counting every call); estimated FLOPs offloaded: "
@@ -888,8 +890,21 @@ def _print_run(console, run: dict[str, Any]) -> None:
     )
     table.add_row(
         "tolerance (precision computed in)",
-        ", ".join(f"{tol:.0e} ({precision})" for tol, precision in tolerances),
+        ", ".join(
+            f"{tol:g} steps ({precision})" if precision == "quant8" else f"{tol:.0e} ({precision})"
+            for tol, precision in tolerances
+        ),
     )
+    quantized = [o for o in run["outputs"] if o.get("max_error_steps") is not None]
+    if quantized:
+        table.add_row(
+            "max error in output quantization steps",
+            ", ".join(f"{o['max_error_steps']:.2f}" for o in quantized),
+        )
+        table.add_row(
+            "top-1 agrees with llvm",
+            ", ".join("yes" if o["top1_agrees"] else "no" for o in quantized),
+        )
     for name, seconds in run["measured_seconds"].items():
         table.add_row(f"{name.replace('_', ' ')} (measured on this host)", f"{seconds:.4f} s")
     table.add_row(

@@ -11,7 +11,7 @@ import tvm
 from tvm import IRModule, relax
 
 from .codegen import drop_codegen_constants
-from .flops import call_flops
+from .flops import call_flops, quantized_flops
 from .ir_utils import calls_in, operator_calls
 from .partition import CODEGEN_NAME, nnapi_subgraphs, partition
 from .patterns import PartitionOptions
@@ -50,6 +50,8 @@ class OffloadSummary:
     # Estimated FLOPs (see tvm_nnapi.compiler.flops) in NNAPI subgraphs and on the host.
     offloaded_flops: int = 0
     host_flops: int = 0
+    # Of the offloaded FLOPs, those of quantized groups (flops.quantized_flops).
+    quantized_flops: int = 0
 
     @property
     def offloaded_flop_share(self) -> float:
@@ -90,6 +92,7 @@ def offload_summary(mod: IRModule) -> OffloadSummary:
             sites = max(call_sites[gvar.name_hint], 1)
             summary.subgraphs[gvar.name_hint] = Counter({op: n * sites for op, n in ops.items()})
             summary.offloaded_flops += flops * sites
+            summary.quantized_flops += quantized_flops(func) * sites
         elif "Composite" not in attrs and "Primitive" not in attrs:
             summary.host.update(ops)
             summary.host_flops += flops

@@ -28,8 +28,9 @@ FUSED_RELU = 1
 FUSED_RELU1 = 2
 FUSED_RELU6 = 3
 
-# Scalar operand type holding a float attribute for a tensor of each dtype.
-FLOAT_SCALAR = {"float32": "FLOAT32", "float16": "FLOAT16"}
+# Scalar operand type holding a float attribute for a tensor of each dtype (quant8 tensors take
+# FLOAT32 attributes, e.g. SOFTMAX's beta).
+FLOAT_SCALAR = {"float32": "FLOAT32", "float16": "FLOAT16", "uint8": "FLOAT32", "int8": "FLOAT32"}
 
 Value = int | tuple[int, ...]
 # A tuple item a converter cannot provide (e.g. batch_norm's moving statistics).
@@ -47,6 +48,10 @@ class ConvertContext:
         # Static shapes and dtypes of every operand this context created (for converters that
         # need the shape of an operand rather than of a Relax expression).
         self._constants: dict[int, np.ndarray] = {}
+        # Expressions computed in another dtype than their Relax type says: the quantized
+        # lowerings compute a dequantize -> op -> quantize group on quant8 operands and give
+        # the float op's arguments and result their quantized dtype (graph_json.QuantDType).
+        self.dtype_overrides: dict[relax.Expr, str] = {}
 
     @property
     def symbol(self) -> str:
@@ -68,6 +73,9 @@ class ConvertContext:
         return self.builder.shape(list(self.tensor_type(expr).shape.values), self.shape_vars)
 
     def dtype(self, expr: relax.Expr) -> str:
+        override = self.dtype_overrides.get(expr)
+        if override is not None:
+            return override
         return str(self.tensor_type(expr).dtype)
 
     def rank(self, expr: relax.Expr) -> int:

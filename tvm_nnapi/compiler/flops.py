@@ -42,6 +42,25 @@ def _shape(expr: relax.Expr) -> list[int] | None:
     return _static(ty.shape.values)
 
 
+#: Composite-name prefix of the quantized (int8 / uint8) groups (lowerings/quantized.py).
+QUANTIZED_PREFIX = "nnapi.quantized_"
+
+
+def quantized_flops(func: relax.Function) -> int:
+    """Estimated FLOPs of the quantized groups of an NNAPI subgraph function (the operators
+    inside composites named ``nnapi.quantized_*``; the few groups that run in float between
+    DEQUANTIZE and QUANTIZE, e.g. a sigmoid quantized to other than NNAPI's fixed 1/256, count
+    too: docs/quantization.md)."""
+    from .ir_utils import located_operator_calls
+
+    total = 0
+    for call, holder in located_operator_calls(func):
+        composite = str((holder.attrs or {}).get("Composite", ""))
+        if composite.startswith(QUANTIZED_PREFIX):
+            total += call_flops(call)
+    return total
+
+
 def call_flops(call: relax.Call, symbol_values: dict[str, int] | None = None) -> int:
     """Estimated FLOPs of one call (0 when shapes are unknown)."""
     if not isinstance(call.op, tvm.ir.Op):

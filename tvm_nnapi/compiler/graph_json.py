@@ -37,6 +37,27 @@ CONSTANT_ALIGNMENT = 64
 Dim = int | str
 
 
+class QuantDType(str):
+    """A quantized dtype ("uint8" or "int8") carrying its per-tensor scale and zero point.
+
+    It equals its dtype name as a string, so code that maps dtypes to NNAPI types handles it
+    unchanged, and :meth:`GraphBuilder.add_tensor` gives the new operand its quantization. The
+    quantized lowerings (lowerings/quantized.py) hand it to the float converters they reuse.
+    """
+
+    scale: float
+    zero_point: int
+
+    def __new__(cls, dtype: str, scale: float, zero_point: int) -> QuantDType:
+        value = super().__new__(cls, dtype)
+        value.scale = float(scale)
+        value.zero_point = int(zero_point)
+        return value
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (QuantDType, (str(self), self.scale, self.zero_point))
+
+
 def dimension(expr: Any, symbols: list[str], var_map: dict[Any, Dim] | None = None) -> Dim:
     """Convert a TVM ``PrimExpr`` (or int) to a graph dimension, registering new symbols.
 
@@ -101,6 +122,8 @@ class Operand:
     constant: tuple[int, int] | None = None  # (offset, nbytes) in the blob
     value: Any = None
     omitted: bool = False
+    # (channel_dim, scales) of a TENSOR_QUANT8_SYMM_PER_CHANNEL operand.
+    channel_quant: tuple[int, list[float]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         entry: dict[str, Any] = {"type": self.type}
@@ -116,6 +139,9 @@ class Operand:
             entry["value"] = self.value
         if self.omitted:
             entry["omitted"] = True
+        if self.channel_quant is not None:
+            dim, scales = self.channel_quant
+            entry["channel_quant"] = {"channel_dim": dim, "scales": [float(v) for v in scales]}
         return entry
 
 
@@ -157,7 +183,10 @@ class GraphBuilder:
         return [dimension(d, self.symbols, var_map) for d in dims]
 
     def add_tensor(self, dtype: str, shape: Sequence[Any], scale: float = 0.0, zp: int = 0) -> int:
-        """A tensor operand (temporary or output) of a TVM dtype and shape."""
+        """A tensor operand (temporary or output) of a TVM dtype and shape (a
+        :class:`QuantDType` gives its quantization unless ``scale`` is given)."""
+        if isinstance(dtype, QuantDType) and not scale:
+            scale, zp = dtype.scale, dtype.zero_point
         return self._add(Operand(tensor_type(dtype), self.shape(shape), scale, zp))
 
     def add_input(self, dtype: str, shape: Sequence[Any]) -> int:
@@ -175,6 +204,23 @@ class GraphBuilder:
         self.constants.extend(array.tobytes())
         shape: list[Dim] = [int(d) for d in array.shape] or [1]
         return self._add(Operand(tensor_type(dtype), shape, constant=(offset, array.nbytes)))
+
+    def quantize_operand(
+        self,
+        operand: int,
+        scale: float,
+        zero_point: int = 0,
+        type: str | None = None,
+        channel_quant: tuple[int, Sequence[float]] | None = None,
+    ) -> None:
+        """Set an operand's quantization (and, e.g. for a per-channel filter, its type)."""
+        entry = self.operands[operand]
+        if type is not None:
+            entry.type = type
+        entry.scale = float(scale)
+        entry.zero_point = int(zero_point)
+        if channel_quant is not None:
+            entry.channel_quant = (int(channel_quant[0]), [float(v) for v in channel_quant[1]])
 
     def add_scalar(self, type: str, value: Any) -> int:
         """An inline scalar: INT32, FLOAT32, FLOAT16 or BOOL."""

@@ -17,7 +17,7 @@ from tvm import IRModule, relax
 from tvm.relax.expr_functor import PyExprMutator, mutator
 
 from .ir_utils import bindings, rename_functions
-from .lowerings import offloadable_relax_ops, pattern_table
+from .lowerings import offloadable_relax_ops, pattern_table, prepare
 from .patterns import PartitionOptions, Refusal, RefusalKind, collect_refusals
 
 CODEGEN_NAME = "nnapi"
@@ -268,7 +268,7 @@ def partition_with_report(
     ``["prefill"]`` for an LLM whose decode stays on the host.
     """
     options = options or PartitionOptions()
-    mod = relax.transform.ConvertToDataflow(min_size=1)(mod)
+    mod = prepare(relax.transform.ConvertToDataflow(min_size=1)(mod))
     with collect_refusals() as collector:
         mod = relax.transform.FuseOpsByPattern(
             pattern_table(options),

@@ -52,6 +52,8 @@ class Explanation:
     total_operators: int = 0
     offloaded_flops: int = 0
     total_flops: int = 0
+    # Estimated FLOPs of the quantized groups (flops.quantized_flops, docs/quantization.md).
+    quantized_flops: int = 0
     boundary_transfers: int = 0
 
     @property
@@ -61,6 +63,9 @@ class Explanation:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["flop_share"] = self.flop_share
+        data["quantized_flop_share"] = (
+            self.quantized_flops / self.total_flops if self.total_flops else None
+        )
         return data
 
 
@@ -92,6 +97,7 @@ def explain(
         total_operators=summary.offloaded_operators + summary.host_operators,
         offloaded_flops=summary.offloaded_flops,
         total_flops=summary.offloaded_flops + summary.host_flops,
+        quantized_flops=summary.quantized_flops,
     )
     calls = _call_sites(module)
     for name in nnapi_subgraphs(module):

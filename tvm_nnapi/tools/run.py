@@ -27,7 +27,11 @@ from .sources import ModelLoadError, ModelSource
 
 # Relative error bound (max |nnapi - llvm| / max |llvm|) per precision the computation ran in
 # (see :func:`computation_precision`); integer outputs must match exactly.
-DEFAULT_TOLERANCE = {"float32": 1e-4, "float16": 1e-2, "relaxed-float16": 1e-2}
+DEFAULT_TOLERANCE = {"float32": 1e-4, "float16": 1e-2, "relaxed-float16": 1e-2, "quant8": 2.0}
+# A quantized (QDQ) model ("quant8") is judged in steps of its output quantization instead:
+# max |nnapi - llvm| / output scale. Each operator rounds within one step of the host's float
+# computation; a difference of one step may propagate through the following layers, hence two.
+QUANT8_STEP_UNIT = "output quantization steps"
 # Largest LLM whose random weights `run` allocates (bytes); bigger ones are for `estimate`.
 MAX_LLM_WEIGHT_BYTES = 2 << 30
 
@@ -46,6 +50,10 @@ class OutputCheck:
     # The precision the tolerance was chosen for (computation_precision), e.g. "float16" for a
     # float16 model whose logits are float32.
     precision: str = ""
+    # quant8: the largest error in output quantization steps (the tolerance is in steps) and
+    # whether the top-1 (argmax) of the NNAPI result agrees with the host's.
+    max_error_steps: float | None = None
+    top1_agrees: bool | None = None
 
 
 @dataclass
@@ -181,9 +189,47 @@ def computation_precision(source: ModelSource, relaxed_float16: bool = False) ->
         for param in source.module[source.entry].params:
             visit(param)
         precision = "float16" if "float16" in found else "float32"
+        if _is_quantized(source.module[source.entry]):
+            return "quant8"
     if precision == "float32" and relaxed_float16:
         return "relaxed-float16"
     return precision
+
+
+def _is_quantized(func: relax.Function) -> bool:
+    found: list[object] = []
+
+    def visit(node: object) -> None:
+        if isinstance(node, relax.Call) and getattr(node.op, "name", "") == "relax.quantize":
+            found.append(node)
+
+    relax.analysis.post_order_visit(func, visit)
+    return bool(found)
+
+
+def output_steps(source: ModelSource) -> list[float | None]:
+    """The quantization step of each output of a quantized model: the scale of the per-tensor
+    ``dequantize`` that produces it (None for an output that is not dequantized)."""
+    func = source.module[source.entry]
+    values: dict[relax.Var, relax.Expr] = {}
+    if isinstance(func.body, relax.SeqExpr):
+        for block in func.body.blocks:
+            for binding in block.bindings:
+                values[binding.var] = binding.value
+    result = func.body.body if isinstance(func.body, relax.SeqExpr) else func.body
+    while isinstance(result, relax.Var) and isinstance(values.get(result), relax.Var | relax.Tuple):
+        result = values[result]
+    fields = list(result.fields) if isinstance(result, relax.Tuple) else [result]
+    steps: list[float | None] = []
+    for item in fields:
+        value = values.get(item, item)
+        step = None
+        if isinstance(value, relax.Call) and getattr(value.op, "name", "") == "relax.dequantize":
+            scale = value.args[1]
+            if isinstance(scale, tvm.ir.Constant) and scale.value.numpy().size == 1:
+                step = float(scale.value.numpy().reshape(-1)[0])
+        steps.append(step)
+    return steps
 
 
 def compare(
@@ -191,12 +237,15 @@ def compare(
     expected: list[np.ndarray],
     rtol: float | None = None,
     precision: str | None = None,
+    steps: list[float | None] | None = None,
 ) -> list[OutputCheck]:
     """Per output: max absolute error, max error relative to max |expected|, pass/fail.
 
     The tolerance is ``rtol`` if given, else :data:`DEFAULT_TOLERANCE` of ``precision`` (the
     precision the computation ran in, :func:`computation_precision`) for floating-point
-    outputs, else of the output's dtype; integer outputs must match exactly."""
+    outputs, else of the output's dtype; integer outputs must match exactly. For "quant8" the
+    tolerance is in output quantization steps (``steps``: the step of each output); an output
+    without a step is judged with the float32 tolerance."""
     if len(actual) != len(expected):
         raise ValueError(f"the NNAPI build returned {len(actual)} outputs, llvm {len(expected)}")
     checks = []
@@ -214,6 +263,28 @@ def compare(
         scale = float(np.abs(want.astype(np.float64)).max()) if want.size else 0.0
         rel_error = abs_error / scale if scale else abs_error
         finite = bool(np.isfinite(got.astype(np.float64)).all()) if got.size else True
+        step = steps[index] if steps is not None and index < len(steps) else None
+        if chosen == "quant8" and step:
+            error_steps = abs_error / step
+            top1 = bool(got.size == 0 or np.argmax(got) == np.argmax(want))
+            checks.append(
+                OutputCheck(
+                    index,
+                    list(want.shape),
+                    dtype,
+                    abs_error,
+                    rel_error,
+                    tolerance,
+                    finite and error_steps <= tolerance,
+                    chosen,
+                    max_error_steps=error_steps,
+                    top1_agrees=top1,
+                )
+            )
+            continue
+        if chosen == "quant8":
+            chosen = "float32"
+            tolerance = rtol if rtol is not None else DEFAULT_TOLERANCE["float32"]
         checks.append(
             OutputCheck(
                 index,
@@ -271,7 +342,9 @@ def run_model(
     else:
         nnapi_out, host_out = _run_module(source, seed, result, say, options, partitioned)
     relaxed = options is not None and options.relax_fp32_to_fp16
-    result.outputs = compare(nnapi_out, host_out, rtol, computation_precision(source, relaxed))
+    precision = computation_precision(source, relaxed)
+    steps = output_steps(source) if precision == "quant8" else None
+    result.outputs = compare(nnapi_out, host_out, rtol, precision, steps)
     counters = mock_nnapi.counters()
     result.nnapi_executions = counters["executions_completed"]
     result.nnapi_operations = counters["operations_executed"]

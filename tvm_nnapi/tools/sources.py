@@ -371,11 +371,11 @@ def exported_program_to_relax(exported: Any) -> tvm.IRModule:
     """Import a ``torch.export.ExportedProgram`` with TVM's PyTorch frontend
     (``from_exported_program``), weights as constants, inference batch norms folded into the
     convolutions before them (what ``.pt2`` files load as)."""
-    from tvm.relax.frontend.torch import from_exported_program
-
     from ..models.torchvision_models import fold_batch_norm_into_conv
+    from .pt2e import from_exported_program
 
-    mod = from_exported_program(exported, keep_params_as_input=False, unwrap_unit_return_tuple=True)
+    # (with converters of the PT2E quantize / dequantize operators, tools/pt2e.py)
+    mod = from_exported_program(exported)
     # Parameters become constants; fold inference batch norms as an inference pipeline would.
     return fold_batch_norm_into_conv(mod)
 

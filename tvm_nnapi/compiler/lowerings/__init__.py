@@ -16,7 +16,7 @@ which never imports this package; nothing registers anything at import.
 
 from __future__ import annotations
 
-from tvm import relax
+from tvm import IRModule, relax
 from tvm.relax.transform import FusionPattern
 
 from ..patterns import Lowering, PartitionOptions, Refused, fusion_patterns
@@ -28,11 +28,16 @@ from . import (
     matmul,
     norm,
     pooling,
+    quantized,
     reduce,
     shape,
 )
 
 LOWERINGS: tuple[Lowering, ...] = (
+    # Quantized groups (dequantize -> op -> quantize) before the float operators inside them,
+    # then the quantize / dequantize left at the model's float boundaries.
+    *quantized.LOWERINGS,
+    *quantized.BOUNDARIES,
     # Patterns of several operators.
     *hard_activations.LOWERINGS,  # add, clip, divide / multiply (and multiply)
     *conv.FUSED,  # conv2d / conv2d_transpose with a bias add and an activation
@@ -51,6 +56,12 @@ LOWERINGS: tuple[Lowering, ...] = (
 
 #: Operators with no lowering whose refusal explains more than "no NNAPI pattern".
 REFUSED: tuple[Refused, ...] = (*elementwise.REFUSED,)
+
+
+def prepare(mod: IRModule) -> IRModule:
+    """The rewrites the lowerings need before partitioning (each quantized group owns the
+    dequantizes it reads: :func:`quantized.dedicate_dequantize`)."""
+    return quantized.dedicate_dequantize(mod)
 
 
 def _by_name(lowerings: tuple[Lowering, ...]) -> dict[str, Lowering]:
