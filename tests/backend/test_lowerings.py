@@ -31,7 +31,7 @@ from tvm_nnapi.compiler import codegen, lowerings
 from tvm_nnapi.compiler.patterns import PartitionOptions, RefusalKind, single_op_name
 from tvm_nnapi.tools.sources import CNN_MODELS, load_model_source
 
-from . import test_ops, test_ops_extra
+from . import test_ops, test_ops_extra, test_ops_frontend
 
 PACKAGE = Path(tvm_nnapi.__file__).parent
 RNG = np.random.default_rng(15)
@@ -265,7 +265,7 @@ def _lowered(name: str, result: tvm_nnapi.PartitionResult) -> list[Lowered]:
 
 
 def _representative_modules():
-    for module in (test_ops, test_ops_extra):
+    for module in (test_ops, test_ops_extra, test_ops_frontend):
         for case in module.CASES:
             yield (
                 f"{module.__name__.rsplit('.', 1)[-1]}:{case.name}",

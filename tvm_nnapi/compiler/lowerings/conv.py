@@ -31,6 +31,7 @@ from ..patterns import (
     PartitionOptions,
     RefusalKind,
     check_tensors,
+    static_dim,
     static_shape,
 )
 from .elementwise import activation_code
@@ -61,15 +62,17 @@ def _channel_axis(layout: str) -> int:
 
 
 def _check_bias(conv: relax.Call, bias: relax.Expr) -> CheckResult:
-    out = static_shape(conv)
-    shape = static_shape(bias)
-    if out is None or shape is None:
-        return RefusalKind.DYNAMIC_SHAPE, "bias fusion needs static shapes"
+    # Only the output channels must be static (a symbolic batch is fine); the bias is a constant.
     axis = _channel_axis(str(conv.attrs.out_layout or conv.attrs.data_layout))
-    aligned = [1] * (len(out) - len(shape)) + list(shape)
-    if len(aligned) != len(out) or any(d != 1 for i, d in enumerate(aligned) if i != axis):
+    channels = static_dim(conv, axis)
+    shape = static_shape(bias)
+    if channels is None or shape is None:
+        return RefusalKind.DYNAMIC_SHAPE, "bias fusion needs static output channels"
+    rank = conv.ty.ndim
+    aligned = [1] * (rank - len(shape)) + list(shape)
+    if len(aligned) != rank or any(d != 1 for i, d in enumerate(aligned) if i != axis):
         return RefusalKind.ATTRIBUTE, f"bias of shape {shape} is not per output channel"
-    if aligned[axis] != out[axis]:
+    if aligned[axis] != channels:
         return RefusalKind.ATTRIBUTE, "bias length differs from the output channels"
     return None
 
@@ -96,11 +99,11 @@ def _check_conv(
         return RefusalKind.DTYPE, f"out_dtype {attrs.out_dtype} differs from the input dtype"
     needs_fl3 = data_layout == "NCHW" or int_tuple(attrs.dilation) != [1, 1]
     groups = int(attrs.groups)
-    data_shape = static_shape(call.args[0])
     weight_shape = static_shape(call.args[1])
     if weight_shape is None:
         return RefusalKind.DYNAMIC_SHAPE, "the filter shape must be static"
-    if data_shape is None or data_shape[_channel_axis(data_layout)] is None:
+    # The batch and spatial sizes may be symbolic; the channels pick the NNAPI operation.
+    if static_dim(call.args[0], _channel_axis(data_layout)) is None:
         return RefusalKind.DYNAMIC_SHAPE, "the input channels must be static"
     if str(call.op.name) == "relax.nn.conv2d_transpose":
         if groups != 1:

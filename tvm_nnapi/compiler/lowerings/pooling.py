@@ -25,7 +25,7 @@ from ..patterns import (
     RefusalKind,
     check_tensors,
     single_op,
-    static_shape,
+    static_dims,
 )
 
 _DTYPES = {"float32": FEATURE_LEVEL_1, "float16": FEATURE_LEVEL_3}
@@ -57,15 +57,17 @@ def _check_pool(
         and any(padding)
     ):
         return RefusalKind.ATTRIBUTE, "NNAPI averages in-bounds elements only (count_include_pad)"
-    data, out = static_shape(call.args[0]), static_shape(call)
+    # Only the spatial sizes must be static (a symbolic batch is fine).
+    axes = _spatial_axes(layout)
+    data, out = static_dims(call.args[0], axes), static_dims(call, axes)
     if data is None or out is None:
         return RefusalKind.DYNAMIC_SHAPE, "pooling needs static spatial sizes"
     pool, strides = int_tuple(attrs.pool_size), int_tuple(attrs.strides)
-    for axis, k, s, head, tail in zip(
-        _spatial_axes(layout), pool, strides, padding[:2], padding[2:], strict=True
+    for index, k, s, head, tail in zip(
+        range(2), pool, strides, padding[:2], padding[2:], strict=True
     ):
-        expected = (data[axis] + head + tail - k) // s + 1
-        if expected != out[axis]:
+        expected = (data[index] + head + tail - k) // s + 1
+        if expected != out[index]:
             return RefusalKind.ATTRIBUTE, "ceil_mode changes the output size"
     return None
 

@@ -28,7 +28,7 @@ from ..patterns import (
     RefusalKind,
     check_tensors,
     single_op,
-    static_shape,
+    static_dims,
     tensor_info,
 )
 
@@ -331,8 +331,8 @@ def _check_resize(
             return RefusalKind.ATTRIBUTE, "nearest resize is offloaded for asymmetric/floor only"
     else:
         return RefusalKind.ATTRIBUTE, f"resize method {method} has no NNAPI operation"
-    if static_shape(call) is None:
-        return RefusalKind.DYNAMIC_SHAPE, "the output size must be static"
+    if static_dims(call, [layout.index("H"), layout.index("W")]) is None:
+        return RefusalKind.DYNAMIC_SHAPE, "the output height and width must be static"
     level = FEATURE_LEVEL_4 if mode != "asymmetric" else FEATURE_LEVEL_3 if layout == "NCHW" else 0
     if level > options.feature_level:
         return RefusalKind.FEATURE_LEVEL, f"this resize needs feature level {level}"

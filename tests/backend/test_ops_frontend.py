@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Differential tests for the operator forms TVM's ONNX and PyTorch frontends emit (issue 17):
+symbolic batches, the graph preparation (constant folding, batch norm folded into the
+convolution, fused activations) and the operators the frontends produce beyond hand-written
+Relax. Each case is partitioned, lowered to NNAPI, run on the mock and compared with TVM's own
+llvm build of the original (unprepared) module; every case asserts the NNAPI operations that must
+(and must not) have run, and that nothing stayed on the host unless the case says so."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+import tvm
+from tvm import relax
+
+import mock_nnapi
+import tvm_nnapi
+
+from .helpers import run_host, to_tvm
+
+RNG = np.random.default_rng(1717)
+
+
+def rand(*shape: int, dtype: str = "float32", low: float = -3.0, high: float = 3.0) -> np.ndarray:
+    return RNG.uniform(low, high, shape).astype(dtype)
+
+
+def ints(*shape: int, low: int = -50, high: int = 50, dtype: str = "int32") -> np.ndarray:
+    return RNG.integers(low, high, shape).astype(dtype)
+
+
+@dataclass
+class Case:
+    name: str
+    build: Callable[[list[relax.Var]], relax.Expr]
+    inputs: list[np.ndarray]
+    nnapi_ops: list[str]
+    absent_ops: list[str] = field(default_factory=list)  # must not run (e.g. a fused RELU)
+    rtol: float = 1e-5
+    atol: float = 1e-5
+    # input 0's axes that are symbolic, each with its variable's name
+    symbolic: dict[int, str] = field(default_factory=dict)
+    host_operators: int = 0  # Relax operators that stay on the host
+
+    def module(self) -> tvm.IRModule:
+        builder = relax.BlockBuilder()
+        params = []
+        for index, array in enumerate(self.inputs):
+            shape: list = list(array.shape)
+            if index == 0:
+                for axis, name in self.symbolic.items():
+                    shape[axis] = tvm.tirx.Var(name, "int64")
+            params.append(relax.Var(f"x{index}", relax.TensorType(shape, str(array.dtype))))
+        with builder.function("main", params):
+            with builder.dataflow():
+                out = builder.emit_output(self.build(params))
+            builder.emit_func_output(out)
+        return builder.get()
+
+
+def c(array: np.ndarray | float, dtype: str = "float32") -> relax.Expr:
+    return relax.const(np.asarray(array, dtype=dtype))
+
+
+op = relax.op
+
+CASES = [
+    # ---- bugs: a symbolic batch ------------------------------------------------------------------
+    Case(
+        "conv2d_symbolic_batch_relu",
+        lambda p: op.nn.relu(op.nn.conv2d(p[0], c(rand(4, 3, 3, 3)), padding=1)),
+        [rand(2, 3, 16, 16)],
+        ["CONV_2D"],
+        ["RELU"],
+        symbolic={0: "batch"},
+    ),
+    Case(
+        "conv2d_bias_symbolic_batch_and_size",
+        lambda p: op.add(op.nn.conv2d(p[0], c(rand(4, 3, 3, 3))), c(rand(1, 4, 1, 1))),
+        [rand(3, 3, 9, 7)],
+        ["CONV_2D"],
+        ["ADD"],
+        symbolic={0: "batch", 2: "height"},
+    ),
+    Case(
+        "depthwise_symbolic_batch",
+        lambda p: op.nn.conv2d(p[0], c(rand(6, 1, 3, 3)), groups=3, padding=1),
+        [rand(2, 3, 8, 8)],
+        ["DEPTHWISE_CONV_2D"],
+        symbolic={0: "batch"},
+    ),
+    Case(
+        "max_pool_symbolic_batch",
+        lambda p: op.nn.max_pool2d(p[0], pool_size=2, strides=2),
+        [rand(3, 2, 8, 8)],
+        ["MAX_POOL_2D"],
+        symbolic={0: "batch"},
+    ),
+    Case(
+        "batch_norm_runtime_statistics_symbolic_batch",
+        lambda p: op.nn.batch_norm(p[0], p[1], p[2], p[3], p[4], axis=1, training=False)[0],
+        [rand(2, 3, 4, 4), rand(3), rand(3), rand(3), rand(3, low=0.5, high=2.0)],
+        ["RSQRT", "MUL", "ADD"],
+        symbolic={0: "batch"},
+    ),
+]
+
+
+def _run_case(case: Case) -> None:
+    mod = case.module()
+    report = tvm_nnapi.partition_with_report(mod)
+    assert report.subgraphs, [str(r) for r in report.refusals]
+    summary = tvm_nnapi.offload_summary(report.module)
+    assert summary.host_operators == case.host_operators, (summary.host, report.refusals)
+    executable = tvm_nnapi.build(report.module)
+    vm = relax.VirtualMachine(executable, tvm.cpu())
+    watched = [*case.nnapi_ops, *case.absent_ops]
+    counts = {name: mock_nnapi.operation_count(name) for name in watched}
+    result = vm["main"](*to_tvm(case.inputs)).numpy()
+    for name in case.nnapi_ops:
+        assert mock_nnapi.operation_count(name) > counts[name], f"{name} did not run on NNAPI"
+    for name in case.absent_ops:
+        assert mock_nnapi.operation_count(name) == counts[name], f"{name} ran on NNAPI"
+    expected = run_host(mod, "main", case.inputs)
+    assert result.dtype == expected.dtype
+    assert result.shape == expected.shape
+    exact = result.dtype == np.bool_ or np.issubdtype(result.dtype, np.integer)
+    tolerances = dict(rtol=0.0, atol=0.0) if exact else dict(rtol=case.rtol, atol=case.atol)
+    np.testing.assert_allclose(result, expected, **tolerances)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_operator_matches_llvm_and_runs_on_nnapi(case: Case):
+    _run_case(case)
