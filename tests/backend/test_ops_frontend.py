@@ -135,3 +135,65 @@ def _run_case(case: Case) -> None:
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_operator_matches_llvm_and_runs_on_nnapi(case: Case):
     _run_case(case)
+
+
+# ---- bugs: the match_cast bindings of TVM's ONNX frontend --------------------------------------
+
+
+def _onnx_module(node: str, inputs: list[tuple[str, int, list]], **attributes) -> tvm.IRModule:
+    """relu -> ``node`` -> exp, imported with TVM's ONNX frontend (the first input is x)."""
+    onnx = pytest.importorskip("onnx", reason="ONNX models need the onnx package: pip install onnx")
+    from onnx import helper
+    from tvm.relax.frontend.onnx import from_onnx
+
+    values = [helper.make_tensor_value_info(name, kind, shape) for name, kind, shape in inputs]
+    names = [name for name, _, _ in inputs]
+    nodes = [
+        helper.make_node("Relu", [names[0]], ["r"]),
+        helper.make_node(node, ["r", *names[1:]], ["s"], **attributes),
+        helper.make_node("Exp", ["s"], ["y"]),
+    ]
+    output = helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)
+    graph = helper.make_graph(nodes, node.lower(), values, [output])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return from_onnx(model)
+
+
+ONNX_MATCH_CAST = {
+    # Compress: nonzero of the condition, cast to (1, num_nonzero); the gather stays on the host
+    "compress": (
+        ("Compress", [("x", 1, [4, 3]), ("condition", 9, [4])], {"axis": 0}),
+        [rand(4, 3), np.array([True, False, True, True])],
+    ),
+    # Squeeze / Unsqueeze with axes given at run time: the output shape is cast from a tensor
+    "squeeze_runtime_axes": (
+        ("Squeeze", [("x", 1, [4, 1, 3]), ("axes", 7, [1])], {}),
+        [rand(4, 1, 3), np.array([1], "int64")],
+    ),
+    "unsqueeze_runtime_axes": (
+        ("Unsqueeze", [("x", 1, [4, 3]), ("axes", 7, [1])], {}),
+        [rand(4, 3), np.array([-1], "int64")],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", ONNX_MATCH_CAST)
+def test_onnx_match_cast_models_partition_and_match_llvm(name: str):
+    (node, inputs, attributes), arrays = ONNX_MATCH_CAST[name]
+    mod = _onnx_module(node, inputs, **attributes)
+    assert "R.match_cast" in mod.script(show_meta=False)  # what made partitioning crash
+    report = tvm_nnapi.partition_with_report(mod)
+    assert "R.match_cast" in report.module.script(show_meta=False)  # the casts are kept
+    if node != "Compress":
+        # The reshape to the shape the cast computes stays on the host, and says why.
+        dynamic = tvm_nnapi.RefusalKind.DYNAMIC_SHAPE
+        (refusal,) = [r for r in report.refusals if r.kind == dynamic]
+        assert refusal.operator == "relax.reshape" and "match_cast" in refusal.reason
+    summary = tvm_nnapi.offload_summary(report.module)
+    assert sum(c["relax.nn.relu"] + c["relax.exp"] for c in summary.subgraphs.values()) == 2
+    vm = relax.VirtualMachine(tvm_nnapi.build(report.module), tvm.cpu())
+    before = mock_nnapi.operation_count("EXP")
+    result = vm["main"](*to_tvm(arrays)).numpy()
+    assert mock_nnapi.operation_count("EXP") > before
+    expected = run_host(mod, "main", arrays)
+    np.testing.assert_allclose(result, expected, rtol=1e-6, atol=1e-6)
