@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Partitioning: mark the Relax operators NNAPI can run and group them into NNAPI subgraphs.
 
-``partition(mod)`` runs ``FuseOpsByPattern`` with our own pattern table, then merges adjacent
-composite calls into subgraph functions annotated ``Codegen="nnapi"`` (``MergeCompositeFunctions``,
-applied per entry function so that any function name works, not only ``main``), ready for
-``relax.transform.RunCodegen``.
+``partition(mod)`` prepares a copy of the graph (:mod:`.prepare`: constant folding, batch norms
+folded into convolutions), runs ``FuseOpsByPattern`` with our own pattern table, then merges
+adjacent composite calls into subgraph functions annotated ``Codegen="nnapi"``
+(``MergeCompositeFunctions``, applied per entry function so that any function name works, not
+only ``main``), ready for ``relax.transform.RunCodegen``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from tvm.relax.expr_functor import PyExprMutator, mutator
 from .ir_utils import bindings, rename_functions
 from .lowerings import offloadable_relax_ops, pattern_table
 from .patterns import PartitionOptions, Refusal, RefusalKind, collect_refusals
+from .prepare import prepare
 
 CODEGEN_NAME = "nnapi"
 #: Attribute of an NNAPI subgraph function partitioned with ``relax_fp32_to_fp16``: the codegen
@@ -32,6 +34,8 @@ class PartitionResult:
 
     module: IRModule
     refusals: list[Refusal] = field(default_factory=list)
+    # The module as given, before the graph preparation (the host reference).
+    original: IRModule | None = None
 
     @property
     def subgraphs(self) -> list[str]:
@@ -368,9 +372,14 @@ def partition_with_report(
     """Partition ``mod`` for NNAPI and report every operator left on the host.
 
     ``entry_functions`` limits partitioning (and the report) to those functions, e.g.
-    ``["prefill"]`` for an LLM whose decode stays on the host.
+    ``["prefill"]`` for an LLM whose decode stays on the host. The graph preparation
+    (``options.prepare``) works on a copy: ``mod`` is not changed, and the result keeps it as
+    ``original`` (the host reference).
     """
     options = options or PartitionOptions()
+    original = mod
+    if options.prepare:
+        mod = prepare(mod, entry_functions)
     mod = relax.transform.ConvertToDataflow(min_size=1)(mod)
     with collect_refusals() as collector:
         mod = relax.transform.FuseOpsByPattern(
@@ -386,7 +395,7 @@ def partition_with_report(
     known = {**collector.refusals, **{(r.binding, r.operator): r for r in merge_refusals}}
     refusals = list(known.values())
     refusals += _unsupported_operators(mod, set(known), entry_functions)
-    return PartitionResult(mod, refusals)
+    return PartitionResult(mod, refusals, original)
 
 
 def partition(

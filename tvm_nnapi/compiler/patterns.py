@@ -77,6 +77,8 @@ class PartitionOptions:
     # Let NNAPI compute float32 subgraphs in float16 range and precision
     # (ANeuralNetworksModel_relaxComputationFloat32toFloat16; docs/runtime.md).
     relax_fp32_to_fp16: bool = False
+    # Fold constants, batch norms into convolutions and nested clips first (compiler/prepare.py).
+    prepare: bool = True
 
 
 @dataclass

@@ -235,6 +235,8 @@ def activation_code(call: relax.Call | None) -> int | None:
         bounds = _clip_bounds(call)
         if bounds in _FUSED_CLIPS:
             return _FUSED_CLIPS[bounds][1]
+        if bounds is not None and bounds[0] == 0.0 and math.isinf(bounds[1]):
+            return FUSED_RELU  # clip(x, 0, inf), torch.export's relu
     return None
 
 

@@ -1,0 +1,323 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Graph preparation: what a mobile converter does to a graph before choosing operations.
+
+:func:`prepare` runs in :func:`tvm_nnapi.compiler.partition.partition_with_report` before the
+patterns are matched (``PartitionOptions(prepare=False)`` skips it); the module it is given is
+not changed, so the host reference of a test or of ``tvm-nnapi run`` is the original graph.
+Per Relax function, in one walk over its bindings:
+
+* **constant folding**: an operator of :data:`FOLDABLE` whose tensor arguments are all
+  constants (after the folding of earlier bindings) becomes a constant, computed with NumPy
+  (exactly, in the operator's dtype; TVM's ``FoldConstant`` would compile a kernel for each);
+* **batch norm into the convolution**: ``batch_norm(conv2d(x, W) [+ b])[0]`` with constant
+  statistics becomes ``conv2d(x, W * s) + (b - mean) * s + beta`` with
+  ``s = gamma / sqrt(var + eps)`` (in float64, then cast back), for any data and kernel layout
+  whose channel axis is the batch norm's axis, when the convolution's result is used by the
+  batch norm only;
+* nested clips become one clip of the intersection (torch.export writes relu6 as
+  ``clip(clip(x, 0, inf), -inf, 6)``), so that the activation can be fused.
+
+The activation of a convolution or a matmul (relu, relu6, relu1 after its bias) is then fused
+by the patterns themselves (``nnapi.conv2d_bias_act``, ``nnapi.matmul_bias_t_act``): NNAPI's
+FuseCode operand.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import tvm
+from tvm import IRModule, relax
+
+from .ir_utils import substitute_vars
+
+__all__ = ["FOLDABLE", "prepare", "prepare_function"]
+
+
+def _static_shape(expr: relax.Expr) -> list[int] | None:
+    ty = expr.ty
+    if not isinstance(ty, relax.TensorType) or ty.shape is None:
+        return None
+    dims = []
+    for value in ty.shape.values:
+        if not hasattr(value, "value"):
+            return None
+        dims.append(int(value.value))
+    return dims
+
+
+def _ints(values: object) -> list[int]:
+    return [int(getattr(v, "value", v)) for v in values]  # type: ignore[attr-defined]
+
+
+def _axes(call: relax.Call, name: str = "axes") -> list[int] | None:
+    axes = getattr(call.attrs, name)
+    return None if axes is None else _ints(axes)
+
+
+def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]):
+    return lambda call, a: fn(a[0], a[1])
+
+
+def _unary(fn: Callable[[np.ndarray], np.ndarray]):
+    return lambda call, a: fn(a[0])
+
+
+# Operators folded when every tensor argument is a constant: the NumPy computation of the call
+# from its constant arguments (shape arguments are read from the call's type).
+FOLDABLE: dict[str, Callable[[relax.Call, list[np.ndarray]], np.ndarray]] = {
+    "relax.reshape": lambda call, a: a[0].reshape(_static_shape(call)),
+    "relax.flatten": lambda call, a: a[0].reshape(_static_shape(call)),
+    "relax.expand_dims": lambda call, a: a[0].reshape(_static_shape(call)),
+    "relax.squeeze": lambda call, a: a[0].reshape(_static_shape(call)),
+    "relax.broadcast_to": lambda call, a: np.broadcast_to(a[0], _static_shape(call)),
+    "relax.permute_dims": lambda call, a: np.transpose(a[0], _axes(call)),
+    "relax.astype": lambda call, a: a[0].astype(str(call.attrs.dtype)),
+    "relax.add": _binary(np.add),
+    "relax.subtract": _binary(np.subtract),
+    "relax.multiply": _binary(np.multiply),
+    "relax.divide": lambda call, a: (
+        np.true_divide(a[0], a[1])
+        if np.issubdtype(a[0].dtype, np.floating)
+        else np.trunc(np.true_divide(a[0], a[1]))
+    ),
+    "relax.negative": _unary(np.negative),
+    "relax.sqrt": _unary(np.sqrt),
+    "relax.rsqrt": _unary(lambda x: 1.0 / np.sqrt(x)),
+    "relax.exp": _unary(np.exp),
+}
+
+
+def _constant(expr: relax.Expr) -> np.ndarray | None:
+    return expr.value.numpy() if isinstance(expr, tvm.ir.Constant) else None
+
+
+def _fold_call(call: relax.Expr) -> relax.Expr | None:
+    """The constant a foldable call with constant tensor arguments computes, else None."""
+    if not (isinstance(call, relax.Call) and isinstance(call.op, tvm.ir.Op)):
+        return None
+    fold = FOLDABLE.get(str(call.op.name))
+    shape = _static_shape(call)
+    if fold is None or shape is None:
+        return None
+    tensors = [a for a in call.args if isinstance(a.ty, relax.TensorType)]
+    arrays = [_constant(a) for a in tensors]
+    if not arrays or any(a is None for a in arrays):
+        return None
+    dtype = str(call.ty.dtype)
+    with np.errstate(all="ignore"):
+        value = np.asarray(fold(call, arrays))  # type: ignore[arg-type]
+    if list(value.shape) != shape:
+        return None
+    return relax.const(np.ascontiguousarray(value.astype(dtype)), dtype)
+
+
+# ---- batch norm into the convolution -------------------------------------------------------------
+
+
+def _bound_call(values: dict[relax.Var, relax.Expr], expr: relax.Expr, op: str):
+    value = values.get(expr) if isinstance(expr, relax.Var) else None
+    if isinstance(value, relax.Call) and isinstance(value.op, tvm.ir.Op):
+        if str(value.op.name) == op:
+            return value
+    return None
+
+
+def _batch_norm_fold(
+    values: dict[relax.Var, relax.Expr], uses: Counter, item: relax.TupleGetItem
+) -> tuple[relax.Call, relax.Var, relax.Expr, list[relax.Var]] | None:
+    """How a ``batch_norm(...)[0]`` folds: the new convolution, its variable, the new bias
+    (the item's new value is their sum) and the bindings no longer needed; None when it does
+    not fold."""
+    if int(item.index) != 0 or not isinstance(item.tuple_value, relax.Var):
+        return None
+    norm_var = item.tuple_value
+    norm = _bound_call(values, norm_var, "relax.nn.batch_norm")
+    if norm is None or uses[norm_var] != 1 or bool(norm.attrs.training):
+        return None
+    stats = [_constant(a) for a in norm.args[1:5]]
+    if any(s is None for s in stats):
+        return None
+    producer = norm.args[0]
+    add = _bound_call(values, producer, "relax.add")
+    bias = None
+    conv_var = producer
+    if add is not None:
+        consts = [a for a in add.args if isinstance(a, tvm.ir.Constant)]
+        others = [a for a in add.args if not isinstance(a, tvm.ir.Constant)]
+        if len(consts) != 1 or len(others) != 1 or uses[producer] != 1:
+            return None
+        bias, conv_var = _constant(consts[0]), others[0]
+    conv = _bound_call(values, conv_var, "relax.nn.conv2d")
+    if conv is None or uses[conv_var] != 1 or _constant(conv.args[1]) is None:
+        return None
+    attrs = conv.attrs
+    out_layout = str(attrs.out_layout or attrs.data_layout)
+    kernel_layout = str(attrs.kernel_layout)
+    ty = conv.ty
+    if "C" not in out_layout or "O" not in kernel_layout or ty.shape is None:
+        return None
+    rank = ty.ndim
+    channel_axis = out_layout.index("C")
+    axis = int(norm.attrs.axis)
+    if (axis + rank if axis < 0 else axis) != channel_axis:
+        return None
+    # Only the channels must be static (the batch may be symbolic).
+    channels = getattr(ty.shape.values[channel_axis], "value", None)
+    if channels is None:
+        return None
+    channels = int(channels)
+    gamma, beta, mean, var = (np.asarray(s, np.float64).reshape(-1) for s in stats)  # type: ignore[arg-type]
+    if any(s.size != channels for s in (gamma, beta, mean, var)):
+        return None
+    if not bool(norm.attrs.scale):
+        gamma = np.ones_like(gamma)
+    if not bool(norm.attrs.center):
+        beta = np.zeros_like(beta)
+    scale = gamma / np.sqrt(var + float(norm.attrs.epsilon))
+    shift = beta - mean * scale
+    if bias is not None:
+        # The bias must be per output channel: [C] aligned on the channel axis.
+        aligned = [1] * (rank - bias.ndim) + list(bias.shape)
+        if len(aligned) != rank or any(d != 1 for i, d in enumerate(aligned) if i != channel_axis):
+            return None
+        shift = shift + bias.astype(np.float64).reshape(-1) * scale
+    kernel = _constant(conv.args[1])
+    dtype = str(conv.ty.dtype)
+    o_axis = kernel_layout.index("O")
+    broadcast = [1] * kernel.ndim  # type: ignore[union-attr]
+    broadcast[o_axis] = channels
+    if kernel.shape[o_axis] != channels:  # type: ignore[union-attr]
+        return None
+    folded = (kernel.astype(np.float64) * scale.reshape(broadcast)).astype(kernel.dtype)  # type: ignore[union-attr]
+    bias_shape = [1] * rank
+    bias_shape[channel_axis] = channels
+    new_bias = relax.const(shift.astype(dtype).reshape(bias_shape), dtype)
+    new_conv = relax.Call(conv.op, [conv.args[0], relax.const(folded)], conv.attrs)
+    removed = [norm_var] + ([producer] if add is not None else [])
+    return new_conv, conv_var, new_bias, removed
+
+
+def _merge_clips(values: dict[relax.Var, relax.Expr], uses: Counter, call: relax.Call):
+    """``clip(clip(x, a, b), c, d)`` as one clip when the inner one is used only here."""
+    inner_var = call.args[0]
+    inner = _bound_call(values, inner_var, "relax.clip")
+    if inner is None or uses[inner_var] != 1:
+        return None
+    bounds = []
+    for clip in (inner, call):
+        pair = []
+        for arg in clip.args[1:3]:
+            value = getattr(arg, "value", None)
+            if value is None:
+                return None
+            pair.append(float(getattr(value, "value", value)))
+        bounds.append(pair)
+    (a, b), (c, d) = bounds
+    low, high = max(a, c), min(b, d)
+    if low > high:
+        return None
+    return relax.op.clip(inner.args[0], low, high)
+
+
+# ---- the walk ------------------------------------------------------------------------------------
+
+
+def _uses(func: relax.Function) -> Counter:
+    uses: Counter = Counter()
+    body = func.body
+    if not isinstance(body, relax.SeqExpr):
+        return uses
+    for block in body.blocks:
+        for binding in block.bindings:
+            uses.update(relax.analysis.free_vars(binding.value))
+    uses.update(relax.analysis.free_vars(body.body))
+    return uses
+
+
+def prepare_function(func: relax.Function) -> relax.Function:
+    """One Relax function prepared (see the module docstring); the same object when nothing
+    changes."""
+    body = func.body
+    if not isinstance(body, relax.SeqExpr):
+        return func
+    uses = _uses(func)
+    values: dict[relax.Var, relax.Expr] = {}
+    for block in body.blocks:
+        for binding in block.bindings:
+            if isinstance(binding, relax.VarBinding):
+                values[binding.var] = binding.value
+    # Batch norms folded into their convolutions and nested clips merged: new values of some
+    # bindings, and the bindings they make unused.
+    rewritten: dict[relax.Var, relax.Expr] = {}
+    removed: set[relax.Var] = set()
+    for var, value in values.items():
+        if isinstance(value, relax.TupleGetItem):
+            fold = _batch_norm_fold(values, uses, value)
+            if fold is not None:
+                new_conv, conv_var, new_bias, unused = fold
+                rewritten[conv_var] = new_conv
+                rewritten[var] = relax.op.add(conv_var, new_bias)
+                removed.update(unused)
+        elif isinstance(value, relax.Call) and str(getattr(value.op, "name", "")) == "relax.clip":
+            merged = _merge_clips(values, uses, value)
+            if merged is not None and value.args[0] not in rewritten:
+                rewritten[var] = merged
+                removed.add(value.args[0])
+    known: dict[relax.Var, relax.Expr] = {}  # bindings folded to constants
+    changed = bool(rewritten)
+    blocks = []
+    for block in body.blocks:
+        kept: list[relax.Binding] = []
+        for binding in block.bindings:
+            var = binding.var
+            if var in removed:
+                continue
+            value = rewritten.get(var, binding.value)
+            if known and any(v in known for v in relax.analysis.free_vars(value)):
+                value = substitute_vars(value, known)
+                changed = True
+            if var in rewritten:
+                value = relax.BlockBuilder().normalize(value)
+            if isinstance(binding, relax.MatchCast):
+                kept.append(relax.MatchCast(var, value, binding.ty))
+                continue
+            folded = _fold_call(value)
+            if folded is not None:
+                known[var] = folded
+                changed = True
+                continue
+            kept.append(relax.VarBinding(var, value))
+        kind = relax.DataflowBlock if isinstance(block, relax.DataflowBlock) else relax.BindingBlock
+        blocks.append(kind(kept))
+    if not changed:
+        return func
+    result = substitute_vars(body.body, known) if known else body.body
+    return relax.Function(
+        func.params, relax.SeqExpr(blocks, result), func.ret_ty, func.is_pure, func.attrs, func.span
+    )
+
+
+def _is_program(func: object) -> bool:
+    if not isinstance(func, relax.Function):
+        return False
+    attrs = func.attrs or {}
+    return "Composite" not in attrs and "Codegen" not in attrs and "Primitive" not in attrs
+
+
+def prepare(mod: IRModule, entry_functions: Sequence[str] | None = None) -> IRModule:
+    """The module with its Relax functions (those named, if given) prepared; ``mod`` itself is
+    not changed."""
+    functions = {}
+    changed = False
+    for gvar, func in mod.functions.items():
+        if _is_program(func) and (not entry_functions or gvar.name_hint in entry_functions):
+            prepared = prepare_function(func)
+            changed = changed or prepared is not func
+            func = prepared
+        functions[gvar] = func
+    if not changed:
+        return mod
+    return IRModule(functions, attrs=mod.attrs, global_infos=mod.global_infos)
