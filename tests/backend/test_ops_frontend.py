@@ -399,5 +399,86 @@ def test_matmul_add_relu_is_one_fully_connected():
     )
 
 
+# ---- operators the frontends emit ----------------------------------------------------------------
+
+OPERATOR_CASES = [
+    Case(
+        "argmax", lambda p: op.argmax(p[0], axis=1), [rand(3, 7, 2)], ["ARGMAX"], host_operators=1
+    ),
+    Case(
+        "argmin_keepdims",
+        lambda p: op.argmin(p[0], axis=-1, keepdims=True),
+        [rand(4, 5)],
+        ["ARGMIN", "RESHAPE"],
+        host_operators=1,  # the widening of the int32 indices to Relax's int64
+    ),
+    Case(
+        "argmax_keepdims_f16",
+        lambda p: op.argmax(p[0], axis=0, keepdims=True),
+        [rand(5, 3, dtype="float16")],
+        ["ARGMAX", "RESHAPE"],
+        host_operators=1,
+    ),
+    Case(
+        "argmax_int32",
+        lambda p: op.argmax(p[0], axis=0),
+        [ints(6, 3)],
+        ["ARGMAX"],
+        host_operators=1,
+    ),
+    Case("leaky_relu", lambda p: op.nn.leakyrelu(p[0], 0.2), [rand(2, 3, 4)], ["PRELU"]),
+    Case(
+        "prelu_channels",
+        lambda p: op.nn.prelu(p[0], c(rand(3, low=0.0, high=0.5)), axis=1),
+        [rand(2, 3, 4, 4)],
+        ["PRELU"],
+    ),
+    Case(
+        "prelu_runtime_alpha",
+        lambda p: op.nn.prelu(p[0], p[1], axis=1),
+        [rand(2, 3, 4), rand(3)],
+        ["PRELU", "RESHAPE"],
+    ),
+    Case("tile", lambda p: op.tile(p[0], [2, 1, 3]), [rand(2, 3, 4)], ["TILE"]),
+    Case(
+        "tile_more_repeats", lambda p: op.tile(p[0], [2, 1, 3]), [rand(3, 2)], ["RESHAPE", "TILE"]
+    ),
+    Case("tile_int32_fewer_repeats", lambda p: op.tile(p[0], [3]), [ints(2, 2)], ["TILE"]),
+    # int32 arithmetic (NNAPI ADD/SUB/MUL take int32 at feature level 4, MAXIMUM/MINIMUM at 3)
+    Case(
+        "int32_arithmetic",
+        lambda p: op.subtract(op.multiply(op.add(p[0], p[1]), p[1]), c(np.int32(7), "int32")),
+        [ints(3, 4), ints(4)],
+        ["ADD", "MUL", "SUB"],
+    ),
+    Case(
+        "int32_maximum_minimum",
+        lambda p: op.minimum(op.maximum(p[0], p[1]), c(np.int32(20), "int32")),
+        [ints(3, 4), ints(3, 1)],
+        ["MAXIMUM", "MINIMUM"],
+    ),
+    # scalar (rank-0 constant) operands of elementwise operators
+    Case(
+        "scalar_operands",
+        lambda p: op.divide(op.subtract(c(np.float32(1)), p[0]), c(np.float32(4))),
+        [rand(2, 3)],
+        ["SUB", "DIV"],
+    ),
+]
+
+
+def test_an_unprepared_argmax_is_refused_for_its_int64_result():
+    case = next(case for case in OPERATOR_CASES if case.name == "argmax")
+    options = tvm_nnapi.PartitionOptions(prepare=False)
+    (refusal,) = tvm_nnapi.partition_with_report(case.module(), options).refusals
+    assert refusal.operator == "relax.argmax" and refusal.kind == tvm_nnapi.RefusalKind.DTYPE
+    assert "int64" in refusal.reason
+
+
+@pytest.mark.parametrize("case", OPERATOR_CASES, ids=[case.name for case in OPERATOR_CASES])
+def test_frontend_operator_matches_llvm_and_runs_on_nnapi(case: Case):
+    _run_case(case)
+
+
 # Every case, for tests/backend/test_lowerings.py.
-CASES = [*SYMBOLIC_CASES, *PREPARATION_CASES]
+CASES = [*SYMBOLIC_CASES, *PREPARATION_CASES, *OPERATOR_CASES]

@@ -15,7 +15,10 @@ Per Relax function, in one walk over its bindings:
   whose channel axis is the batch norm's axis, when the convolution's result is used by the
   batch norm only;
 * nested clips become one clip of the intersection (torch.export writes relu6 as
-  ``clip(clip(x, 0, inf), -inf, 6)``), so that the activation can be fused.
+  ``clip(clip(x, 0, inf), -inf, 6)``), so that the activation can be fused;
+* ``argmax`` / ``argmin`` (int64 in Relax) become ``astype(astype(argmax(x), "int32"),
+  "int64")``: NNAPI's ARGMAX returns int32 and NNAPI has no int64 tensor, so the narrowed
+  pair is offloaded and the widening stays on the host.
 
 The activation of a convolution or a matmul (relu, relu6, relu1 after its bias) is then fused
 by the patterns themselves (``nnapi.conv2d_bias_act``, ``nnapi.matmul_bias_t_act``): NNAPI's
@@ -222,6 +225,18 @@ def _merge_clips(values: dict[relax.Var, relax.Expr], uses: Counter, call: relax
     return relax.op.clip(inner.args[0], low, high)
 
 
+def _narrowable_search(value: relax.Expr) -> bool:
+    """Whether ``value`` is an int64 argmax / argmin (over an axis) of a tensor NNAPI takes."""
+    if not (isinstance(value, relax.Call) and isinstance(value.op, tvm.ir.Op)):
+        return False
+    if str(value.op.name) not in ("relax.argmax", "relax.argmin") or value.attrs.axis is None:
+        return False
+    x = value.args[0].ty
+    if not isinstance(x, relax.TensorType) or str(x.dtype) not in ("float32", "float16", "int32"):
+        return False
+    return str(value.ty.dtype) == "int64"
+
+
 # ---- the walk ------------------------------------------------------------------------------------
 
 
@@ -289,6 +304,14 @@ def prepare_function(func: relax.Function) -> relax.Function:
                 known[var] = folded
                 changed = True
                 continue
+            if _narrowable_search(value):
+                wide = type(var)(f"{var.name}_int64", value.ty)
+                kept.append(relax.VarBinding(wide, value))
+                narrow_value = relax.BlockBuilder().normalize(relax.op.astype(wide, "int32"))
+                narrow = type(var)(f"{var.name}_int32", narrow_value.ty)
+                kept.append(relax.VarBinding(narrow, narrow_value))
+                value = relax.BlockBuilder().normalize(relax.op.astype(narrow, "int64"))
+                changed = True
             kept.append(relax.VarBinding(var, value))
         kind = relax.DataflowBlock if isinstance(block, relax.DataflowBlock) else relax.BindingBlock
         blocks.append(kind(kept))

@@ -29,6 +29,7 @@ from . import (
     norm,
     pooling,
     reduce,
+    search,
     shape,
 )
 
@@ -36,7 +37,8 @@ LOWERINGS: tuple[Lowering, ...] = (
     # Patterns of several operators.
     *hard_activations.LOWERINGS,  # add, clip, divide / multiply (and multiply)
     *conv.FUSED,  # conv2d / conv2d_transpose with a bias add and an activation
-    *matmul.FUSED,  # matmul with a permute_dims of the weight and a bias add
+    *matmul.FUSED,  # matmul with a permute_dims of the weight, a bias add, an activation
+    *search.LOWERINGS,  # argmax / argmin with the cast of their indices to int32
     # Single operators.
     norm.BATCH_NORM,
     *elementwise.LOWERINGS,
@@ -50,7 +52,7 @@ LOWERINGS: tuple[Lowering, ...] = (
 )
 
 #: Operators with no lowering whose refusal explains more than "no NNAPI pattern".
-REFUSED: tuple[Refused, ...] = (*elementwise.REFUSED,)
+REFUSED: tuple[Refused, ...] = (*elementwise.REFUSED, *search.REFUSED)
 
 
 def _by_name(lowerings: tuple[Lowering, ...]) -> dict[str, Lowering]:

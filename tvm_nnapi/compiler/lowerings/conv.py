@@ -34,7 +34,7 @@ from ..patterns import (
     static_dim,
     static_shape,
 )
-from .elementwise import activation_code
+from .elementwise import activation_call, activation_code, activation_pattern
 
 _DTYPES = {"float32": FEATURE_LEVEL_1, "float16": FEATURE_LEVEL_3}
 
@@ -50,7 +50,7 @@ def _conv_pattern(op: str, with_bias: bool, with_activation: bool):
             out = is_op("relax.add")(out, bias)
             annotations["bias"] = bias
         if with_activation:
-            out = is_op("relax.nn.relu")(out) | is_op("relax.clip")(out, wildcard(), wildcard())
+            out = activation_pattern(out)
             annotations["activation"] = out
         return out, annotations
 
@@ -182,7 +182,7 @@ def convert_conv(ctx: ConvertContext, composite: relax.Function) -> int:
     transpose = "relax.nn.conv2d_transpose" in calls
     conv = calls["relax.nn.conv2d_transpose" if transpose else "relax.nn.conv2d"]
     add = calls.get("relax.add")
-    activation = calls.get("relax.nn.relu", calls.get("relax.clip"))
+    activation = activation_call(calls)
     result = next(call for call in (activation, add, conv) if call is not None)
     attrs = conv.attrs
     source = str(conv.op.name)

@@ -31,7 +31,7 @@ from ..patterns import (
     check_tensors,
     tensor_info,
 )
-from .elementwise import activation_code
+from .elementwise import activation_call, activation_code, activation_pattern
 
 _FC_DTYPES = {"float32": FEATURE_LEVEL_1, "float16": FEATURE_LEVEL_3}
 _BMM_DTYPES = {"float32": FEATURE_LEVEL_6, "float16": FEATURE_LEVEL_6}
@@ -61,7 +61,7 @@ def _patterns(with_bias: bool, transposed: bool, with_activation: bool = False):
             out = is_op("relax.add")(matmul, bias)
             annotations.update(bias=bias, add=out)
         if with_activation:
-            out = is_op("relax.nn.relu")(out) | is_op("relax.clip")(out, wildcard(), wildcard())
+            out = activation_pattern(out)
             annotations["activation"] = out
         return out, annotations
 
@@ -124,7 +124,7 @@ def convert_matmul(ctx: ConvertContext, composite: relax.Function) -> int:
     matmul = calls["relax.matmul"]
     permute = calls.get("relax.permute_dims")
     add = calls.get("relax.add")
-    activation = calls.get("relax.nn.relu", calls.get("relax.clip"))
+    activation = activation_call(calls)
     source = "relax.matmul"
     x_expr, rhs_expr = matmul.args
     weight_expr = permute.args[0] if permute is not None else rhs_expr

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Shape and data-movement operators: reshape family, permute_dims, concat, split,
-strided_slice, take, pad, resize2d.
+strided_slice, take, tile, pad, resize2d.
 
 Target shapes, slice bounds and split sizes may be symbolic: they are written as dimension
 expressions in inline TENSOR_INT32 operands and evaluated by the runtime per shape signature.
@@ -260,6 +260,42 @@ def convert_take(ctx: ConvertContext, call: relax.Call) -> int:
     return out
 
 
+# ---- tile -> TILE --------------------------------------------------------------------------------
+
+
+def _check_tile(
+    call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
+) -> CheckResult:
+    dtypes = {k: FEATURE_LEVEL_3 for k in (*_FLOAT, "int32")}
+    result = check_tensors(call, dtypes, options)
+    if result is None and any(r < 1 for r in int_tuple(call.attrs.repeats)):
+        return RefusalKind.ATTRIBUTE, "TILE needs positive multiples"
+    return result
+
+
+def _tile_operations(call: relax.Call) -> tuple[str, ...]:
+    """TILE, after a RESHAPE adding leading unit axes when there are more repeats than axes."""
+    if len(call.attrs.repeats) > call.args[0].ty.ndim:
+        return ("RESHAPE", "TILE")
+    return ("TILE",)
+
+
+def convert_tile(ctx: ConvertContext, call: relax.Call) -> int:
+    x_expr = call.args[0]
+    x = ctx.operand(x_expr)
+    rank = ctx.rank(call)
+    repeats = int_tuple(call.attrs.repeats)
+    # Relax (like NumPy) prepends unit repeats, or unit axes of the input, to match ranks.
+    repeats = [1] * (rank - len(repeats)) + repeats
+    shape = ctx.shape(x_expr)
+    if len(shape) < rank:
+        shape = [1] * (rank - len(shape)) + shape
+        x = ctx.reshape(x, ctx.dtype(x_expr), shape, "relax.tile")
+    out = ctx.output(call)
+    ctx.emit("TILE", [x, ctx.constant(np.array(repeats, dtype=np.int32))], [out], "relax.tile")
+    return out
+
+
 # ---- pad -> PAD / PAD_V2 / MIRROR_PAD ------------------------------------------------------------
 
 
@@ -390,6 +426,14 @@ LOWERINGS: list[Lowering] = [
         name="nnapi.strided_slice_strides",
     ),
     single_op("relax.take", 2, _check_take, convert_take, ("GATHER",)),
+    single_op(
+        "relax.tile",
+        1,
+        _check_tile,
+        convert_tile,
+        ("TILE", "RESHAPE"),
+        requires=_tile_operations,
+    ),
     single_op(
         "relax.nn.pad",
         1,
