@@ -457,6 +457,51 @@ OPERATOR_CASES = [
         [ints(3, 4), ints(3, 1)],
         ["MAXIMUM", "MINIMUM"],
     ),
+    # ONNX Slice as strided_slice: negative steps, ends past the tensor (INT64_MAX / INT64_MIN)
+    Case(
+        "slice_reversed",  # x[::-1] as ONNX writes it: start -1, end INT64_MIN, step -1
+        lambda p: op.strided_slice(p[0], axes=[1], begin=[-1], end=[-(2**63)], strides=[-1]),
+        [rand(2, 5, 3)],
+        ["STRIDED_SLICE"],
+    ),
+    Case(
+        "slice_negative_step_2",
+        lambda p: op.strided_slice(
+            p[0], axes=[0, 2], begin=[6, 1], end=[0, 2**63 - 1], strides=[-2, 1]
+        ),
+        [rand(8, 2, 4)],
+        ["STRIDED_SLICE"],
+    ),
+    Case(
+        "slice_clamped_and_negative_bounds",
+        lambda p: op.strided_slice(
+            p[0], axes=[0, 1], begin=[-100, -3], end=[100, -1], strides=[1, 1]
+        ),
+        [rand(3, 6)],
+        ["STRIDED_SLICE"],
+    ),
+    Case(
+        "slice_symbolic_batch_negative_step",
+        lambda p: op.strided_slice(p[0], axes=[1], begin=[4], end=[-6], strides=[-3]),
+        [rand(2, 5)],
+        ["STRIDED_SLICE"],
+        symbolic={0: "batch"},
+    ),
+    # pooling with ceil_mode: extra padding at the bottom and right
+    Case(
+        "max_pool_ceil_mode",
+        lambda p: op.nn.max_pool2d(p[0], pool_size=3, strides=2, ceil_mode=True),
+        [rand(1, 2, 8, 7)],
+        ["MAX_POOL_2D"],
+    ),
+    Case(
+        "avg_pool_ceil_mode_padded_nhwc",
+        lambda p: op.nn.avg_pool2d(
+            p[0], pool_size=2, strides=2, padding=1, ceil_mode=True, layout="NHWC"
+        ),
+        [rand(1, 6, 5, 3)],
+        ["AVERAGE_POOL_2D"],
+    ),
     # scalar (rank-0 constant) operands of elementwise operators
     Case(
         "scalar_operands",

@@ -28,6 +28,7 @@ from ..patterns import (
     RefusalKind,
     check_tensors,
     single_op,
+    static_dim,
     static_dims,
     tensor_info,
 )
@@ -178,9 +179,34 @@ def _check_strided_slice(
     if len(call.args) > 4:
         strides = call.args[4]
         values = [getattr(v, "value", None) for v in strides.fields]
-        if any(v is None or int(v) <= 0 for v in values):
-            return RefusalKind.ATTRIBUTE, "only constant positive strides are offloaded"
+        if any(v is None or int(v) == 0 for v in values):
+            return RefusalKind.ATTRIBUTE, "only constant non-zero strides are offloaded"
+        rank = call.args[0].ty.ndim
+        for axis, b, e, v in zip(
+            call.args[1].fields, call.args[2].fields, call.args[3].fields, values, strict=True
+        ):
+            if int(v) < 0 and (
+                static_dim(call.args[0], normalize_axis(int_attr(axis), rank)) is None
+                or not all(hasattr(x, "value") for x in (b, e))
+            ):
+                return (
+                    RefusalKind.DYNAMIC_SHAPE,
+                    "a negative stride needs a static axis and constant bounds",
+                )
+    out = static_dims(call, range(call.ty.ndim))
+    if out is not None and 0 in out:
+        return RefusalKind.ATTRIBUTE, "the slice is empty (NNAPI has no zero-sized tensors)"
     return None
+
+
+def _canonical_bounds(begin: int, end: int, stride: int, dim: int) -> tuple[int, int]:
+    """Relax's (and NumPy's) slice bounds: negative ones count from the end, then they are
+    clamped to [0, dim] for a positive stride and to [-1, dim - 1] for a negative one."""
+    begin = begin + dim if begin < 0 else begin
+    end = end + dim if end < 0 else end
+    if stride > 0:
+        return min(max(begin, 0), dim), min(max(end, 0), dim)
+    return min(max(begin, -1), dim - 1), min(max(end, -1), dim - 1)
 
 
 def convert_strided_slice(ctx: ConvertContext, call: relax.Call) -> int:
@@ -201,16 +227,26 @@ def convert_strided_slice(ctx: ConvertContext, call: relax.Call) -> int:
             end_mask |= 1 << axis
     int32_max = 2**31 - 1
     for axis, b, e, s in zip(axes, begins, ends, strides, strict=True):
-        begin[axis] = ctx.builder.shape([b], ctx.shape_vars)[0]
+        begin_value = ctx.builder.shape([b], ctx.shape_vars)[0]
         end_value = ctx.builder.shape([e], ctx.shape_vars)[0]
         dim = shape[axis]
-        if isinstance(end_value, int) and (
+        stride = int_attr(s)
+        if all(isinstance(v, int) for v in (begin_value, end_value, dim)):
+            # Static: the bounds as Relax clamps them (ONNX Slice's INT64_MAX / INT64_MIN ends
+            # included), which also keeps them in NNAPI's int32.
+            begin_value, end_value = _canonical_bounds(begin_value, end_value, stride, dim)
+            if stride < 0 and end_value == -1:
+                # Down to index 0: NNAPI would read -1 as the last index, the mask says "all".
+                end_mask |= 1 << axis
+                end_value = 0
+        elif isinstance(end_value, int) and (
             end_value >= int32_max or (isinstance(dim, int) and end_value >= dim)
         ):
             end_mask |= 1 << axis
             end_value = 0
+        begin[axis] = begin_value
         end[axis] = end_value
-        step[axis] = int_attr(s)
+        step[axis] = stride
     inputs = [
         ctx.operand(x_expr),
         ctx.int_vector(begin),
