@@ -502,6 +502,23 @@ OPERATOR_CASES = [
         [rand(1, 6, 5, 3)],
         ["AVERAGE_POOL_2D"],
     ),
+    # conv2d_transpose with output padding and asymmetric padding
+    Case(
+        "conv2d_transpose_output_padding",
+        lambda p: op.nn.conv2d_transpose(
+            p[0], c(rand(3, 4, 3, 3)), strides=2, padding=1, output_padding=1
+        ),
+        [rand(1, 3, 5, 5)],
+        ["TRANSPOSE_CONV_2D"],
+    ),
+    Case(
+        "conv2d_transpose_asymmetric_padding_output_padding",
+        lambda p: op.nn.conv2d_transpose(
+            p[0], c(rand(2, 3, 4, 3)), strides=(3, 2), padding=(0, 1, 2, 1), output_padding=(2, 1)
+        ),
+        [rand(2, 2, 4, 3)],
+        ["TRANSPOSE_CONV_2D"],
+    ),
     # scalar (rank-0 constant) operands of elementwise operators
     Case(
         "scalar_operands",
@@ -527,3 +544,45 @@ def test_frontend_operator_matches_llvm_and_runs_on_nnapi(case: Case):
 
 # Every case, for tests/backend/test_lowerings.py.
 CASES = [*SYMBOLIC_CASES, *PREPARATION_CASES, *OPERATOR_CASES]
+
+
+REFUSED_FORMS = {
+    # what NNAPI lacks, by operator: (build, input shapes, operator, kind, reason fragment)
+    "conv2d_transpose_output_padding_past_the_padding": (
+        lambda p: op.nn.conv2d_transpose(p[0], c(rand(3, 4, 3, 3)), strides=2, output_padding=1),
+        [(1, 3, 5, 5)],
+        "relax.nn.conv2d_transpose",
+        tvm_nnapi.RefusalKind.ATTRIBUTE,
+        "output_padding",
+    ),
+    "grouped_conv2d_transpose": (
+        lambda p: op.nn.conv2d_transpose(p[0], c(rand(4, 2, 3, 3)), groups=2),
+        [(1, 4, 5, 5)],
+        "relax.nn.conv2d_transpose",
+        tvm_nnapi.RefusalKind.ATTRIBUTE,
+        "grouped",
+    ),
+    "avg_pool_ceil_mode_counting_padding": (
+        lambda p: op.nn.avg_pool2d(p[0], 2, 2, ceil_mode=True, count_include_pad=True),
+        [(1, 2, 5, 5)],
+        "relax.nn.avg_pool2d",
+        tvm_nnapi.RefusalKind.ATTRIBUTE,
+        "count_include_pad",
+    ),
+    "argmax_over_the_flattened_tensor": (
+        lambda p: op.argmax(p[0]),
+        [(3, 4)],
+        "relax.argmax",
+        tvm_nnapi.RefusalKind.DTYPE,
+        "int64",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", REFUSED_FORMS)
+def test_refused_forms_say_what_nnapi_lacks(name: str):
+    build, shapes, operator, kind, fragment = REFUSED_FORMS[name]
+    case = Case(name, build, [rand(*shape) for shape in shapes], [])
+    refusals = tvm_nnapi.partition_with_report(case.module()).refusals
+    (refusal,) = [r for r in refusals if r.operator == operator]
+    assert refusal.kind == kind and fragment in refusal.reason, refusal

@@ -110,8 +110,12 @@ def _check_conv(
             return RefusalKind.ATTRIBUTE, "grouped conv2d_transpose has no NNAPI operation"
         if int_tuple(attrs.dilation) != [1, 1]:
             return RefusalKind.ATTRIBUTE, "TRANSPOSE_CONV_2D has no dilation"
-        if int_tuple(attrs.output_padding) != [0, 0]:
-            return RefusalKind.ATTRIBUTE, "TRANSPOSE_CONV_2D has no output_padding"
+        pad_bottom, pad_right = int_tuple(attrs.padding)[2:]
+        out_h, out_w = int_tuple(attrs.output_padding)
+        if out_h > pad_bottom or out_w > pad_right:
+            # output_padding keeps rows the bottom/right padding would crop: NNAPI's explicit
+            # padding cannot be negative.
+            return RefusalKind.ATTRIBUTE, "output_padding exceeds the bottom/right padding"
         needs_fl3 = True
     elif groups != 1:
         depthwise = _conv_case(call)[0] == "DEPTHWISE_CONV_2D"
@@ -192,6 +196,10 @@ def convert_conv(ctx: ConvertContext, composite: relax.Function) -> int:
     stride_h, stride_w = int_tuple(attrs.strides)
     dilation_h, dilation_w = int_tuple(attrs.dilation)
     pad_top, pad_left, pad_bottom, pad_right = int_tuple(attrs.padding)
+    if transpose:
+        # output_padding: rows and columns the padding would crop, kept at the bottom and right.
+        extra_h, extra_w = int_tuple(attrs.output_padding)
+        pad_bottom, pad_right = pad_bottom - extra_h, pad_right - extra_w
     groups = int(attrs.groups)
     weight_shape = [int(d) for d in ctx.shape(conv.args[1])]
     out_channels = weight_shape[kernel_layout.index("O")]

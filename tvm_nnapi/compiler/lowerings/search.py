@@ -100,7 +100,7 @@ REFUSED: list[Refused] = [
         1,
         RefusalKind.DTYPE,
         f"{nnapi} returns int32 and NNAPI has no int64 tensor for Relax's result (the graph "
-        "preparation narrows it: PartitionOptions(prepare=True))",
+        "preparation narrows an argmax over one axis; PartitionOptions(prepare=True))",
     )
     for op, nnapi in _OPERATIONS.items()
 ]
