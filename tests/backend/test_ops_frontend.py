@@ -519,6 +519,26 @@ OPERATOR_CASES = [
         [rand(2, 2, 4, 3)],
         ["TRANSPOSE_CONV_2D"],
     ),
+    # matmul with 1-D operands (a vector is one row on the left, one output unit on the right)
+    Case(
+        "matmul_vector_left",
+        lambda p: op.matmul(p[0], c(rand(8, 5))),
+        [rand(8)],
+        ["FULLY_CONNECTED", "RESHAPE"],
+    ),
+    Case(
+        "matmul_vector_right_relu",
+        lambda p: op.nn.relu(op.matmul(p[0], c(rand(8)))),
+        [rand(2, 3, 8)],
+        ["FULLY_CONNECTED", "RESHAPE"],
+        ["RELU"],
+    ),
+    Case(
+        "matmul_runtime_vector_right",
+        lambda p: op.matmul(p[0], p[1]),
+        [rand(4, 6), rand(6)],
+        ["FULLY_CONNECTED", "RESHAPE"],
+    ),
     # scalar (rank-0 constant) operands of elementwise operators
     Case(
         "scalar_operands",

@@ -77,13 +77,16 @@ def _check(call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
         return RefusalKind.ATTRIBUTE, "operands must be tensors"
     if permute is not None and not _transposed_last_two(permute):
         return RefusalKind.ATTRIBUTE, "the permutation is not a swap of the last two axes"
-    if w_type.ndim == 2:
+    if w_type.ndim <= 2:
+        # A 1-D operand is a matrix of one row (left) or one output unit (right).
         result = check_tensors(call, _FC_DTYPES, options, inputs=[x, weight])
-        if result is None and not 2 <= x_type.ndim <= 4:
+        if result is None and not 1 <= x_type.ndim <= 4:
             result = (
                 RefusalKind.RANK,
-                f"FULLY_CONNECTED takes inputs of rank 2-4, got {x_type.ndim}",
+                f"FULLY_CONNECTED takes inputs of rank 1-4 here, got {x_type.ndim}",
             )
+        if result is None and w_type.ndim == 1 and permute is not None:
+            result = RefusalKind.ATTRIBUTE, "a permuted 1-D right side"
     else:
         result = check_tensors(call, _BMM_DTYPES, options, inputs=[x, weight])
         if result is None and x_type.ndim != w_type.ndim:
@@ -95,7 +98,7 @@ def _check(call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
         if w_type.ndim != 2 or bias is None or bias.ndim != 1:
             return RefusalKind.ATTRIBUTE, "only a 1-D bias can be fused"
     if result is None and "activation" in ctx.annotated_expr:
-        if w_type.ndim != 2:
+        if w_type.ndim > 2:
             return RefusalKind.ATTRIBUTE, "BATCH_MATMUL has no fused activation"
         if activation_code(ctx.annotated_expr["activation"]) is None:
             return RefusalKind.ATTRIBUTE, "only relu, relu6 and relu1 can be fused"
@@ -107,8 +110,10 @@ def _requires(transposed: bool):
         """What one matmul emits: BATCH_MATMUL, or FULLY_CONNECTED with a TRANSPOSE of a
         [K, N] right side that is not a constant and a RESHAPE back to more than 2 dimensions."""
         rhs = call.args[1]  # the weight, or (transposed) the permute_dims of the weight
-        if rhs.ty.ndim != 2:
+        if rhs.ty.ndim > 2:
             return ("BATCH_MATMUL",)
+        if rhs.ty.ndim == 1:  # one output unit, whose axis the result drops
+            return ("FULLY_CONNECTED", "RESHAPE")
         operations = ["FULLY_CONNECTED"]
         if not transposed and not isinstance(rhs, tvm.ir.Constant):
             operations.append("TRANSPOSE")
@@ -132,12 +137,15 @@ def convert_matmul(ctx: ConvertContext, composite: relax.Function) -> int:
     weight = ctx.operand(weight_expr)
     dtype = ctx.dtype(matmul)
     w_shape = ctx.shape(weight_expr)
-    if len(w_shape) != 2:
+    if len(w_shape) > 2:
         out = ctx.output(matmul)
         inputs = [x, weight, ctx.bool(False), ctx.bool(permute is not None)]
         ctx.emit("BATCH_MATMUL", inputs, [out], source)
         return out
-    if permute is None:  # [K, N] -> NNAPI's [N, K]
+    if len(w_shape) == 1:  # [K]: one output unit, NNAPI's [1, K]
+        w_shape = [1, w_shape[0]]
+        weight = ctx.reshape(weight, dtype, w_shape, source)
+    elif permute is None:  # [K, N] -> NNAPI's [N, K]
         weight = ctx.transpose(weight, dtype, w_shape, [1, 0], source)
         w_shape = [w_shape[1], w_shape[0]]
     units = w_shape[0]
@@ -150,12 +158,16 @@ def convert_matmul(ctx: ConvertContext, composite: relax.Function) -> int:
         bias = ctx.constant(np.zeros(units, dtype=dtype))
     result = next(call for call in (activation, add, matmul) if call is not None)
     out_shape = ctx.shape(result)
-    rows = out_shape[:-1]
+    x_shape = ctx.shape(x_expr)
+    if len(x_shape) == 1:  # [K]: one row
+        x_shape = [1, x_shape[0]]
+        x = ctx.reshape(x, dtype, x_shape, source)
+    rows = x_shape[:-1]
     flat_rows = rows[0] if len(rows) == 1 else _product(rows)
     flat = ctx.tensor(dtype, [flat_rows, units])
     fuse = ctx.int32(activation_code(activation))
     ctx.emit("FULLY_CONNECTED", [x, weight, bias, fuse], [flat], source)
-    if len(out_shape) == 2:
+    if len(out_shape) == 2 and len(ctx.shape(matmul.args[1])) == 2 and len(ctx.shape(x_expr)) != 1:
         return flat
     return ctx.reshape(flat, dtype, out_shape, source)
 
