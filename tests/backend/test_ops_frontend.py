@@ -539,6 +539,47 @@ OPERATOR_CASES = [
         [rand(4, 6), rand(6)],
         ["FULLY_CONNECTED", "RESHAPE"],
     ),
+    # 1-D convolution and pooling, as 2-D on a unit height
+    Case(
+        "conv1d",
+        lambda p: op.nn.conv1d(p[0], c(rand(4, 3, 3)), strides=2, padding=(1, 2), dilation=1),
+        [rand(2, 3, 11)],
+        ["CONV_2D", "RESHAPE"],
+    ),
+    Case(
+        "conv1d_depthwise_dilated_bias_relu_symbolic_batch",
+        lambda p: op.nn.relu(
+            op.add(
+                op.nn.conv1d(p[0], c(rand(6, 1, 3)), padding=2, dilation=2, groups=3),
+                c(rand(1, 6, 1)),
+            )
+        ),
+        [rand(2, 3, 9)],
+        ["DEPTHWISE_CONV_2D", "RESHAPE", "ADD", "RELU"],  # the bias follows the reshape back
+        symbolic={0: "batch"},
+    ),
+    Case(
+        "conv1d_nwc",
+        lambda p: op.nn.conv1d(
+            p[0], c(rand(3, 2, 5)), padding=1, data_layout="NWC", kernel_layout="WIO"
+        ),
+        [rand(1, 7, 2)],
+        ["CONV_2D", "RESHAPE"],
+    ),
+    Case(
+        "max_pool1d_ceil_mode",
+        lambda p: op.nn.max_pool1d(p[0], pool_size=3, strides=2, ceil_mode=True),
+        [rand(2, 4, 10)],
+        ["MAX_POOL_2D", "RESHAPE"],
+    ),
+    Case(
+        "avg_pool1d_padded",
+        lambda p: op.nn.avg_pool1d(
+            p[0], pool_size=2, strides=1, padding=1, count_include_pad=False
+        ),
+        [rand(1, 3, 6)],
+        ["AVERAGE_POOL_2D", "RESHAPE"],
+    ),
     # scalar (rank-0 constant) operands of elementwise operators
     Case(
         "scalar_operands",

@@ -16,6 +16,8 @@ Per Relax function, in one walk over its bindings:
   batch norm only;
 * nested clips become one clip of the intersection (torch.export writes relu6 as
   ``clip(clip(x, 0, inf), -inf, 6)``), so that the activation can be fused;
+* 1-D convolutions and poolings (``conv1d``, ``max_pool1d``, ``avg_pool1d``) become their 2-D
+  forms on a unit height, between two reshapes (NNAPI has 2-D operations only);
 * ``argmax`` / ``argmin`` (int64 in Relax) become ``astype(astype(argmax(x), "int32"),
   "int64")``: NNAPI's ARGMAX returns int32 and NNAPI has no int64 tensor, so the narrowed
   pair is offloaded and the widening stays on the host.
@@ -225,6 +227,83 @@ def _merge_clips(values: dict[relax.Var, relax.Expr], uses: Counter, call: relax
     return relax.op.clip(inner.args[0], low, high)
 
 
+_STEP = "__nnapi_prepare_step"
+
+
+def _step(index: int, ty: relax.Type) -> relax.Var:
+    """A placeholder for the result of the ``index``-th expression of a rewrite."""
+    return relax.Var(f"{_STEP}{index}", ty)
+
+
+def _replace_placeholder(expr: relax.Expr, index: int, var: relax.Var) -> relax.Expr:
+    found = [v for v in relax.analysis.free_vars(expr) if v.name == f"{_STEP}{index}"]
+    return substitute_vars(expr, {found[0]: var}) if found else expr
+
+
+def _unit_height(expr: relax.Expr, layout: str) -> list:
+    """The shape of ``expr`` (layout ``layout`` with a W) with a unit H before its W."""
+    dims = list(expr.ty.shape.values)
+    dims.insert(layout.index("W"), 1)
+    return dims
+
+
+def _as_2d(value: relax.Expr) -> list[relax.Expr] | None:
+    """A 1-D convolution or pooling as reshape, its 2-D form, reshape: the expressions to bind
+    in order (each later one reads the earlier results through placeholders), or None."""
+    if not (isinstance(value, relax.Call) and isinstance(value.op, tvm.ir.Op)):
+        return None
+    name = str(value.op.name)
+    if name not in ("relax.nn.conv1d", "relax.nn.max_pool1d", "relax.nn.avg_pool1d"):
+        return None
+    x = value.args[0]
+    if not isinstance(x.ty, relax.TensorType) or x.ty.shape is None or value.ty.shape is None:
+        return None
+    attrs = value.attrs
+    layout = str(attrs.data_layout if name == "relax.nn.conv1d" else attrs.layout)
+    out_layout = str(attrs.out_layout or layout)
+    if sorted(layout) != sorted("NCW") or out_layout != layout:
+        return None
+    (stride,), (dilation,) = _ints(attrs.strides), _ints(attrs.dilation)
+    left, right = _ints(attrs.padding)
+    layout_2d = layout.replace("W", "HW")
+    x_2d = relax.op.reshape(x, _unit_height(x, layout))
+    out_2d = _step(0, relax.TensorType(_unit_height(x, layout), str(x.ty.dtype)))
+    if name == "relax.nn.conv1d":
+        kernel = _constant(value.args[1])
+        kernel_layout = str(attrs.kernel_layout)
+        if kernel is None or sorted(kernel_layout) != sorted("OIW"):
+            return None
+        shape = list(kernel.shape)
+        shape.insert(kernel_layout.index("W"), 1)
+        conv = relax.op.nn.conv2d(
+            out_2d,
+            relax.const(kernel.reshape(shape)),
+            strides=(1, stride),
+            padding=(0, left, 0, right),
+            dilation=(1, dilation),
+            groups=int(attrs.groups),
+            data_layout=layout_2d,
+            kernel_layout=kernel_layout.replace("W", "HW"),
+            out_dtype=attrs.out_dtype if str(attrs.out_dtype) not in ("", "void") else None,
+        )
+        op_2d = conv
+    else:
+        pool = relax.op.nn.max_pool2d if name == "relax.nn.max_pool1d" else relax.op.nn.avg_pool2d
+        (size,) = _ints(attrs.pool_size)
+        op_2d = pool(
+            out_2d,
+            pool_size=(1, size),
+            strides=(1, stride),
+            padding=(0, left, 0, right),
+            dilation=(1, dilation),
+            ceil_mode=bool(attrs.ceil_mode),
+            count_include_pad=bool(attrs.count_include_pad),
+            layout=layout_2d,
+        )
+    result = _step(1, relax.TensorType(_unit_height(value, layout), str(value.ty.dtype)))
+    return [x_2d, op_2d, relax.op.reshape(result, list(value.ty.shape.values))]
+
+
 def _narrowable_search(value: relax.Expr) -> bool:
     """Whether ``value`` is an int64 argmax / argmin (over an axis) of a tensor NNAPI takes."""
     if not (isinstance(value, relax.Call) and isinstance(value.op, tvm.ir.Op)):
@@ -304,7 +383,18 @@ def prepare_function(func: relax.Function) -> relax.Function:
                 known[var] = folded
                 changed = True
                 continue
-            if _narrowable_search(value):
+            as_2d = _as_2d(value)
+            if as_2d is not None:
+                for step in range(len(as_2d)):
+                    step_value = relax.BlockBuilder().normalize(as_2d[step])
+                    if step == len(as_2d) - 1:
+                        value = step_value
+                        break
+                    step_var = type(var)(f"{var.name}_2d{step}", step_value.ty)
+                    kept.append(relax.VarBinding(step_var, step_value))
+                    as_2d = [_replace_placeholder(e, step, step_var) for e in as_2d]
+                changed = True
+            elif _narrowable_search(value):
                 wide = type(var)(f"{var.name}_int64", value.ty)
                 kept.append(relax.VarBinding(wide, value))
                 narrow_value = relax.BlockBuilder().normalize(relax.op.astype(wide, "int32"))
