@@ -580,6 +580,49 @@ OPERATOR_CASES = [
         [rand(1, 3, 6)],
         ["AVERAGE_POOL_2D", "RESHAPE"],
     ),
+    # normalisations over more layouts
+    Case(
+        "instance_norm_nchw",
+        lambda p: op.nn.instance_norm(p[0], c(rand(3)), c(rand(3)), channel_axis=1, axes=[2, 3]),
+        [rand(2, 3, 4, 5)],
+        ["MEAN", "RSQRT", "SUB"],
+        rtol=1e-4,
+        atol=1e-4,
+    ),
+    Case(
+        "instance_norm_nhwc",
+        lambda p: op.nn.instance_norm(p[0], c(rand(3)), c(rand(3)), channel_axis=3, axes=[1, 2]),
+        [rand(1, 4, 4, 3)],
+        ["MEAN", "RSQRT"],
+        rtol=1e-4,
+        atol=1e-4,
+    ),
+    Case(
+        "instance_norm_1d_runtime_scale",
+        lambda p: op.nn.instance_norm(p[0], p[1], c(rand(3)), channel_axis=1, axes=[2]),
+        [rand(2, 3, 6), rand(3)],
+        ["MEAN", "RSQRT", "RESHAPE"],
+        rtol=1e-4,
+        atol=1e-4,
+    ),
+    Case(
+        "group_norm",
+        lambda p: op.nn.group_norm(
+            p[0], c(rand(6)), c(rand(6)), num_groups=2, channel_axis=1, axes=[2, 3]
+        ),
+        [rand(2, 6, 3, 3)],
+        ["MEAN", "RSQRT", "RESHAPE"],
+        rtol=1e-4,
+        atol=1e-4,
+    ),
+    Case(
+        "layer_norm_over_channels_first",  # axes [1] of [N, C, L]: scale and shift reshaped
+        lambda p: op.nn.layer_norm(p[0], p[1], c(rand(4)), axes=[1]),
+        [rand(2, 4, 5), rand(4)],
+        ["MEAN", "RSQRT", "RESHAPE"],
+        rtol=1e-4,
+        atol=1e-4,
+    ),
     # scalar (rank-0 constant) operands of elementwise operators
     Case(
         "scalar_operands",
