@@ -690,3 +690,43 @@ def test_refused_forms_say_what_nnapi_lacks(name: str):
     refusals = tvm_nnapi.partition_with_report(case.module()).refusals
     (refusal,) = [r for r in refusals if r.operator == operator]
     assert refusal.kind == kind and fragment in refusal.reason, refusal
+
+
+def test_onnx_clip_fuses_into_the_convolution_and_tensor_bounds_run_as_maximum():
+    """ONNX Clip, which TVM's frontend writes as call_tir of TOPI's maximum / minimum kernels:
+    with constant bounds 0 and 6 after a Conv it is the convolution's fused RELU6; a bound that
+    is an input runs as MAXIMUM."""
+    onnx = pytest.importorskip("onnx", reason="ONNX models need the onnx package: pip install onnx")
+    from onnx import helper, numpy_helper
+    from tvm.relax.frontend.onnx import from_onnx
+
+    weight = numpy_helper.from_array(rand(4, 3, 3, 3), "w")
+    bias = numpy_helper.from_array(rand(4), "b")
+    low = numpy_helper.from_array(np.array(0, np.float32), "low")
+    high = numpy_helper.from_array(np.array(6, np.float32), "high")
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1]),
+        helper.make_node("Clip", ["y", "low", "high"], ["relu6"]),
+        helper.make_node("Clip", ["relu6", "floor", ""], ["out"]),
+    ]
+    float_ = onnx.TensorProto.FLOAT
+    graph = helper.make_graph(
+        nodes,
+        "conv_clip",
+        [
+            helper.make_tensor_value_info("x", float_, [1, 3, 6, 6]),
+            helper.make_tensor_value_info("floor", float_, [6]),
+        ],
+        [helper.make_tensor_value_info("out", float_, [1, 4, 6, 6])],
+        [weight, bias, low, high],
+    )
+    mod = from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    assert "call_tir" in mod.script(show_meta=False)
+    report = tvm_nnapi.partition_with_report(mod)
+    assert nnapi_operations(report) == Counter(CONV_2D=1, MAXIMUM=1)
+    inputs = [rand(1, 3, 6, 6), rand(6, low=0.0, high=2.0)]
+    vm = relax.VirtualMachine(tvm_nnapi.build(report.module), tvm.cpu())
+    before = mock_nnapi.operation_count("CONV_2D")
+    result = vm["main"](*to_tvm(inputs)).numpy()
+    assert mock_nnapi.operation_count("CONV_2D") > before
+    np.testing.assert_allclose(result, run_host(mod, "main", inputs), rtol=1e-5, atol=1e-5)

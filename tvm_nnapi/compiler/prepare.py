@@ -18,6 +18,10 @@ Per Relax function, in one walk over its bindings:
   ``clip(clip(x, 0, inf), -inf, 6)``), so that the activation can be fused;
 * 1-D convolutions and poolings (``conv1d``, ``max_pool1d``, ``avg_pool1d``) become their 2-D
   forms on a unit height, between two reshapes (NNAPI has 2-D operations only);
+* ONNX Clip: the ``call_tir`` of TOPI's maximum / minimum kernels that TVM's ONNX frontend
+  emits become ``maximum`` / ``minimum`` (each kernel compared with the one TOPI builds for the
+  same arguments), and ``minimum(maximum(x, low), high)`` with scalar bounds becomes
+  ``clip(x, low, high)``, which fuses as relu6 / relu1 into a convolution;
 * ``argmax`` / ``argmin`` (int64 in Relax) become ``astype(astype(argmax(x), "int32"),
   "int64")``: NNAPI's ARGMAX returns int32 and NNAPI has no int64 tensor, so the narrowed
   pair is offloaded and the widening stays on the host.
@@ -34,6 +38,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import tvm
+import tvm_ffi
 from tvm import IRModule, relax
 
 from .ir_utils import substitute_vars
@@ -92,6 +97,8 @@ FOLDABLE: dict[str, Callable[[relax.Call, list[np.ndarray]], np.ndarray]] = {
     "relax.sqrt": _unary(np.sqrt),
     "relax.rsqrt": _unary(lambda x: 1.0 / np.sqrt(x)),
     "relax.exp": _unary(np.exp),
+    "relax.isnan": _unary(np.isnan),
+    "relax.where": lambda call, a: np.where(a[0], a[1], a[2]),
 }
 
 
@@ -116,7 +123,8 @@ def _fold_call(call: relax.Expr) -> relax.Expr | None:
         value = np.asarray(fold(call, arrays))  # type: ignore[arg-type]
     if list(value.shape) != shape:
         return None
-    return relax.const(np.ascontiguousarray(value.astype(dtype)), dtype)
+    # (np.ascontiguousarray would make a rank-0 value a 1-element vector)
+    return relax.const(np.array(value, dtype=dtype, order="C"), dtype)
 
 
 # ---- batch norm into the convolution -------------------------------------------------------------
@@ -331,9 +339,68 @@ def _uses(func: relax.Function) -> Counter:
     return uses
 
 
-def prepare_function(func: relax.Function) -> relax.Function:
+def _scalar_constant(expr: relax.Expr) -> float | None:
+    value = _constant(expr)
+    if value is None or value.size != 1 or not np.issubdtype(value.dtype, np.floating):
+        return None
+    return float(value.reshape(-1)[0])
+
+
+def _min_max_clip(values: dict[relax.Var, relax.Expr], uses: Counter, call: relax.Call):
+    """``minimum(maximum(x, low), high)`` with scalar constant bounds (ONNX Clip) as
+    ``clip(x, low, high)``, when the maximum is used only here."""
+    high = _scalar_constant(call.args[1])
+    inner_var = call.args[0]
+    inner = _bound_call(values, inner_var, "relax.maximum")
+    if high is None or inner is None or uses[inner_var] != 1:
+        return None
+    low = _scalar_constant(inner.args[1])
+    x = inner.args[0]
+    if low is None or low > high or not isinstance(x.ty, relax.TensorType):
+        return None
+    if not tvm_ffi.structural_equal(x.ty, call.ty):  # the bounds do not broadcast x
+        return None
+    return relax.op.clip(x, low, high)
+
+
+_TE_BINARY = {"maximum": relax.op.maximum, "minimum": relax.op.minimum}
+
+
+def _te_binary(mod: IRModule | None, value: relax.Expr) -> relax.Expr | None:
+    """A ``call_tir`` of the TE maximum / minimum kernel the ONNX frontend emits for Clip with
+    tensor bounds, as the Relax operator (checked against the kernel TOPI builds for the same
+    arguments, not only by name)."""
+    if (
+        mod is None
+        or not isinstance(value, relax.Call)
+        or value.op != tvm.ir.Op.get("relax.call_tir")
+    ):
+        return None
+    callee, args = value.args[0], value.args[1]
+    if not isinstance(callee, tvm.ir.GlobalVar) or not isinstance(args, relax.Tuple):
+        return None
+    name = callee.name_hint.rstrip("0123456789")
+    if name not in _TE_BINARY or len(args.fields) != 2 or callee not in mod.functions:
+        return None
+    if not all(isinstance(a.ty, relax.TensorType) for a in args.fields):
+        return None
+    from tvm import topi
+
+    builder = relax.BlockBuilder()
+    params = [relax.Var(f"arg{i}", a.ty) for i, a in enumerate(args.fields)]
+    with builder.function("reference", params):
+        with builder.dataflow():
+            out = builder.emit_output(builder.call_te(getattr(topi, name), *params))
+        builder.emit_func_output(out)
+    kernels = [f for f in builder.get().functions.values() if isinstance(f, tvm.tirx.PrimFunc)]
+    if len(kernels) != 1 or not tvm_ffi.structural_equal(kernels[0], mod[callee]):
+        return None
+    return _TE_BINARY[name](*args.fields)
+
+
+def prepare_function(func: relax.Function, mod: IRModule | None = None) -> relax.Function:
     """One Relax function prepared (see the module docstring); the same object when nothing
-    changes."""
+    changes. ``mod`` holds the TIR kernels the function's ``call_tir`` calls."""
     body = func.body
     if not isinstance(body, relax.SeqExpr):
         return func
@@ -360,6 +427,13 @@ def prepare_function(func: relax.Function) -> relax.Function:
             if merged is not None and value.args[0] not in rewritten:
                 rewritten[var] = merged
                 removed.add(value.args[0])
+        elif isinstance(value, relax.Call) and str(getattr(value.op, "name", "")) == (
+            "relax.minimum"
+        ):
+            merged = _min_max_clip(values, uses, value)
+            if merged is not None and value.args[0] not in rewritten:
+                rewritten[var] = merged
+                removed.add(value.args[0])
     known: dict[relax.Var, relax.Expr] = {}  # bindings folded to constants
     changed = bool(rewritten)
     blocks = []
@@ -373,6 +447,11 @@ def prepare_function(func: relax.Function) -> relax.Function:
             if known and any(v in known for v in relax.analysis.free_vars(value)):
                 value = substitute_vars(value, known)
                 changed = True
+            operator = _te_binary(mod, value)
+            if operator is not None:
+                rewritten[var] = operator
+                changed = True
+                value = operator
             if var in rewritten:
                 value = relax.BlockBuilder().normalize(value)
             if isinstance(binding, relax.MatchCast):
@@ -427,7 +506,8 @@ def prepare(mod: IRModule, entry_functions: Sequence[str] | None = None) -> IRMo
     changed = False
     for gvar, func in mod.functions.items():
         if _is_program(func) and (not entry_functions or gvar.name_hint in entry_functions):
-            prepared = prepare_function(func)
+            # Twice: what the first walk folds (ONNX Clip's bounds) is merged by the second.
+            prepared = prepare_function(prepare_function(func, mod), mod)
             changed = changed or prepared is not func
             func = prepared
         functions[gvar] = func
