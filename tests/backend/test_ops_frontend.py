@@ -730,3 +730,18 @@ def test_onnx_clip_fuses_into_the_convolution_and_tensor_bounds_run_as_maximum()
     result = vm["main"](*to_tvm(inputs)).numpy()
     assert mock_nnapi.operation_count("CONV_2D") > before
     np.testing.assert_allclose(result, run_host(mod, "main", inputs), rtol=1e-5, atol=1e-5)
+
+
+def test_flops_of_1d_convolutions_and_tiles():
+    from tvm_nnapi.compiler.flops import call_flops
+
+    case = Case(
+        "flops",
+        lambda p: op.tile(op.nn.conv1d(p[0], c(rand(4, 3, 3))), [1, 2, 1]),
+        [rand(2, 3, 10)],
+        [],
+    )
+    calls = {b.value.op.name: b.value for b in case.module()["main"].body.blocks[0].bindings}
+    # [2, 4, 8] outputs of 3 channels x 3 taps, a multiply-add each; a tile only moves data.
+    assert call_flops(calls["relax.nn.conv1d"]) == 2 * (2 * 4 * 8) * (3 * 3)
+    assert call_flops(calls["relax.tile"]) == 0
