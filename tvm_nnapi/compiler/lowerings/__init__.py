@@ -39,6 +39,7 @@ LOWERINGS: tuple[Lowering, ...] = (
     *conv.FUSED,  # conv2d / conv2d_transpose with a bias add and an activation
     *matmul.FUSED,  # matmul with a permute_dims of the weight, a bias add, an activation
     *search.LOWERINGS,  # argmax / argmin with the cast of their indices to int32
+    *shape.BLOCK_MOVES,  # depth_to_space / space_to_depth as reshape, permute_dims, reshape
     # Single operators.
     norm.BATCH_NORM,
     *elementwise.LOWERINGS,

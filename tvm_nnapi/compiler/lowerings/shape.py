@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import tvm
 from tvm import relax
+from tvm.relax.backend.utils import has_leaking_intermediate_variables
+from tvm.relax.dpl import is_op, wildcard
 from tvm.relax.transform import PatternCheckContext
 
 from ..converters import ConvertContext, int_attr, int_tuple, normalize_axis
@@ -332,6 +334,108 @@ def convert_tile(ctx: ConvertContext, call: relax.Call) -> int:
     return out
 
 
+# ---- depth_to_space / space_to_depth: reshape, permute_dims, reshape -> DEPTH_TO_SPACE ... ------
+
+# The 6-D permutations TVM's ONNX frontend writes (NCHW), by ONNX operator and mode.
+_BLOCK_PERMUTATIONS = {
+    (0, 3, 4, 1, 5, 2): "DEPTH_TO_SPACE",  # DepthToSpace, DCR: NNAPI's (TensorFlow's) order
+    (0, 1, 4, 2, 5, 3): "CRD",  # DepthToSpace, CRD: no NNAPI operation
+    (0, 3, 5, 1, 2, 4): "SPACE_TO_DEPTH",  # SpaceToDepth
+}
+
+
+def _block_pattern(operation: str):
+    """reshape, permute_dims by one of ``operation``'s permutations, reshape."""
+
+    def make():
+        x = wildcard()
+        inner = is_op("relax.reshape")(x, wildcard())
+        perms = [
+            list(p) for p, case in _BLOCK_PERMUTATIONS.items() if _CASE_OF.get(case) == operation
+        ]
+        permute = None
+        for perm in perms:
+            alternative = is_op("relax.permute_dims")(inner).has_attr({"axes": perm})
+            permute = alternative if permute is None else permute | alternative
+        outer = is_op("relax.reshape")(permute, wildcard())
+        return outer, {"root": outer, "x": x, "inner": inner, "permute": permute}
+
+    return make
+
+
+# Which record a permutation's case belongs to (CRD is matched, and refused, by depth_to_space).
+_CASE_OF = {
+    "DEPTH_TO_SPACE": "DEPTH_TO_SPACE",
+    "CRD": "DEPTH_TO_SPACE",
+    "SPACE_TO_DEPTH": "SPACE_TO_DEPTH",
+}
+
+
+def _block_case(x: relax.Expr, inner: relax.Expr, permute: relax.Call, outer: relax.Expr):
+    """(NNAPI operation or "CRD", block size) when the chain is a depth/space rearrangement of
+    a static NCHW tensor, else None."""
+    shapes = [
+        static_dims(e, range(e.ty.ndim)) if tensor_info(e) else None for e in (x, inner, outer)
+    ]
+    if any(shape is None for shape in shapes) or permute.attrs.axes is None:
+        return None
+    data, six, out = shapes
+    if len(data) != 4 or len(six) != 6 or len(out) != 4:
+        return None
+    case = _BLOCK_PERMUTATIONS.get(tuple(int_tuple(permute.attrs.axes)))
+    if case is None:
+        return None
+    n, c, h, w = data
+    if case == "SPACE_TO_DEPTH":
+        block = six[3]
+        expected_six = [n, c, h // block, block, w // block, block]
+        expected_out = [n, c * block * block, h // block, w // block]
+    else:
+        block = six[2]
+        depth = c // (block * block)
+        expected_six = (
+            [n, block, block, depth, h, w] if case != "CRD" else [n, depth, block, block, h, w]
+        )
+        expected_out = [n, depth, h * block, w * block]
+    if block < 1 or six != expected_six or out != expected_out:
+        return None
+    return case, block
+
+
+def _check_block(
+    call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
+) -> CheckResult:
+    annotated = ctx.annotated_expr
+    x = annotated["x"]
+    result = check_tensors(call, {**_FLOAT, "int32": FEATURE_LEVEL_3}, options, inputs=[x])
+    if result is not None:
+        return result
+    found = _block_case(x, annotated["inner"], annotated["permute"], call)
+    if found is None:
+        return RefusalKind.ATTRIBUTE, "this reshape / permute_dims / reshape is no block move"
+    if found[0] == "CRD":
+        return (
+            RefusalKind.ATTRIBUTE,
+            "depth_to_space in CRD order: NNAPI's DEPTH_TO_SPACE takes the DCR order only",
+        )
+    if options.feature_level < FEATURE_LEVEL_3:
+        return RefusalKind.FEATURE_LEVEL, "the NCHW layout flag needs FL3"
+    if has_leaking_intermediate_variables(ctx):
+        return RefusalKind.ATTRIBUTE, "an intermediate reshape is used outside the block move"
+    return None
+
+
+def convert_block(ctx: ConvertContext, composite: relax.Function) -> int:
+    from ..converters import operator_calls
+
+    inner, permute, outer = operator_calls(composite)
+    case, block = _block_case(inner.args[0], inner, permute, outer)  # type: ignore[misc]
+    out = ctx.output(outer)
+    inputs = [ctx.operand(inner.args[0]), ctx.int32(block), ctx.bool(True)]
+    ctx.emit(case, inputs, [out], "relax.reshape")
+    return out
+
+
 # ---- pad -> PAD / PAD_V2 / MIRROR_PAD ------------------------------------------------------------
 
 
@@ -434,6 +538,19 @@ def convert_resize(ctx: ConvertContext, call: relax.Call) -> int:
     ctx.emit(op, inputs, [out], "relax.image.resize2d")
     return out
 
+
+#: The patterns of several operators (tried before the single reshape and permute_dims).
+BLOCK_MOVES: list[Lowering] = [
+    Lowering(
+        name=f"nnapi.{operation.lower()}",
+        relax_op="relax.reshape",
+        pattern=_block_pattern(operation),
+        check=_check_block,
+        convert=convert_block,
+        emits=(operation,),
+    )
+    for operation in ("DEPTH_TO_SPACE", "SPACE_TO_DEPTH")
+]
 
 LOWERINGS: list[Lowering] = [
     *(
