@@ -62,7 +62,7 @@ class Case:
         return builder.get()
 
 
-def c(array: np.ndarray | float, dtype: str = "float32") -> relax.Expr:
+def c(array: np.ndarray | np.generic | float, dtype: str = "float32") -> relax.Expr:
     return relax.const(np.asarray(array, dtype=dtype))
 
 
@@ -129,8 +129,8 @@ def _run_case(case: Case) -> None:
     assert result.dtype == expected.dtype
     assert result.shape == expected.shape
     exact = result.dtype == np.bool_ or np.issubdtype(result.dtype, np.integer)
-    tolerances = dict(rtol=0.0, atol=0.0) if exact else dict(rtol=case.rtol, atol=case.atol)
-    np.testing.assert_allclose(result, expected, **tolerances)
+    rtol, atol = (0.0, 0.0) if exact else (case.rtol, case.atol)
+    np.testing.assert_allclose(result, expected, rtol=rtol, atol=atol)
 
 
 @pytest.mark.parametrize("case", SYMBOLIC_CASES, ids=[case.name for case in SYMBOLIC_CASES])
@@ -707,7 +707,7 @@ REFUSED_FORMS = {
 @pytest.mark.parametrize("name", REFUSED_FORMS)
 def test_refused_forms_say_what_nnapi_lacks(name: str):
     build, shapes, operator, kind, fragment = REFUSED_FORMS[name]
-    case = Case(name, build, [rand(*shape) for shape in shapes], [])
+    case = Case(name, build, [rand(*shape) for shape in shapes], [])  # type: ignore[attr-defined]
     refusals = tvm_nnapi.partition_with_report(case.module()).refusals
     mine = [r for r in refusals if r.operator == operator]
     assert any(r.kind == kind and fragment in r.reason for r in mine), mine

@@ -82,7 +82,7 @@ FOLDABLE: dict[str, Callable[[relax.Call, list[np.ndarray]], np.ndarray]] = {
     "relax.flatten": lambda call, a: a[0].reshape(_static_shape(call)),
     "relax.expand_dims": lambda call, a: a[0].reshape(_static_shape(call)),
     "relax.squeeze": lambda call, a: a[0].reshape(_static_shape(call)),
-    "relax.broadcast_to": lambda call, a: np.broadcast_to(a[0], _static_shape(call)),
+    "relax.broadcast_to": lambda call, a: np.broadcast_to(a[0], _static_shape(call) or []),
     "relax.permute_dims": lambda call, a: np.transpose(a[0], _axes(call)),
     "relax.astype": lambda call, a: a[0].astype(str(call.attrs.dtype)),
     "relax.add": _binary(np.add),
@@ -182,7 +182,7 @@ def _batch_norm_fold(
     if channels is None:
         return None
     channels = int(channels)
-    gamma, beta, mean, var = (np.asarray(s, np.float64).reshape(-1) for s in stats)  # type: ignore[arg-type]
+    gamma, beta, mean, var = (np.asarray(s, np.float64).reshape(-1) for s in stats)
     if any(s.size != channels for s in (gamma, beta, mean, var)):
         return None
     if not bool(norm.attrs.scale):

@@ -187,7 +187,7 @@ def _check_strided_slice(
         for axis, b, e, v in zip(
             call.args[1].fields, call.args[2].fields, call.args[3].fields, values, strict=True
         ):
-            if int(v) < 0 and (
+            if int(v) < 0 and (  # type: ignore[arg-type]
                 static_dim(call.args[0], normalize_axis(int_attr(axis), rank)) is None
                 or not all(hasattr(x, "value") for x in (b, e))
             ):
@@ -233,7 +233,7 @@ def convert_strided_slice(ctx: ConvertContext, call: relax.Call) -> int:
         end_value = ctx.builder.shape([e], ctx.shape_vars)[0]
         dim = shape[axis]
         stride = int_attr(s)
-        if all(isinstance(v, int) for v in (begin_value, end_value, dim)):
+        if isinstance(begin_value, int) and isinstance(end_value, int) and isinstance(dim, int):
             # Static: the bounds as Relax clamps them (ONNX Slice's INT64_MAX / INT64_MIN ends
             # included), which also keeps them in NNAPI's int32.
             begin_value, end_value = _canonical_bounds(begin_value, end_value, stride, dim)
@@ -325,9 +325,9 @@ def convert_tile(ctx: ConvertContext, call: relax.Call) -> int:
     repeats = int_tuple(call.attrs.repeats)
     # Relax (like NumPy) prepends unit repeats, or unit axes of the input, to match ranks.
     repeats = [1] * (rank - len(repeats)) + repeats
-    shape = ctx.shape(x_expr)
+    shape: list[Dim] = ctx.shape(x_expr)
     if len(shape) < rank:
-        shape = [1] * (rank - len(shape)) + shape
+        shape = [*([1] * (rank - len(shape))), *shape]
         x = ctx.reshape(x, ctx.dtype(x_expr), shape, "relax.tile")
     out = ctx.output(call)
     ctx.emit("TILE", [x, ctx.constant(np.array(repeats, dtype=np.int32))], [out], "relax.tile")
@@ -371,18 +371,19 @@ _CASE_OF = {
 }
 
 
-def _block_case(x: relax.Expr, inner: relax.Expr, permute: relax.Call, outer: relax.Expr):
+def _block_case(
+    x: relax.Expr, inner: relax.Expr, permute: relax.Call, outer: relax.Expr
+) -> tuple[str, int] | None:
     """(NNAPI operation or "CRD", block size) when the chain is a depth/space rearrangement of
     a static NCHW tensor, else None."""
-    shapes = [
+    data, six, out = (
         static_dims(e, range(e.ty.ndim)) if tensor_info(e) else None for e in (x, inner, outer)
-    ]
-    if any(shape is None for shape in shapes) or permute.attrs.axes is None:
+    )
+    if data is None or six is None or out is None or permute.attrs.axes is None:
         return None
-    data, six, out = shapes
     if len(data) != 4 or len(six) != 6 or len(out) != 4:
         return None
-    case = _BLOCK_PERMUTATIONS.get(tuple(int_tuple(permute.attrs.axes)))
+    case = _BLOCK_PERMUTATIONS.get(tuple(int_tuple(permute.attrs.axes)))  # type: ignore[arg-type]
     if case is None:
         return None
     n, c, h, w = data
@@ -429,7 +430,10 @@ def convert_block(ctx: ConvertContext, composite: relax.Function) -> int:
     from ..converters import operator_calls
 
     inner, permute, outer = operator_calls(composite)
-    case, block = _block_case(inner.args[0], inner, permute, outer)  # type: ignore[misc]
+    found = _block_case(inner.args[0], inner, permute, outer)
+    if found is None:
+        raise ctx.fail(outer, "the block move changed since it was matched")
+    case, block = found
     out = ctx.output(outer)
     inputs = [ctx.operand(inner.args[0]), ctx.int32(block), ctx.bool(True)]
     ctx.emit(case, inputs, [out], "relax.reshape")
