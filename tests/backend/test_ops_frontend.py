@@ -426,6 +426,18 @@ OPERATOR_CASES = [
         ["ARGMAX"],
         host_operators=1,
     ),
+    Case(
+        "take_by_argmax",  # greedy decoding: the embedding of the most likely token
+        lambda p: op.take(c(rand(7, 4)), op.argmax(p[0], axis=-1), axis=0),
+        [rand(3, 7)],
+        ["ARGMAX", "GATHER"],
+    ),
+    Case(
+        "take_by_widened_int32_indices",
+        lambda p: op.take(p[0], op.astype(p[1], "int64"), axis=1),
+        [rand(2, 5), np.array([4, 0, 2], "int32")],
+        ["GATHER"],
+    ),
     Case("leaky_relu", lambda p: op.nn.leakyrelu(p[0], 0.2), [rand(2, 3, 4)], ["PRELU"]),
     Case(
         "prelu_channels",

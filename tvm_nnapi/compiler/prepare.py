@@ -24,7 +24,9 @@ Per Relax function, in one walk over its bindings:
   ``clip(x, low, high)``, which fuses as relu6 / relu1 into a convolution;
 * ``argmax`` / ``argmin`` (int64 in Relax) become ``astype(astype(argmax(x), "int32"),
   "int64")``: NNAPI's ARGMAX returns int32 and NNAPI has no int64 tensor, so the narrowed
-  pair is offloaded and the widening stays on the host.
+  pair is offloaded and the widening stays on the host;
+* ``take(x, astype(i, "int64"))`` of int32 indices ``i`` (a widened argmax: greedy decoding's
+  embedding lookup) takes ``i`` itself, which NNAPI's GATHER reads.
 
 The activation of a convolution or a matmul (relu, relu6, relu1 after its bias) is then fused
 by the patterns themselves (``nnapi.conv2d_bias_act``, ``nnapi.matmul_bias_t_act``): NNAPI's
@@ -346,6 +348,18 @@ def _scalar_constant(expr: relax.Expr) -> float | None:
     return float(value.reshape(-1)[0])
 
 
+def _int32_indices(values: dict[relax.Var, relax.Expr], take: relax.Call) -> relax.Expr | None:
+    """The int32 tensor that ``take``'s int64 indices widen (``astype(i, "int64")``, e.g. the
+    widened argmax of the preparation), which NNAPI's GATHER takes as it is."""
+    cast = _bound_call(values, take.args[1], "relax.astype")
+    if cast is None or take.attrs.axis is None:
+        return None
+    source = cast.args[0]
+    if not isinstance(source.ty, relax.TensorType) or str(source.ty.dtype) != "int32":
+        return None
+    return source if str(cast.ty.dtype) == "int64" else None
+
+
 def _min_max_clip(values: dict[relax.Var, relax.Expr], uses: Counter, call: relax.Call):
     """``minimum(maximum(x, low), high)`` with scalar constant bounds (ONNX Clip) as
     ``clip(x, low, high)``, when the maximum is used only here."""
@@ -427,6 +441,12 @@ def prepare_function(func: relax.Function, mod: IRModule | None = None) -> relax
             if merged is not None and value.args[0] not in rewritten:
                 rewritten[var] = merged
                 removed.add(value.args[0])
+        elif isinstance(value, relax.Call) and str(getattr(value.op, "name", "")) == "relax.take":
+            narrow = _int32_indices(values, value)
+            if narrow is not None:
+                rewritten[var] = relax.op.take(value.args[0], narrow, axis=value.attrs.axis)
+                if uses[value.args[1]] == 1:
+                    removed.add(value.args[1])
         elif isinstance(value, relax.Call) and str(getattr(value.op, "name", "")) == (
             "relax.minimum"
         ):
@@ -434,6 +454,14 @@ def prepare_function(func: relax.Function, mod: IRModule | None = None) -> relax
             if merged is not None and value.args[0] not in rewritten:
                 rewritten[var] = merged
                 removed.add(value.args[0])
+    # Searches already narrowed (by an earlier walk): their result is cast to int32.
+    narrowed = {
+        value.args[0]
+        for value in values.values()
+        if isinstance(value, relax.Call)
+        and str(getattr(value.op, "name", "")) == "relax.astype"
+        and str(value.attrs.dtype) == "int32"
+    }
     known: dict[relax.Var, relax.Expr] = {}  # bindings folded to constants
     changed = bool(rewritten)
     blocks = []
@@ -473,7 +501,7 @@ def prepare_function(func: relax.Function, mod: IRModule | None = None) -> relax
                     kept.append(relax.VarBinding(step_var, step_value))
                     as_2d = [_replace_placeholder(e, step, step_var) for e in as_2d]
                 changed = True
-            elif _narrowable_search(value):
+            elif _narrowable_search(value) and var not in narrowed:
                 wide = type(var)(f"{var.name}_int64", value.ty)
                 kept.append(relax.VarBinding(wide, value))
                 narrow_value = relax.BlockBuilder().normalize(relax.op.astype(wide, "int32"))
