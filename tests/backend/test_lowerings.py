@@ -32,7 +32,7 @@ from tvm_nnapi.compiler.lowerings import quantized as quantized_family
 from tvm_nnapi.compiler.patterns import PartitionOptions, RefusalKind, single_op_name
 from tvm_nnapi.tools.sources import CNN_MODELS, load_model_source
 
-from . import test_ops, test_ops_extra
+from . import test_ops, test_ops_extra, test_ops_frontend
 
 PACKAGE = Path(tvm_nnapi.__file__).parent
 RNG = np.random.default_rng(15)
@@ -123,31 +123,36 @@ def _conv_functions() -> list[Function]:
     return functions
 
 
-def _matmul(w_shape: Shape, weight_input: bool, transposed: bool, bias: bool) -> Build:
+def _matmul(
+    w_shape: Shape, weight_input: bool, transposed: bool, bias: bool, relu: bool = False
+) -> Build:
     def build(p: list[relax.Var]) -> relax.Expr:
         w = p[1] if weight_input else const(*w_shape)
         y = op.matmul(p[0], op.permute_dims(w) if transposed else w)
-        return op.add(y, const(w_shape[0] if transposed else w_shape[1])) if bias else y
+        y = op.add(y, const(w_shape[0] if transposed else w_shape[1])) if bias else y
+        return op.nn.relu(y) if relu else y
 
     return build
 
 
 def _matmul_functions() -> list[Function]:
-    """matmul with a constant or input weight, transposed or not, with and without the bias, on
-    2-D and 3-D inputs (FULLY_CONNECTED, with TRANSPOSE and RESHAPE where needed), and batched
-    (BATCH_MATMUL)."""
+    """matmul with a constant or input weight, transposed or not, with and without the bias and
+    a fused relu, on 2-D and 3-D inputs (FULLY_CONNECTED, with TRANSPOSE and RESHAPE where
+    needed), and batched (BATCH_MATMUL)."""
     functions = []
     for rank in (2, 3):
         x_shape = (2, 5, 6)[-rank:]
         for weight_input in (False, True):
             for transposed in (False, True):
                 for bias in (False, True):
-                    w_shape = (4, 6) if transposed else (6, 4)
-                    inputs = [x_shape, w_shape] if weight_input else [x_shape]
-                    name = f"matmul{rank}d_" + ("input" if weight_input else "const")
-                    name += ("_t" if transposed else "") + ("_bias" if bias else "")
-                    build = _matmul(w_shape, weight_input, transposed, bias)
-                    functions.append(Function(name, inputs, build))
+                    for relu in (False, True):
+                        w_shape = (4, 6) if transposed else (6, 4)
+                        inputs = [x_shape, w_shape] if weight_input else [x_shape]
+                        name = f"matmul{rank}d_" + ("input" if weight_input else "const")
+                        name += ("_t" if transposed else "") + ("_bias" if bias else "")
+                        name += "_relu" if relu else ""
+                        build = _matmul(w_shape, weight_input, transposed, bias, relu)
+                        functions.append(Function(name, inputs, build))
     functions.append(
         Function("batch_matmul", [(2, 3, 4), (2, 4, 5)], lambda p: op.matmul(p[0], p[1]))
     )
@@ -266,7 +271,7 @@ def _lowered(name: str, result: tvm_nnapi.PartitionResult) -> list[Lowered]:
 
 
 def _representative_modules():
-    for module in (test_ops, test_ops_extra):
+    for module in (test_ops, test_ops_extra, test_ops_frontend):
         for case in module.CASES:
             yield (
                 f"{module.__name__.rsplit('.', 1)[-1]}:{case.name}",
@@ -275,7 +280,10 @@ def _representative_modules():
                 None,
             )
     for function in FUNCTIONS:
-        yield function.name, function.module(), None, None
+        # The two-clip hard activations as they are: the graph preparation merges the clips.
+        unprepared = "_clip2" in function.name
+        options = PartitionOptions(prepare=False) if unprepared else None
+        yield function.name, function.module(), options, None
     for model in CNN_MODELS:
         yield model, load_model_source(model).module, None, None
     for model in ("llm:tiny-llama", "llm:tiny-qwen"):

@@ -23,6 +23,14 @@ _MOVEMENT = {
     "relax.squeeze",
     "relax.flatten",
     "relax.nn.pad",
+    "relax.tile",
+    "relax.broadcast_to",
+}
+_CONVOLUTIONS = {
+    "relax.nn.conv1d",
+    "relax.nn.conv2d",
+    "relax.nn.conv1d_transpose",
+    "relax.nn.conv2d_transpose",
 }
 
 
@@ -69,14 +77,15 @@ def call_flops(call: relax.Call, symbol_values: dict[str, int] | None = None) ->
     if name in _MOVEMENT:
         return 0
     out = _shape(call)
-    if name in ("relax.nn.conv2d", "relax.nn.conv2d_transpose"):
+    if name in _CONVOLUTIONS:
         weight = _shape(call.args[1])
         data = _shape(call.args[0])
         if out is None or weight is None or data is None:
             return 0
         layout = str(call.attrs.kernel_layout)
-        kernel = weight[layout.index("H")] * weight[layout.index("W")]
-        if name == "relax.nn.conv2d":
+        # The kernel's spatial extent: every axis but O and I (H and W, or W of a 1-D one).
+        kernel = math.prod(d for axis, d in zip(layout, weight, strict=True) if axis not in "OI")
+        if name in ("relax.nn.conv1d", "relax.nn.conv2d"):
             per_output = weight[layout.index("I")] * kernel
             return 2 * math.prod(out) * per_output
         c_out = weight[layout.index("O")]

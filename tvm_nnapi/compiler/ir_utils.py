@@ -60,6 +60,27 @@ def operator_calls(func: relax.Function) -> list[relax.Call]:
 
 
 @mutator
+class _VarSubstituter(PyExprMutator):
+    def __init__(self, mapping: dict[relax.Var, relax.Expr]) -> None:
+        super().__init__()
+        self.mapping = mapping
+
+    def visit_var_(self, var: relax.Var) -> relax.Expr:
+        return self.mapping.get(var, var)
+
+    def visit_dataflow_var_(self, var: relax.DataflowVar) -> relax.Expr:
+        return self.mapping.get(var, var)
+
+
+def substitute_vars(expr: relax.Expr, mapping: dict[relax.Var, relax.Expr]) -> relax.Expr:
+    """``expr`` with the variables of ``mapping`` replaced (e.g. by the constants they were
+    folded to)."""
+    if not mapping:
+        return expr
+    return _VarSubstituter(mapping).visit_expr(expr)
+
+
+@mutator
 class _GlobalVarRenamer(PyExprMutator):
     def __init__(self, mapping: dict[tvm.ir.GlobalVar, tvm.ir.GlobalVar]) -> None:
         super().__init__()

@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Partitioning: mark the Relax operators NNAPI can run and group them into NNAPI subgraphs.
 
-``partition(mod)`` runs ``FuseOpsByPattern`` with our own pattern table, then merges adjacent
-composite calls into subgraph functions annotated ``Codegen="nnapi"`` (``MergeCompositeFunctions``,
-applied per entry function so that any function name works, not only ``main``), ready for
-``relax.transform.RunCodegen``.
+``partition(mod)`` prepares a copy of the graph (:mod:`.prepare`: constant folding, batch norms
+folded into convolutions), runs ``FuseOpsByPattern`` with our own pattern table, then merges
+adjacent composite calls into subgraph functions annotated ``Codegen="nnapi"``
+(``MergeCompositeFunctions``, applied per entry function so that any function name works, not
+only ``main``), ready for ``relax.transform.RunCodegen``.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from tvm import IRModule, relax
 from tvm.relax.expr_functor import PyExprMutator, mutator
 
 from .ir_utils import bindings, rename_functions
-from .lowerings import offloadable_relax_ops, pattern_table, prepare
+from .lowerings import offloadable_relax_ops, pattern_table
+from .lowerings import prepare as prepare_lowerings
 from .patterns import PartitionOptions, Refusal, RefusalKind, collect_refusals
+from .prepare import prepare
 
 CODEGEN_NAME = "nnapi"
 #: Attribute of an NNAPI subgraph function partitioned with ``relax_fp32_to_fp16``: the codegen
@@ -32,6 +35,8 @@ class PartitionResult:
 
     module: IRModule
     refusals: list[Refusal] = field(default_factory=list)
+    # The module as given, before the graph preparation (the host reference).
+    original: IRModule | None = None
 
     @property
     def subgraphs(self) -> list[str]:
@@ -46,7 +51,7 @@ def _is_entry(func: object) -> bool:
     return "Composite" not in attrs and "Codegen" not in attrs and "Primitive" not in attrs
 
 
-def _merge_composites(mod: IRModule) -> IRModule:
+def _merge_composites(mod: IRModule, refusals: list[Refusal]) -> IRModule:
     """MergeCompositeFunctions for every entry function.
 
     TVM's pass groups only ``main``; we present each entry function to it as ``main``, together
@@ -65,7 +70,7 @@ def _merge_composites(mod: IRModule) -> IRModule:
         if not any("Composite" in (f.attrs or {}) for f in composites.values()):
             continue
         builder = relax.BlockBuilder(IRModule(composites))
-        func, opaque = _hide_opaque_calls(func, builder)
+        func, opaque, casts = _hide_opaque_calls(func, builder, composites, refusals)
         scratch = builder.get()
         scratch[tvm.ir.GlobalVar("main")] = func
         scratch = relax.transform.MergeCompositeFunctions()(scratch)
@@ -80,7 +85,8 @@ def _merge_composites(mod: IRModule) -> IRModule:
             # equal ones between functions (e.g. an LLM's prefill and decode).
             if g.name_hint != gvar.name_hint:
                 merged[g] = f
-        merged[gvar] = _OpaqueCallRestorer(opaque).visit_expr(scratch["main"])
+        restored = _OpaqueCallRestorer(opaque).visit_expr(scratch["main"])
+        merged[gvar] = _restore_match_casts(restored, casts)
         mod = IRModule(merged, attrs=mod.attrs, global_infos=mod.global_infos)
     return _remove_unused_composites(mod)
 
@@ -130,27 +136,99 @@ def _substitute_leaves(expr: relax.Expr, mapping: dict[relax.Var, relax.Expr]) -
 _OpaqueCall = tuple[relax.Call, list[relax.Var]]
 
 
+def _cast_dims_used(call: relax.Call, cast_dims: set) -> set:
+    """The dimensions of ``cast_dims`` that the call's shape arguments use."""
+    used: set = set()
+    if not cast_dims:
+        return used
+    for arg in call.args:
+        if isinstance(arg, relax.ShapeExpr):
+            for value in arg.values:
+                used.update(v for v in tvm.tirx.analysis.undefined_vars(value) if v in cast_dims)
+    return used
+
+
+def _inline_single_operator(composite: relax.Function, call: relax.Call) -> relax.Call | None:
+    """The operator call of a single-operator composite with the call's arguments, or None."""
+    calls = [
+        b.value
+        for b in bindings(composite)
+        if isinstance(b.value, relax.Call) and isinstance(b.value.op, tvm.ir.Op)
+    ]
+    if len(calls) != 1:
+        return None
+    mapping = dict(zip(composite.params, call.args, strict=True))
+    inner = calls[0]
+    if any(isinstance(a, relax.Var) and a not in mapping for a in inner.args):
+        return None
+    args = [mapping.get(a, a) if isinstance(a, relax.Var) else a for a in inner.args]
+    return relax.Call(inner.op, args, inner.attrs, inner.ty_args)
+
+
 def _hide_opaque_calls(
-    func: relax.Function, builder: relax.BlockBuilder
-) -> tuple[relax.Function, dict[str, _OpaqueCall]]:
+    func: relax.Function,
+    builder: relax.BlockBuilder,
+    composites: dict[tvm.ir.GlobalVar, relax.Function],
+    refusals: list[Refusal],
+) -> tuple[relax.Function, dict[str, _OpaqueCall], dict[relax.Var, tvm.ir.Type]]:
     """Replace calls of packed functions (``call_dps_packed``/``call_pure_packed`` of an
-    ExternFunc, e.g. the KV-cache builtins of an LLM) by calls of placeholder functions.
+    ExternFunc, e.g. the KV-cache builtins of an LLM) by calls of placeholder functions, and
+    ``match_cast`` bindings (which the ONNX frontend writes for Compress, NonZero and run-time
+    Squeeze/Unsqueeze axes).
 
     TVM 0.27's MergeCompositeFunctions cannot visit an ExternFunc ("Do not have a default for
     relax.expr.ExternFunc"); the placeholders take the call's variable arguments so that the
     grouping still sees the dataflow through them. :class:`_OpaqueCallRestorer` puts the
     original calls back.
+
+    Nor can it visit a MatchCast binding ("Invalid type: relax.expr.MatchCast"): each becomes a
+    plain binding of its value to the same variable (typed as the cast, so the symbolic
+    variables it defines keep their meaning), returned with the result while grouping, and
+    :func:`_restore_match_casts` turns it back into the cast (a placeholder call fails in the
+    pass as soon as a shape argument uses the variables the cast defines).
+
+    An offloaded operator whose shape argument uses the symbolic variables a cast defines (a
+    reshape after Squeeze with run-time axes) is put back as a host operator, with a refusal:
+    the grouping cannot see that it depends on the cast, and the NNAPI runtime binds a
+    subgraph's dimensions from its inputs only.
     """
     opaque: dict[str, _OpaqueCall] = {}
+    casts: dict[relax.Var, tvm.ir.Type] = {}
+    cast_dims: set[tvm.tirx.Var] = set()
     body = func.body
     if not isinstance(body, relax.SeqExpr):
-        return func, opaque
+        return func, opaque, casts
     blocks = []
     for block in body.blocks:
         block_bindings = []
         for binding in block.bindings:
             value = binding.value
-            if (
+            if isinstance(binding, relax.MatchCast):
+                casts[binding.var] = binding.ty
+                cast_dims.update(relax.analysis.definable_tir_vars_in_type(binding.ty))
+                binding = relax.VarBinding(binding.var, value)
+            elif (
+                isinstance(binding, relax.VarBinding)
+                and isinstance(value, relax.Call)
+                and isinstance(value.op, tvm.ir.GlobalVar)
+                and value.op in composites
+                and (dims := _cast_dims_used(value, cast_dims))
+            ):
+                # A shape argument made of dimensions a match_cast defines: a host operator.
+                inlined = _inline_single_operator(composites[value.op], value)
+                if inlined is not None:
+                    names = ", ".join(sorted(str(d) for d in dims))
+                    refusals.append(
+                        Refusal(
+                            str(inlined.op.name),
+                            binding.var.name,
+                            RefusalKind.DYNAMIC_SHAPE,
+                            f"its shape argument uses {names}, which a match_cast computes at "
+                            "run time (an NNAPI subgraph's dimensions come from its inputs)",
+                        )
+                    )
+                    binding = relax.VarBinding(binding.var, inlined)
+            elif (
                 isinstance(binding, relax.VarBinding)
                 and isinstance(value, relax.Call)
                 and (
@@ -171,10 +249,40 @@ def _hide_opaque_calls(
             blocks.append(relax.DataflowBlock(block_bindings))
         else:
             blocks.append(relax.BindingBlock(block_bindings))
-    if not opaque:
-        return func, opaque
-    new_body = relax.SeqExpr(blocks, body.body)
-    return relax.Function(func.params, new_body, func.ret_ty, func.is_pure, func.attrs), opaque
+    if not opaque and not casts:
+        return func, opaque, casts
+    result, ret_ty = body.body, func.ret_ty
+    if casts:
+        # Returned while grouping, so that a cast used only through its symbolic variables (the
+        # shape of a reshape on the host) is not dropped as unused.
+        result = relax.Tuple([body.body, *casts])
+        ret_ty = relax.TupleType([func.ret_ty, *(var.ty for var in casts)])
+    new_body = relax.SeqExpr(blocks, result)
+    func = relax.Function(func.params, new_body, ret_ty, func.is_pure, func.attrs)
+    return func, opaque, casts
+
+
+def _restore_match_casts(
+    func: relax.Function, casts: dict[relax.Var, tvm.ir.Type]
+) -> relax.Function:
+    """Put back the ``match_cast`` bindings that :func:`_hide_opaque_calls` made plain bindings
+    (their variables, which MergeCompositeFunctions keeps, say which) and the result."""
+    body = func.body
+    if not casts or not isinstance(body, relax.SeqExpr):
+        return func
+    if not isinstance(body.body, relax.Tuple):
+        raise ValueError("the result of a function with match_cast bindings was not kept")
+    blocks = []
+    for block in body.blocks:
+        block_bindings = []
+        for binding in block.bindings:
+            if isinstance(binding, relax.VarBinding) and binding.var in casts:
+                binding = relax.MatchCast(binding.var, binding.value, casts[binding.var])
+            block_bindings.append(binding)
+        block_type = relax.DataflowBlock if isinstance(block, relax.DataflowBlock) else None
+        blocks.append((block_type or relax.BindingBlock)(block_bindings))
+    new_body = relax.SeqExpr(blocks, body.body.fields[0])
+    return relax.Function(func.params, new_body, func.ret_ty.fields[0], func.is_pure, func.attrs)
 
 
 @mutator
@@ -265,10 +373,15 @@ def partition_with_report(
     """Partition ``mod`` for NNAPI and report every operator left on the host.
 
     ``entry_functions`` limits partitioning (and the report) to those functions, e.g.
-    ``["prefill"]`` for an LLM whose decode stays on the host.
+    ``["prefill"]`` for an LLM whose decode stays on the host. The graph preparation
+    (``options.prepare``) works on a copy: ``mod`` is not changed, and the result keeps it as
+    ``original`` (the host reference).
     """
     options = options or PartitionOptions()
-    mod = prepare(relax.transform.ConvertToDataflow(min_size=1)(mod))
+    original = mod
+    if options.prepare:
+        mod = prepare(mod, entry_functions)
+    mod = prepare_lowerings(relax.transform.ConvertToDataflow(min_size=1)(mod))
     with collect_refusals() as collector:
         mod = relax.transform.FuseOpsByPattern(
             pattern_table(options),
@@ -276,12 +389,14 @@ def partition_with_report(
             annotate_codegen=False,
             entry_functions=list(entry_functions) if entry_functions else None,
         )(mod)
-    mod = _merge_composites(mod)
+    merge_refusals: list[Refusal] = []
+    mod = _merge_composites(mod, merge_refusals)
     if options.relax_fp32_to_fp16:
         mod = _mark_relaxed(mod)
-    refusals = list(collector.refusals.values())
-    refusals += _unsupported_operators(mod, set(collector.refusals), entry_functions)
-    return PartitionResult(mod, refusals)
+    known = {**collector.refusals, **{(r.binding, r.operator): r for r in merge_refusals}}
+    refusals = list(known.values())
+    refusals += _unsupported_operators(mod, set(known), entry_functions)
+    return PartitionResult(mod, refusals, original)
 
 
 def partition(

@@ -77,6 +77,8 @@ class PartitionOptions:
     # Let NNAPI compute float32 subgraphs in float16 range and precision
     # (ANeuralNetworksModel_relaxComputationFloat32toFloat16; docs/runtime.md).
     relax_fp32_to_fp16: bool = False
+    # Fold constants, batch norms into convolutions and nested clips first (compiler/prepare.py).
+    prepare: bool = True
 
 
 @dataclass
@@ -325,6 +327,33 @@ def static_shape(expr: relax.Expr) -> list[int] | None:
             return None
         dims.append(int(value.value))
     return dims
+
+
+def static_dims(expr: relax.Expr, axes: Iterable[int]) -> list[int] | None:
+    """The sizes of the given axes (negative ones count from the end) as ints, or None when one
+    of them is symbolic or the shape is unknown; the other dimensions may be symbolic.
+
+    A check asks for exactly the dimensions it needs: a conv2d needs its input channels, not a
+    static batch."""
+    tensor_type = tensor_info(expr)
+    if tensor_type is None or tensor_type.shape is None:
+        return None
+    values = list(tensor_type.shape.values)
+    dims = []
+    for axis in axes:
+        if not -len(values) <= axis < len(values):
+            return None
+        value = values[axis]
+        if not hasattr(value, "value"):
+            return None
+        dims.append(int(value.value))
+    return dims
+
+
+def static_dim(expr: relax.Expr, axis: int) -> int | None:
+    """The size of one axis as an int, or None when it is symbolic (see :func:`static_dims`)."""
+    dims = static_dims(expr, [axis])
+    return None if dims is None else dims[0]
 
 
 def is_constant(expr: relax.Expr) -> bool:

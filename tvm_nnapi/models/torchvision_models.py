@@ -25,6 +25,8 @@ import numpy as np
 import tvm
 from tvm import relax
 
+from ..compiler.prepare import prepare
+
 TORCHVISION_NETWORKS = ("mobilenet_v2", "mobilenet_v3_large", "efficientnet_b0")
 
 _MISSING = (
@@ -77,59 +79,14 @@ def _calibrate_batch_norm(torch: Any, model: Any, shape: tuple[int, ...], batche
 
 def fold_batch_norm_into_conv(mod: tvm.IRModule) -> tvm.IRModule:
     """Fold every ``conv2d(x, W) -> batch_norm(constants)[0]`` into ``conv2d(x, W') + b`` and
-    every ``reshape`` of a constant into a constant, in every Relax function.
+    the constant subexpressions (a ``reshape`` of a constant), in every Relax function.
 
-    The same result as ``relax.transform.FoldBatchnormToConv2D`` followed by ``FoldConstant``,
-    computed with NumPy (in float64, then cast back) instead of compiling a kernel per folded
-    expression, which takes about 20 s for one of these networks. Only NCHW convolutions with an
-    OIHW kernel and a channel-axis (1) batch norm are folded; others are left as they are.
+    The graph preparation that partitioning runs anyway (:func:`tvm_nnapi.compiler.prepare.
+    prepare`): the same result as ``relax.transform.FoldBatchnormToConv2D`` followed by
+    ``FoldConstant``, computed with NumPy instead of compiling a kernel per folded expression,
+    which takes about 20 s for one of these networks.
     """
-    from tvm.relax.dpl import is_const, is_op, is_tuple_get_item, rewrite_call, wildcard
-
-    data, weight = wildcard(), is_const()
-    conv = is_op("relax.nn.conv2d")(data, weight)
-    stats = [is_const() for _ in range(4)]
-    norm = is_op("relax.nn.batch_norm")(conv, *stats)
-    conv_norm = is_tuple_get_item(norm, 0)
-
-    def fold_norm(expr: relax.Expr, matches: dict) -> relax.Expr:
-        conv_call, norm_call = matches[conv], matches[norm]
-        conv_attrs, norm_attrs = conv_call.attrs, norm_call.attrs
-        layout = str(conv_attrs.out_layout or conv_attrs.data_layout)
-        if (
-            str(conv_attrs.kernel_layout) != "OIHW"
-            or layout != "NCHW"
-            or int(norm_attrs.axis) != 1
-            or bool(norm_attrs.training)
-        ):
-            return expr
-        gamma, beta, mean, var = (matches[s].value.numpy().astype(np.float64) for s in stats)
-        if not bool(norm_attrs.scale):
-            gamma = np.ones_like(gamma)
-        if not bool(norm_attrs.center):
-            beta = np.zeros_like(beta)
-        scale = gamma / np.sqrt(var + float(norm_attrs.epsilon))
-        kernel = matches[weight].value.numpy()
-        folded = (kernel.astype(np.float64) * scale.reshape(-1, 1, 1, 1)).astype(kernel.dtype)
-        bias = (beta - mean * scale).astype(kernel.dtype).reshape(1, -1, 1, 1)
-        new_conv = relax.Call(conv_call.op, [matches[data], relax.const(folded)], conv_attrs)
-        return relax.op.add(new_conv, relax.const(bias))
-
-    constant = is_const()
-    reshape = is_op("relax.reshape")(constant, wildcard())
-
-    def fold_reshape(expr: relax.Expr, matches: dict) -> relax.Expr:
-        shape = [int(d) for d in expr.ty.shape.values] if expr.ty.shape is not None else None
-        if shape is None:
-            return expr
-        return relax.const(matches[constant].value.numpy().reshape(shape))
-
-    functions = {}
-    for gvar, func in mod.functions.items():
-        if isinstance(func, relax.Function):
-            func = rewrite_call(reshape, fold_reshape, rewrite_call(conv_norm, fold_norm, func))
-        functions[gvar] = func
-    return tvm.IRModule(functions, attrs=mod.attrs, global_infos=mod.global_infos)
+    return prepare(mod)
 
 
 def torchvision_model(

@@ -30,6 +30,7 @@ from . import (
     pooling,
     quantized,
     reduce,
+    search,
     shape,
 )
 
@@ -41,7 +42,9 @@ LOWERINGS: tuple[Lowering, ...] = (
     # Patterns of several operators.
     *hard_activations.LOWERINGS,  # add, clip, divide / multiply (and multiply)
     *conv.FUSED,  # conv2d / conv2d_transpose with a bias add and an activation
-    *matmul.FUSED,  # matmul with a permute_dims of the weight and a bias add
+    *matmul.FUSED,  # matmul with a permute_dims of the weight, a bias add, an activation
+    *search.LOWERINGS,  # argmax / argmin with the cast of their indices to int32
+    *shape.BLOCK_MOVES,  # depth_to_space / space_to_depth as reshape, permute_dims, reshape
     # Single operators.
     norm.BATCH_NORM,
     *elementwise.LOWERINGS,
@@ -55,7 +58,7 @@ LOWERINGS: tuple[Lowering, ...] = (
 )
 
 #: Operators with no lowering whose refusal explains more than "no NNAPI pattern".
-REFUSED: tuple[Refused, ...] = (*elementwise.REFUSED,)
+REFUSED: tuple[Refused, ...] = (*elementwise.REFUSED, *search.REFUSED)
 
 
 def prepare(mod: IRModule) -> IRModule:

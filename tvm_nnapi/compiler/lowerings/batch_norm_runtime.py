@@ -24,6 +24,7 @@ from ..patterns import (
     Lowering,
     PartitionOptions,
     RefusalKind,
+    static_dim,
     static_shape,
     tensor_info,
 )
@@ -52,10 +53,9 @@ def _check(call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
     x = call.args[0].ty
     if not 1 <= x.ndim <= 4:
         return RefusalKind.RANK, f"rank {x.ndim} is outside 1-4"
-    shape = static_shape(call.args[0])
-    if shape is None:
-        return RefusalKind.DYNAMIC_SHAPE, "batch_norm needs a static input shape"
-    channels = shape[normalize_axis(int(call.attrs.axis), x.ndim)]
+    channels = static_dim(call.args[0], normalize_axis(int(call.attrs.axis), x.ndim))
+    if channels is None:
+        return RefusalKind.DYNAMIC_SHAPE, "batch_norm needs static channels"
     for arg in call.args[1:]:
         if static_shape(arg) != [channels]:
             return RefusalKind.ATTRIBUTE, f"statistics must be vectors of the {channels} channels"

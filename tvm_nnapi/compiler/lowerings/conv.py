@@ -31,9 +31,10 @@ from ..patterns import (
     PartitionOptions,
     RefusalKind,
     check_tensors,
+    static_dim,
     static_shape,
 )
-from .elementwise import activation_code
+from .elementwise import activation_call, activation_code, activation_pattern
 
 _DTYPES = {"float32": FEATURE_LEVEL_1, "float16": FEATURE_LEVEL_3}
 
@@ -49,7 +50,7 @@ def _conv_pattern(op: str, with_bias: bool, with_activation: bool):
             out = is_op("relax.add")(out, bias)
             annotations["bias"] = bias
         if with_activation:
-            out = is_op("relax.nn.relu")(out) | is_op("relax.clip")(out, wildcard(), wildcard())
+            out = activation_pattern(out)
             annotations["activation"] = out
         return out, annotations
 
@@ -61,15 +62,17 @@ def _channel_axis(layout: str) -> int:
 
 
 def _check_bias(conv: relax.Call, bias: relax.Expr) -> CheckResult:
-    out = static_shape(conv)
-    shape = static_shape(bias)
-    if out is None or shape is None:
-        return RefusalKind.DYNAMIC_SHAPE, "bias fusion needs static shapes"
+    # Only the output channels must be static (a symbolic batch is fine); the bias is a constant.
     axis = _channel_axis(str(conv.attrs.out_layout or conv.attrs.data_layout))
-    aligned = [1] * (len(out) - len(shape)) + list(shape)
-    if len(aligned) != len(out) or any(d != 1 for i, d in enumerate(aligned) if i != axis):
+    channels = static_dim(conv, axis)
+    shape = static_shape(bias)
+    if channels is None or shape is None:
+        return RefusalKind.DYNAMIC_SHAPE, "bias fusion needs static output channels"
+    rank = conv.ty.ndim
+    aligned = [1] * (rank - len(shape)) + list(shape)
+    if len(aligned) != rank or any(d != 1 for i, d in enumerate(aligned) if i != axis):
         return RefusalKind.ATTRIBUTE, f"bias of shape {shape} is not per output channel"
-    if aligned[axis] != out[axis]:
+    if aligned[axis] != channels:
         return RefusalKind.ATTRIBUTE, "bias length differs from the output channels"
     return None
 
@@ -96,19 +99,23 @@ def _check_conv(
         return RefusalKind.DTYPE, f"out_dtype {attrs.out_dtype} differs from the input dtype"
     needs_fl3 = data_layout == "NCHW" or int_tuple(attrs.dilation) != [1, 1]
     groups = int(attrs.groups)
-    data_shape = static_shape(call.args[0])
     weight_shape = static_shape(call.args[1])
     if weight_shape is None:
         return RefusalKind.DYNAMIC_SHAPE, "the filter shape must be static"
-    if data_shape is None or data_shape[_channel_axis(data_layout)] is None:
+    # The batch and spatial sizes may be symbolic; the channels pick the NNAPI operation.
+    if static_dim(call.args[0], _channel_axis(data_layout)) is None:
         return RefusalKind.DYNAMIC_SHAPE, "the input channels must be static"
     if str(call.op.name) == "relax.nn.conv2d_transpose":
         if groups != 1:
             return RefusalKind.ATTRIBUTE, "grouped conv2d_transpose has no NNAPI operation"
         if int_tuple(attrs.dilation) != [1, 1]:
             return RefusalKind.ATTRIBUTE, "TRANSPOSE_CONV_2D has no dilation"
-        if int_tuple(attrs.output_padding) != [0, 0]:
-            return RefusalKind.ATTRIBUTE, "TRANSPOSE_CONV_2D has no output_padding"
+        pad_bottom, pad_right = int_tuple(attrs.padding)[2:]
+        out_h, out_w = int_tuple(attrs.output_padding)
+        if out_h > pad_bottom or out_w > pad_right:
+            # output_padding keeps rows the bottom/right padding would crop: NNAPI's explicit
+            # padding cannot be negative.
+            return RefusalKind.ATTRIBUTE, "output_padding exceeds the bottom/right padding"
         needs_fl3 = True
     elif groups != 1:
         depthwise = _conv_case(call)[0] == "DEPTHWISE_CONV_2D"
@@ -179,7 +186,7 @@ def convert_conv(ctx: ConvertContext, composite: relax.Function) -> int:
     transpose = "relax.nn.conv2d_transpose" in calls
     conv = calls["relax.nn.conv2d_transpose" if transpose else "relax.nn.conv2d"]
     add = calls.get("relax.add")
-    activation = calls.get("relax.nn.relu", calls.get("relax.clip"))
+    activation = activation_call(calls)
     result = next(call for call in (activation, add, conv) if call is not None)
     attrs = conv.attrs
     source = str(conv.op.name)
@@ -189,6 +196,10 @@ def convert_conv(ctx: ConvertContext, composite: relax.Function) -> int:
     stride_h, stride_w = int_tuple(attrs.strides)
     dilation_h, dilation_w = int_tuple(attrs.dilation)
     pad_top, pad_left, pad_bottom, pad_right = int_tuple(attrs.padding)
+    if transpose:
+        # output_padding: rows and columns the padding would crop, kept at the bottom and right.
+        extra_h, extra_w = int_tuple(attrs.output_padding)
+        pad_bottom, pad_right = pad_bottom - extra_h, pad_right - extra_w
     groups = int(attrs.groups)
     weight_shape = [int(d) for d in ctx.shape(conv.args[1])]
     out_channels = weight_shape[kernel_layout.index("O")]

@@ -10,7 +10,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import tvm
 from tvm import relax
+from tvm.relax.dpl import DFPattern, is_op, wildcard
 from tvm.relax.transform import PatternCheckContext
 
 from ..converters import FUSED_NONE, FUSED_RELU, FUSED_RELU1, FUSED_RELU6, ConvertContext
@@ -27,6 +29,7 @@ from ..patterns import (
     check_tensors,
     dtype_of,
     single_op,
+    tensor_info,
 )
 
 FLOAT = {"float32": FEATURE_LEVEL_1, "float16": FEATURE_LEVEL_3}
@@ -224,6 +227,21 @@ def convert_clip(ctx: ConvertContext, call: relax.Call) -> int:
     return out
 
 
+#: The activations a convolution or matmul pattern may end with (activation_code says which of
+#: their forms fuse).
+ACTIVATIONS = ("relax.nn.relu", "relax.clip")
+
+
+def activation_pattern(out: DFPattern) -> DFPattern:
+    """``out`` followed by one of :data:`ACTIVATIONS`."""
+    return is_op("relax.nn.relu")(out) | is_op("relax.clip")(out, wildcard(), wildcard())
+
+
+def activation_call(calls: dict[str, relax.Call]) -> relax.Call | None:
+    """The activation call of a composite (by operator name, see composite_calls)."""
+    return next((calls[name] for name in ACTIVATIONS if name in calls), None)
+
+
 def activation_code(call: relax.Call | None) -> int | None:
     """The NNAPI FuseCode for an activation call that can be fused into the producer, or None."""
     if call is None:
@@ -235,7 +253,62 @@ def activation_code(call: relax.Call | None) -> int | None:
         bounds = _clip_bounds(call)
         if bounds in _FUSED_CLIPS:
             return _FUSED_CLIPS[bounds][1]
+        if bounds is not None and bounds[0] == 0.0 and math.isinf(bounds[1]):
+            return FUSED_RELU  # clip(x, 0, inf), torch.export's relu
     return None
+
+
+# ---- leaky_relu and prelu -> PRELU ---------------------------------------------------------------
+
+
+def _check_prelu(
+    call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
+) -> CheckResult:
+    result = check_tensors(call, FLOAT_FL3, options, inputs=list(call.args))
+    if result is not None or str(call.op.name) == "relax.nn.leakyrelu":
+        return result
+    # prelu(x, alpha, axis): alpha has one value per channel of the axis.
+    rank = call.ty.ndim
+    axis = int(call.attrs.axis)
+    axis = axis + rank if axis < 0 else axis
+    alpha = tensor_info(call.args[1])
+    if alpha is None or alpha.ndim != 1:
+        return RefusalKind.ATTRIBUTE, "prelu's alpha must be a vector along its axis"
+    return None
+
+
+def convert_prelu(ctx: ConvertContext, call: relax.Call) -> int:
+    """leaky_relu(x, a) = PRELU(x, [a]); prelu(x, alpha, axis) = PRELU(x, alpha shaped to
+    broadcast along the axis)."""
+    name = str(call.op.name)
+    dtype = ctx.dtype(call)
+    x = ctx.operand(call.args[0])
+    if name == "relax.nn.leakyrelu":
+        alpha = ctx.constant(np.array([float(call.attrs.alpha)], dtype=dtype))
+    else:
+        rank = ctx.rank(call)
+        axis = int(call.attrs.axis)
+        axis = axis + rank if axis < 0 else axis
+        alpha = ctx.operand(call.args[1])
+        trailing = rank - axis - 1
+        if trailing:
+            shape = ctx.shape(call.args[1]) + [1] * trailing
+            alpha = ctx.reshape(alpha, dtype, shape, name)
+    out = ctx.output(call)
+    ctx.emit("PRELU", [x, alpha], [out], name)
+    return out
+
+
+def _prelu_operations(call: relax.Call) -> tuple[str, ...]:
+    """PRELU, and a RESHAPE of a prelu's alpha that is not a constant and must broadcast along
+    an axis that is not the last."""
+    if str(call.op.name) == "relax.nn.prelu":
+        rank = call.ty.ndim
+        axis = int(call.attrs.axis)
+        axis = axis + rank if axis < 0 else axis
+        if axis != rank - 1 and not isinstance(call.args[1], tvm.ir.Constant):
+            return ("PRELU", "RESHAPE")
+    return ("PRELU",)
 
 
 # ---- casts and select ----------------------------------------------------------------------------
@@ -311,6 +384,15 @@ LOWERINGS: list[Lowering] = [
         convert_clip,
         ("RELU6", "RELU1", "RELU", "MAXIMUM", "MINIMUM"),
         requires=_clip_operations,
+    ),
+    single_op("relax.nn.leakyrelu", 1, _check_prelu, convert_prelu, ("PRELU",)),
+    single_op(
+        "relax.nn.prelu",
+        2,
+        _check_prelu,
+        convert_prelu,
+        ("PRELU", "RESHAPE"),
+        requires=_prelu_operations,
     ),
     single_op("relax.astype", 1, _check_astype, convert_astype, ("CAST",)),
     single_op("relax.where", 3, _check_where, convert_where, ("SELECT",)),

@@ -5,7 +5,8 @@
 FULLY_CONNECTED(x, w, bias): the weight is used as given (NNAPI wants [num_units, input_size]).
 A plain 2-D right side [K, N] is transposed once (at compile time for constants, else with a
 TRANSPOSE operation). FULLY_CONNECTED flattens its input to [batch, K]; a RESHAPE restores the
-leading dimensions (symbolic ones included). ``+ bias`` with a constant [N] vector is fused.
+leading dimensions (symbolic ones included). ``+ bias`` with a constant [N] vector is fused, and
+so is a following relu / relu6 / relu1 (FULLY_CONNECTED's fused activation).
 Batched right sides go to BATCH_MATMUL (feature level 6), with adj_y for a transposed operand.
 :func:`_matmul_operations` says which of these operations one match emits.
 """
@@ -18,7 +19,7 @@ from tvm import relax
 from tvm.relax.dpl import is_const, is_op, wildcard
 from tvm.relax.transform import PatternCheckContext
 
-from ..converters import FUSED_NONE, ConvertContext, composite_calls, int_tuple
+from ..converters import ConvertContext, composite_calls, int_tuple
 from ..patterns import (
     FEATURE_LEVEL_1,
     FEATURE_LEVEL_3,
@@ -30,6 +31,7 @@ from ..patterns import (
     check_tensors,
     tensor_info,
 )
+from .elementwise import activation_call, activation_code, activation_pattern
 
 _FC_DTYPES = {"float32": FEATURE_LEVEL_1, "float16": FEATURE_LEVEL_3}
 _BMM_DTYPES = {"float32": FEATURE_LEVEL_6, "float16": FEATURE_LEVEL_6}
@@ -44,7 +46,7 @@ def _transposed_last_two(call: relax.Call) -> bool:
     return int_tuple(axes) == expected
 
 
-def _patterns(with_bias: bool, transposed: bool):
+def _patterns(with_bias: bool, transposed: bool, with_activation: bool = False):
     def make():
         x = wildcard()
         weight = wildcard()
@@ -53,11 +55,15 @@ def _patterns(with_bias: bool, transposed: bool):
         annotations = {"root": matmul, "x": x, "weight": weight}
         if transposed:
             annotations["permute"] = rhs
-        if not with_bias:
-            return matmul, annotations
-        bias = is_const()
-        out = is_op("relax.add")(matmul, bias)
-        return out, {**annotations, "bias": bias, "add": out}
+        out = matmul
+        if with_bias:
+            bias = is_const()
+            out = is_op("relax.add")(matmul, bias)
+            annotations.update(bias=bias, add=out)
+        if with_activation:
+            out = activation_pattern(out)
+            annotations["activation"] = out
+        return out, annotations
 
     return make
 
@@ -71,13 +77,16 @@ def _check(call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
         return RefusalKind.ATTRIBUTE, "operands must be tensors"
     if permute is not None and not _transposed_last_two(permute):
         return RefusalKind.ATTRIBUTE, "the permutation is not a swap of the last two axes"
-    if w_type.ndim == 2:
+    if w_type.ndim <= 2:
+        # A 1-D operand is a matrix of one row (left) or one output unit (right).
         result = check_tensors(call, _FC_DTYPES, options, inputs=[x, weight])
-        if result is None and not 2 <= x_type.ndim <= 4:
+        if result is None and not 1 <= x_type.ndim <= 4:
             result = (
                 RefusalKind.RANK,
-                f"FULLY_CONNECTED takes inputs of rank 2-4, got {x_type.ndim}",
+                f"FULLY_CONNECTED takes inputs of rank 1-4 here, got {x_type.ndim}",
             )
+        if result is None and w_type.ndim == 1 and permute is not None:
+            result = RefusalKind.ATTRIBUTE, "a permuted 1-D right side"
     else:
         result = check_tensors(call, _BMM_DTYPES, options, inputs=[x, weight])
         if result is None and x_type.ndim != w_type.ndim:
@@ -88,6 +97,11 @@ def _check(call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
         bias = tensor_info(ctx.annotated_expr["bias"])
         if w_type.ndim != 2 or bias is None or bias.ndim != 1:
             return RefusalKind.ATTRIBUTE, "only a 1-D bias can be fused"
+    if result is None and "activation" in ctx.annotated_expr:
+        if w_type.ndim > 2:
+            return RefusalKind.ATTRIBUTE, "BATCH_MATMUL has no fused activation"
+        if activation_code(ctx.annotated_expr["activation"]) is None:
+            return RefusalKind.ATTRIBUTE, "only relu, relu6 and relu1 can be fused"
     return result
 
 
@@ -96,8 +110,10 @@ def _requires(transposed: bool):
         """What one matmul emits: BATCH_MATMUL, or FULLY_CONNECTED with a TRANSPOSE of a
         [K, N] right side that is not a constant and a RESHAPE back to more than 2 dimensions."""
         rhs = call.args[1]  # the weight, or (transposed) the permute_dims of the weight
-        if rhs.ty.ndim != 2:
+        if rhs.ty.ndim > 2:
             return ("BATCH_MATMUL",)
+        if rhs.ty.ndim == 1:  # one output unit, whose axis the result drops
+            return ("FULLY_CONNECTED", "RESHAPE")
         operations = ["FULLY_CONNECTED"]
         if not transposed and not isinstance(rhs, tvm.ir.Constant):
             operations.append("TRANSPOSE")
@@ -113,6 +129,7 @@ def convert_matmul(ctx: ConvertContext, composite: relax.Function) -> int:
     matmul = calls["relax.matmul"]
     permute = calls.get("relax.permute_dims")
     add = calls.get("relax.add")
+    activation = activation_call(calls)
     source = "relax.matmul"
     x_expr, rhs_expr = matmul.args
     weight_expr = permute.args[0] if permute is not None else rhs_expr
@@ -120,12 +137,15 @@ def convert_matmul(ctx: ConvertContext, composite: relax.Function) -> int:
     weight = ctx.operand(weight_expr)
     dtype = ctx.dtype(matmul)
     w_shape = ctx.shape(weight_expr)
-    if len(w_shape) != 2:
+    if len(w_shape) > 2:
         out = ctx.output(matmul)
         inputs = [x, weight, ctx.bool(False), ctx.bool(permute is not None)]
         ctx.emit("BATCH_MATMUL", inputs, [out], source)
         return out
-    if permute is None:  # [K, N] -> NNAPI's [N, K]
+    if len(w_shape) == 1:  # [K]: one output unit, NNAPI's [1, K]
+        w_shape = [1, w_shape[0]]
+        weight = ctx.reshape(weight, dtype, w_shape, source)
+    elif permute is None:  # [K, N] -> NNAPI's [N, K]
         weight = ctx.transpose(weight, dtype, w_shape, [1, 0], source)
         w_shape = [w_shape[1], w_shape[0]]
     units = w_shape[0]
@@ -136,13 +156,18 @@ def convert_matmul(ctx: ConvertContext, composite: relax.Function) -> int:
         if not isinstance(units, int):
             raise ctx.fail(matmul, "a symbolic number of output units is not supported")
         bias = ctx.constant(np.zeros(units, dtype=dtype))
-    result = add if add is not None else matmul
+    result = next(call for call in (activation, add, matmul) if call is not None)
     out_shape = ctx.shape(result)
-    rows = out_shape[:-1]
+    x_shape = ctx.shape(x_expr)
+    if len(x_shape) == 1:  # [K]: one row
+        x_shape = [1, x_shape[0]]
+        x = ctx.reshape(x, dtype, x_shape, source)
+    rows = x_shape[:-1]
     flat_rows = rows[0] if len(rows) == 1 else _product(rows)
     flat = ctx.tensor(dtype, [flat_rows, units])
-    ctx.emit("FULLY_CONNECTED", [x, weight, bias, ctx.int32(FUSED_NONE)], [flat], source)
-    if len(out_shape) == 2:
+    fuse = ctx.int32(activation_code(activation))
+    ctx.emit("FULLY_CONNECTED", [x, weight, bias, fuse], [flat], source)
+    if len(out_shape) == 2 and len(ctx.shape(matmul.args[1])) == 2 and len(ctx.shape(x_expr)) != 1:
         return flat
     return ctx.reshape(flat, dtype, out_shape, source)
 
@@ -153,17 +178,18 @@ def _product(dims: list) -> int | str:
     return " * ".join(f"({d})" for d in dims)
 
 
-def _lowering(with_bias: bool, transposed: bool) -> Lowering:
+def _lowering(with_bias: bool, transposed: bool, with_activation: bool = False) -> Lowering:
+    suffix = ("_bias" if with_bias else "") + ("_t" if transposed else "")
     return Lowering(
-        name="nnapi.matmul" + ("_bias" if with_bias else "") + ("_t" if transposed else ""),
+        name="nnapi.matmul" + suffix + ("_act" if with_activation else ""),
         relax_op="relax.matmul",
-        pattern=_patterns(with_bias, transposed),
+        pattern=_patterns(with_bias, transposed, with_activation),
         check=_check,
         convert=convert_matmul,
         emits=(
             "FULLY_CONNECTED",
-            # A fused bias needs a 2-D weight; a transposed one is used as it is.
-            *(() if with_bias else ("BATCH_MATMUL",)),
+            # A fused bias or activation needs a 2-D weight; a transposed one is used as it is.
+            *(() if with_bias or with_activation else ("BATCH_MATMUL",)),
             *(() if transposed else ("TRANSPOSE",)),
             "RESHAPE",
         ),
@@ -171,10 +197,17 @@ def _lowering(with_bias: bool, transposed: bool) -> Lowering:
     )
 
 
-# With the bias and the transposition, then with one of them: each is tried before the smaller
+# With an activation (relu, relu6, relu1: FULLY_CONNECTED's fused activation), then without;
+# with the bias and the transposition, then with one of them: each is tried before the smaller
 # forms it contains (see the order in lowerings/__init__.py).
 FUSED: list[Lowering] = [
-    _lowering(with_bias, transposed)
-    for with_bias, transposed in [(True, True), (True, False), (False, True)]
+    *(
+        _lowering(with_bias, transposed, with_activation=True)
+        for with_bias, transposed in [(True, True), (True, False), (False, True), (False, False)]
+    ),
+    *(
+        _lowering(with_bias, transposed)
+        for with_bias, transposed in [(True, True), (True, False), (False, True)]
+    ),
 ]
 SINGLE: list[Lowering] = [_lowering(False, False)]

@@ -5,7 +5,9 @@ Pooling uses NNAPI's explicit-padding form (11 inputs: input, pad l/r/t/b, strid
 w/h, activation, layout flag), with Relax's (h, w) pool sizes and strides put in NNAPI's
 (w, h) order. Average pooling in NNAPI divides by the number of in-bounds elements, which is
 Relax's count_include_pad=False; the other setting is refused when there is padding. ceil_mode
-is accepted only where it gives the same output size as NNAPI's floor rule.
+becomes extra explicit padding at the bottom and right (NNAPI leaves padding out of both the
+maximum and the average, as Relax does for the cells past the input), for average pooling only
+with count_include_pad=False.
 Global average pooling (adaptive to 1x1) becomes MEAN over the spatial axes.
 """
 
@@ -25,7 +27,7 @@ from ..patterns import (
     RefusalKind,
     check_tensors,
     single_op,
-    static_shape,
+    static_dims,
 )
 
 _DTYPES = {"float32": FEATURE_LEVEL_1, "float16": FEATURE_LEVEL_3}
@@ -50,24 +52,48 @@ def _check_pool(
         return RefusalKind.FEATURE_LEVEL, "the NCHW layout flag needs FL3"
     if int_tuple(attrs.dilation) != [1, 1]:
         return RefusalKind.ATTRIBUTE, "NNAPI pooling has no dilation"
-    padding = int_tuple(attrs.padding)
+    # Only the spatial sizes must be static (a symbolic batch is fine).
+    axes = _spatial_axes(layout)
+    if static_dims(call.args[0], axes) is None or static_dims(call, axes) is None:
+        return RefusalKind.DYNAMIC_SHAPE, "pooling needs static spatial sizes"
+    if _explicit_padding(call) is None:
+        return RefusalKind.ATTRIBUTE, "with ceil_mode a last window holds padding only"
     if (
         str(call.op.name) == "relax.nn.avg_pool2d"
         and bool(attrs.count_include_pad)
-        and any(padding)
+        and any(_explicit_padding(call))  # type: ignore[arg-type]
     ):
         return RefusalKind.ATTRIBUTE, "NNAPI averages in-bounds elements only (count_include_pad)"
-    data, out = static_shape(call.args[0]), static_shape(call)
-    if data is None or out is None:
-        return RefusalKind.DYNAMIC_SHAPE, "pooling needs static spatial sizes"
-    pool, strides = int_tuple(attrs.pool_size), int_tuple(attrs.strides)
-    for axis, k, s, head, tail in zip(
-        _spatial_axes(layout), pool, strides, padding[:2], padding[2:], strict=True
-    ):
-        expected = (data[axis] + head + tail - k) // s + 1
-        if expected != out[axis]:
-            return RefusalKind.ATTRIBUTE, "ceil_mode changes the output size"
     return None
+
+
+def _explicit_padding(call: relax.Call) -> list[int] | None:
+    """NNAPI's explicit padding (top, left, bottom, right) giving the call's output size: Relax's
+    padding, plus (ceil_mode) the rows and columns the last windows reach past the input at the
+    bottom and right, which NNAPI's pooling leaves out like any padding. None when the spatial
+    sizes are symbolic, or a last window would hold padding only."""
+    attrs = call.attrs
+    axes = _spatial_axes(str(attrs.layout))
+    data, out = static_dims(call.args[0], axes), static_dims(call, axes)
+    if data is None or out is None:
+        return None
+    top, left, bottom, right = int_tuple(attrs.padding)
+    tails = []
+    for size, n, k, s, head, tail in zip(
+        data,
+        out,
+        int_tuple(attrs.pool_size),
+        int_tuple(attrs.strides),
+        (top, left),
+        (bottom, right),
+        strict=True,
+    ):
+        reach = (n - 1) * s + k  # the rows the windows cover, padding included
+        padded_tail = max(tail, reach - size - head)
+        if (n - 1) * s >= size + head or (size + head + padded_tail - k) // s + 1 != n:
+            return None
+        tails.append(padded_tail)
+    return [top, left, tails[0], tails[1]]
 
 
 def convert_pool(ctx: ConvertContext, call: relax.Call) -> int:
@@ -75,7 +101,7 @@ def convert_pool(ctx: ConvertContext, call: relax.Call) -> int:
     source = str(call.op.name)
     pool_h, pool_w = int_tuple(attrs.pool_size)
     stride_h, stride_w = int_tuple(attrs.strides)
-    top, left, bottom, right = int_tuple(attrs.padding)
+    top, left, bottom, right = _explicit_padding(call)  # type: ignore[misc]
     scalars = [left, right, top, bottom, stride_w, stride_h, pool_w, pool_h, FUSED_NONE]
     inputs = [ctx.operand(call.args[0]), *[ctx.int32(v) for v in scalars]]
     inputs.append(ctx.bool(str(attrs.layout) == "NCHW"))

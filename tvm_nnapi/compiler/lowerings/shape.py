@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Shape and data-movement operators: reshape family, permute_dims, concat, split,
-strided_slice, take, pad, resize2d.
+strided_slice, take, tile, pad, resize2d.
 
 Target shapes, slice bounds and split sizes may be symbolic: they are written as dimension
 expressions in inline TENSOR_INT32 operands and evaluated by the runtime per shape signature.
@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import tvm
 from tvm import relax
+from tvm.relax.backend.utils import has_leaking_intermediate_variables
+from tvm.relax.dpl import is_op, wildcard
 from tvm.relax.transform import PatternCheckContext
 
 from ..converters import ConvertContext, int_attr, int_tuple, normalize_axis
@@ -28,7 +30,8 @@ from ..patterns import (
     RefusalKind,
     check_tensors,
     single_op,
-    static_shape,
+    static_dim,
+    static_dims,
     tensor_info,
 )
 
@@ -178,9 +181,34 @@ def _check_strided_slice(
     if len(call.args) > 4:
         strides = call.args[4]
         values = [getattr(v, "value", None) for v in strides.fields]
-        if any(v is None or int(v) <= 0 for v in values):
-            return RefusalKind.ATTRIBUTE, "only constant positive strides are offloaded"
+        if any(v is None or int(v) == 0 for v in values):
+            return RefusalKind.ATTRIBUTE, "only constant non-zero strides are offloaded"
+        rank = call.args[0].ty.ndim
+        for axis, b, e, v in zip(
+            call.args[1].fields, call.args[2].fields, call.args[3].fields, values, strict=True
+        ):
+            if int(v) < 0 and (  # type: ignore[arg-type]
+                static_dim(call.args[0], normalize_axis(int_attr(axis), rank)) is None
+                or not all(hasattr(x, "value") for x in (b, e))
+            ):
+                return (
+                    RefusalKind.DYNAMIC_SHAPE,
+                    "a negative stride needs a static axis and constant bounds",
+                )
+    out = static_dims(call, range(call.ty.ndim))
+    if out is not None and 0 in out:
+        return RefusalKind.ATTRIBUTE, "the slice is empty (NNAPI has no zero-sized tensors)"
     return None
+
+
+def _canonical_bounds(begin: int, end: int, stride: int, dim: int) -> tuple[int, int]:
+    """Relax's (and NumPy's) slice bounds: negative ones count from the end, then they are
+    clamped to [0, dim] for a positive stride and to [-1, dim - 1] for a negative one."""
+    begin = begin + dim if begin < 0 else begin
+    end = end + dim if end < 0 else end
+    if stride > 0:
+        return min(max(begin, 0), dim), min(max(end, 0), dim)
+    return min(max(begin, -1), dim - 1), min(max(end, -1), dim - 1)
 
 
 def convert_strided_slice(ctx: ConvertContext, call: relax.Call) -> int:
@@ -201,16 +229,26 @@ def convert_strided_slice(ctx: ConvertContext, call: relax.Call) -> int:
             end_mask |= 1 << axis
     int32_max = 2**31 - 1
     for axis, b, e, s in zip(axes, begins, ends, strides, strict=True):
-        begin[axis] = ctx.builder.shape([b], ctx.shape_vars)[0]
+        begin_value = ctx.builder.shape([b], ctx.shape_vars)[0]
         end_value = ctx.builder.shape([e], ctx.shape_vars)[0]
         dim = shape[axis]
-        if isinstance(end_value, int) and (
+        stride = int_attr(s)
+        if isinstance(begin_value, int) and isinstance(end_value, int) and isinstance(dim, int):
+            # Static: the bounds as Relax clamps them (ONNX Slice's INT64_MAX / INT64_MIN ends
+            # included), which also keeps them in NNAPI's int32.
+            begin_value, end_value = _canonical_bounds(begin_value, end_value, stride, dim)
+            if stride < 0 and end_value == -1:
+                # Down to index 0: NNAPI would read -1 as the last index, the mask says "all".
+                end_mask |= 1 << axis
+                end_value = 0
+        elif isinstance(end_value, int) and (
             end_value >= int32_max or (isinstance(dim, int) and end_value >= dim)
         ):
             end_mask |= 1 << axis
             end_value = 0
+        begin[axis] = begin_value
         end[axis] = end_value
-        step[axis] = int_attr(s)
+        step[axis] = stride
     inputs = [
         ctx.operand(x_expr),
         ctx.int_vector(begin),
@@ -257,6 +295,148 @@ def convert_take(ctx: ConvertContext, call: relax.Call) -> int:
     axis = ctx.int32(normalize_axis(int(call.attrs.axis), rank))
     out = ctx.output(call)
     ctx.emit("GATHER", [ctx.operand(call.args[0]), axis, indices], [out], "relax.take")
+    return out
+
+
+# ---- tile -> TILE --------------------------------------------------------------------------------
+
+
+def _check_tile(
+    call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
+) -> CheckResult:
+    dtypes = {k: FEATURE_LEVEL_3 for k in (*_FLOAT, "int32")}
+    result = check_tensors(call, dtypes, options)
+    if result is None and any(r < 1 for r in int_tuple(call.attrs.repeats)):
+        return RefusalKind.ATTRIBUTE, "TILE needs positive multiples"
+    return result
+
+
+def _tile_operations(call: relax.Call) -> tuple[str, ...]:
+    """TILE, after a RESHAPE adding leading unit axes when there are more repeats than axes."""
+    if len(call.attrs.repeats) > call.args[0].ty.ndim:
+        return ("RESHAPE", "TILE")
+    return ("TILE",)
+
+
+def convert_tile(ctx: ConvertContext, call: relax.Call) -> int:
+    x_expr = call.args[0]
+    x = ctx.operand(x_expr)
+    rank = ctx.rank(call)
+    repeats = int_tuple(call.attrs.repeats)
+    # Relax (like NumPy) prepends unit repeats, or unit axes of the input, to match ranks.
+    repeats = [1] * (rank - len(repeats)) + repeats
+    shape: list[Dim] = ctx.shape(x_expr)
+    if len(shape) < rank:
+        shape = [*([1] * (rank - len(shape))), *shape]
+        x = ctx.reshape(x, ctx.dtype(x_expr), shape, "relax.tile")
+    out = ctx.output(call)
+    ctx.emit("TILE", [x, ctx.constant(np.array(repeats, dtype=np.int32))], [out], "relax.tile")
+    return out
+
+
+# ---- depth_to_space / space_to_depth: reshape, permute_dims, reshape -> DEPTH_TO_SPACE ... ------
+
+# The 6-D permutations TVM's ONNX frontend writes (NCHW), by ONNX operator and mode.
+_BLOCK_PERMUTATIONS = {
+    (0, 3, 4, 1, 5, 2): "DEPTH_TO_SPACE",  # DepthToSpace, DCR: NNAPI's (TensorFlow's) order
+    (0, 1, 4, 2, 5, 3): "CRD",  # DepthToSpace, CRD: no NNAPI operation
+    (0, 3, 5, 1, 2, 4): "SPACE_TO_DEPTH",  # SpaceToDepth
+}
+
+
+def _block_pattern(operation: str):
+    """reshape, permute_dims by one of ``operation``'s permutations, reshape."""
+
+    def make():
+        x = wildcard()
+        inner = is_op("relax.reshape")(x, wildcard())
+        perms = [
+            list(p) for p, case in _BLOCK_PERMUTATIONS.items() if _CASE_OF.get(case) == operation
+        ]
+        permute = None
+        for perm in perms:
+            alternative = is_op("relax.permute_dims")(inner).has_attr({"axes": perm})
+            permute = alternative if permute is None else permute | alternative
+        outer = is_op("relax.reshape")(permute, wildcard())
+        return outer, {"root": outer, "x": x, "inner": inner, "permute": permute}
+
+    return make
+
+
+# Which record a permutation's case belongs to (CRD is matched, and refused, by depth_to_space).
+_CASE_OF = {
+    "DEPTH_TO_SPACE": "DEPTH_TO_SPACE",
+    "CRD": "DEPTH_TO_SPACE",
+    "SPACE_TO_DEPTH": "SPACE_TO_DEPTH",
+}
+
+
+def _block_case(
+    x: relax.Expr, inner: relax.Expr, permute: relax.Call, outer: relax.Expr
+) -> tuple[str, int] | None:
+    """(NNAPI operation or "CRD", block size) when the chain is a depth/space rearrangement of
+    a static NCHW tensor, else None."""
+    data, six, out = (
+        static_dims(e, range(e.ty.ndim)) if tensor_info(e) else None for e in (x, inner, outer)
+    )
+    if data is None or six is None or out is None or permute.attrs.axes is None:
+        return None
+    if len(data) != 4 or len(six) != 6 or len(out) != 4:
+        return None
+    case = _BLOCK_PERMUTATIONS.get(tuple(int_tuple(permute.attrs.axes)))  # type: ignore[arg-type]
+    if case is None:
+        return None
+    n, c, h, w = data
+    if case == "SPACE_TO_DEPTH":
+        block = six[3]
+        expected_six = [n, c, h // block, block, w // block, block]
+        expected_out = [n, c * block * block, h // block, w // block]
+    else:
+        block = six[2]
+        depth = c // (block * block)
+        expected_six = (
+            [n, block, block, depth, h, w] if case != "CRD" else [n, depth, block, block, h, w]
+        )
+        expected_out = [n, depth, h * block, w * block]
+    if block < 1 or six != expected_six or out != expected_out:
+        return None
+    return case, block
+
+
+def _check_block(
+    call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
+) -> CheckResult:
+    annotated = ctx.annotated_expr
+    x = annotated["x"]
+    result = check_tensors(call, {**_FLOAT, "int32": FEATURE_LEVEL_3}, options, inputs=[x])
+    if result is not None:
+        return result
+    found = _block_case(x, annotated["inner"], annotated["permute"], call)
+    if found is None:
+        return RefusalKind.ATTRIBUTE, "this reshape / permute_dims / reshape is no block move"
+    if found[0] == "CRD":
+        return (
+            RefusalKind.ATTRIBUTE,
+            "depth_to_space in CRD order: NNAPI's DEPTH_TO_SPACE takes the DCR order only",
+        )
+    if options.feature_level < FEATURE_LEVEL_3:
+        return RefusalKind.FEATURE_LEVEL, "the NCHW layout flag needs FL3"
+    if has_leaking_intermediate_variables(ctx):
+        return RefusalKind.ATTRIBUTE, "an intermediate reshape is used outside the block move"
+    return None
+
+
+def convert_block(ctx: ConvertContext, composite: relax.Function) -> int:
+    from ..converters import operator_calls
+
+    inner, permute, outer = operator_calls(composite)
+    found = _block_case(inner.args[0], inner, permute, outer)
+    if found is None:
+        raise ctx.fail(outer, "the block move changed since it was matched")
+    case, block = found
+    out = ctx.output(outer)
+    inputs = [ctx.operand(inner.args[0]), ctx.int32(block), ctx.bool(True)]
+    ctx.emit(case, inputs, [out], "relax.reshape")
     return out
 
 
@@ -331,8 +511,8 @@ def _check_resize(
             return RefusalKind.ATTRIBUTE, "nearest resize is offloaded for asymmetric/floor only"
     else:
         return RefusalKind.ATTRIBUTE, f"resize method {method} has no NNAPI operation"
-    if static_shape(call) is None:
-        return RefusalKind.DYNAMIC_SHAPE, "the output size must be static"
+    if static_dims(call, [layout.index("H"), layout.index("W")]) is None:
+        return RefusalKind.DYNAMIC_SHAPE, "the output height and width must be static"
     level = FEATURE_LEVEL_4 if mode != "asymmetric" else FEATURE_LEVEL_3 if layout == "NCHW" else 0
     if level > options.feature_level:
         return RefusalKind.FEATURE_LEVEL, f"this resize needs feature level {level}"
@@ -363,6 +543,19 @@ def convert_resize(ctx: ConvertContext, call: relax.Call) -> int:
     return out
 
 
+#: The patterns of several operators (tried before the single reshape and permute_dims).
+BLOCK_MOVES: list[Lowering] = [
+    Lowering(
+        name=f"nnapi.{operation.lower()}",
+        relax_op="relax.reshape",
+        pattern=_block_pattern(operation),
+        check=_check_block,
+        convert=convert_block,
+        emits=(operation,),
+    )
+    for operation in ("DEPTH_TO_SPACE", "SPACE_TO_DEPTH")
+]
+
 LOWERINGS: list[Lowering] = [
     *(
         single_op(op, arity, _check_reshape, convert_reshape, ("RESHAPE",))
@@ -390,6 +583,14 @@ LOWERINGS: list[Lowering] = [
         name="nnapi.strided_slice_strides",
     ),
     single_op("relax.take", 2, _check_take, convert_take, ("GATHER",)),
+    single_op(
+        "relax.tile",
+        1,
+        _check_tile,
+        convert_tile,
+        ("TILE", "RESHAPE"),
+        requires=_tile_operations,
+    ),
     single_op(
         "relax.nn.pad",
         1,
