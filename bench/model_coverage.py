@@ -137,7 +137,9 @@ def all_cases() -> list[Case]:
         "requires 2 x max_source_positions frames: static)",
     }
     for name in HF_MODELS:
-        config = {"seq_len": HF_SEQ_LEN} if name in ("bert", "gpt2", "llama") else {}
+        config: dict[str, Any] = (
+            {"seq_len": HF_SEQ_LEN} if name in ("bert", "gpt2", "llama") else {}
+        )
         config["attn_implementation"] = "eager"
         cases.append(Case(f"hf:{name}", "hf", name, "transformer", hf_text[name], config))
     return cases

@@ -584,7 +584,7 @@ def _device_named(name: str):
     for device in devices():
         text = ctypes.c_char_p()
         assert lib.ANeuralNetworksDevice_getName(device, ctypes.byref(text)) == NO_ERROR
-        if text.value.decode() == name:
+        if text.value is not None and text.value.decode() == name:
             return device
     raise AssertionError(f"no device {name}")
 
