@@ -494,7 +494,14 @@ def test_run_judges_a_quantized_onnx_model_in_steps(tmp_path) -> None:
     float_cnn, inputs = small_cnn()
     path = tmp_path / "cnn_qdq.onnx"
     onnx.save(quantize_static(float_cnn, inputs), str(path))
-    result = run_model(load_model_source(str(path)), profile="snapdragon-8-gen-2")
+    from mock_nnapi import control
+
+    previous = control.profile_name()
+    try:
+        result = run_model(load_model_source(str(path)), profile="snapdragon-8-gen-2")
+    finally:
+        # run_model selects the profile for the whole process: later tests expect the default.
+        control.set_profile(previous)
     (output,) = result.outputs
     assert output.precision == "quant8" and output.max_error_steps is not None
     assert result.passed and result.subgraphs == 1 and output.top1_agrees
