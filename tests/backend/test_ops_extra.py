@@ -8,8 +8,6 @@ that must (and must not) have run."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
@@ -22,7 +20,8 @@ from tvm_nnapi.compiler.patterns import FEATURE_LEVEL_3
 from tvm_nnapi.models import mobilenet_v2
 from tvm_nnapi.models.torchvision_models import fold_batch_norm_into_conv, torchvision_model
 
-from .helpers import run_host, to_tvm
+from .helpers import OpCase as Case
+from .helpers import run_host, run_op_case
 
 RNG = np.random.default_rng(4321)
 INF = float("inf")
@@ -31,30 +30,6 @@ INF = float("inf")
 def rand(*shape: int, dtype: str = "float32", low: float = -5.0, high: float = 5.0) -> np.ndarray:
     # [-5, 5] covers both saturated ends of relu6(x + 3) and the linear part in between.
     return RNG.uniform(low, high, shape).astype(dtype)
-
-
-@dataclass
-class Case:
-    name: str
-    build: Callable[[list[relax.Var]], relax.Expr]
-    inputs: list[np.ndarray]
-    nnapi_ops: list[str]
-    absent_ops: list[str] = field(default_factory=list)  # must not run (e.g. a fused ADD)
-    rtol: float = 1e-5
-    atol: float = 1e-5
-    options: tvm_nnapi.PartitionOptions | None = None
-
-    def module(self) -> tvm.IRModule:
-        builder = relax.BlockBuilder()
-        params = [
-            relax.Var(f"x{i}", relax.TensorType(list(a.shape), str(a.dtype)))
-            for i, a in enumerate(self.inputs)
-        ]
-        with builder.function("main", params):
-            with builder.dataflow():
-                out = builder.emit_output(self.build(params))
-            builder.emit_func_output(out)
-        return builder.get()
 
 
 def c(array: np.ndarray | float, dtype: str = "float32") -> relax.Expr:
@@ -223,23 +198,8 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_operator_matches_llvm_and_runs_on_nnapi(case: Case):
-    mod = case.module()
-    report = tvm_nnapi.partition_with_report(mod, case.options)
+    report = run_op_case(case)
     assert len(report.subgraphs) == 1, [str(r) for r in report.refusals]
-    summary = tvm_nnapi.offload_summary(report.module)
-    assert summary.host_operators == 0, summary.host
-    executable = tvm_nnapi.build(report.module)
-    vm = relax.VirtualMachine(executable, tvm.cpu())
-    watched = [*case.nnapi_ops, *case.absent_ops]
-    counts = {name: mock_nnapi.operation_count(name) for name in watched}
-    result = vm["main"](*to_tvm(case.inputs)).numpy()
-    for name in case.nnapi_ops:
-        assert mock_nnapi.operation_count(name) > counts[name], f"{name} did not run on NNAPI"
-    for name in case.absent_ops:
-        assert mock_nnapi.operation_count(name) == counts[name], f"{name} ran on NNAPI"
-    expected = run_host(mod, "main", case.inputs)
-    assert result.dtype == expected.dtype
-    np.testing.assert_allclose(result, expected, rtol=case.rtol, atol=case.atol)
 
 
 def _hardswish_refusals(mod: tvm.IRModule, options=None) -> list[tvm_nnapi.Refusal]:

@@ -9,8 +9,6 @@ llvm build of the original (unprepared) module; every case asserts the NNAPI ope
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
@@ -20,7 +18,8 @@ from tvm import relax
 import mock_nnapi
 import tvm_nnapi
 
-from .helpers import run_host, to_tvm
+from .helpers import OpCase as Case
+from .helpers import run_host, run_op_case, to_tvm
 
 RNG = np.random.default_rng(1717)
 
@@ -31,35 +30,6 @@ def rand(*shape: int, dtype: str = "float32", low: float = -3.0, high: float = 3
 
 def ints(*shape: int, low: int = -50, high: int = 50, dtype: str = "int32") -> np.ndarray:
     return RNG.integers(low, high, shape).astype(dtype)
-
-
-@dataclass
-class Case:
-    name: str
-    build: Callable[[list[relax.Var]], relax.Expr]
-    inputs: list[np.ndarray]
-    nnapi_ops: list[str]
-    absent_ops: list[str] = field(default_factory=list)  # must not run (e.g. a fused RELU)
-    rtol: float = 1e-5
-    atol: float = 1e-5
-    # input 0's axes that are symbolic, each with its variable's name
-    symbolic: dict[int, str] = field(default_factory=dict)
-    host_operators: int = 0  # Relax operators that stay on the host
-
-    def module(self) -> tvm.IRModule:
-        builder = relax.BlockBuilder()
-        params = []
-        for index, array in enumerate(self.inputs):
-            shape: list = list(array.shape)
-            if index == 0:
-                for axis, name in self.symbolic.items():
-                    shape[axis] = tvm.tirx.Var(name, "int64")
-            params.append(relax.Var(f"x{index}", relax.TensorType(shape, str(array.dtype))))
-        with builder.function("main", params):
-            with builder.dataflow():
-                out = builder.emit_output(self.build(params))
-            builder.emit_func_output(out)
-        return builder.get()
 
 
 def c(array: np.ndarray | np.generic | float, dtype: str = "float32") -> relax.Expr:
@@ -110,32 +80,9 @@ SYMBOLIC_CASES = [
 ]
 
 
-def _run_case(case: Case) -> None:
-    mod = case.module()
-    report = tvm_nnapi.partition_with_report(mod)
-    assert report.subgraphs, [str(r) for r in report.refusals]
-    summary = tvm_nnapi.offload_summary(report.module)
-    assert summary.host_operators == case.host_operators, (summary.host, report.refusals)
-    executable = tvm_nnapi.build(report.module)
-    vm = relax.VirtualMachine(executable, tvm.cpu())
-    watched = [*case.nnapi_ops, *case.absent_ops]
-    counts = {name: mock_nnapi.operation_count(name) for name in watched}
-    result = vm["main"](*to_tvm(case.inputs)).numpy()
-    for name in case.nnapi_ops:
-        assert mock_nnapi.operation_count(name) > counts[name], f"{name} did not run on NNAPI"
-    for name in case.absent_ops:
-        assert mock_nnapi.operation_count(name) == counts[name], f"{name} ran on NNAPI"
-    expected = run_host(mod, "main", case.inputs)
-    assert result.dtype == expected.dtype
-    assert result.shape == expected.shape
-    exact = result.dtype == np.bool_ or np.issubdtype(result.dtype, np.integer)
-    rtol, atol = (0.0, 0.0) if exact else (case.rtol, case.atol)
-    np.testing.assert_allclose(result, expected, rtol=rtol, atol=atol)
-
-
 @pytest.mark.parametrize("case", SYMBOLIC_CASES, ids=[case.name for case in SYMBOLIC_CASES])
 def test_symbolic_batch_matches_llvm_and_runs_on_nnapi(case: Case):
-    _run_case(case)
+    run_op_case(case)
 
 
 # ---- bugs: the match_cast bindings of TVM's ONNX frontend --------------------------------------
@@ -346,7 +293,7 @@ def _tuple_safe_run(case: Case) -> None:
         for a, b in zip(got, want, strict=True):
             np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=case.rtol, atol=case.atol)
         return
-    _run_case(case)
+    run_op_case(case)
 
 
 @pytest.mark.parametrize("case", PREPARATION_CASES, ids=[case.name for case in PREPARATION_CASES])
@@ -676,7 +623,7 @@ def test_an_unprepared_argmax_is_refused_for_its_int64_result():
 
 @pytest.mark.parametrize("case", OPERATOR_CASES, ids=[case.name for case in OPERATOR_CASES])
 def test_frontend_operator_matches_llvm_and_runs_on_nnapi(case: Case):
-    _run_case(case)
+    run_op_case(case)
 
 
 # Every case, for tests/backend/test_lowerings.py.
