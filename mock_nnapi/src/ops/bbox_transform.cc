@@ -80,17 +80,8 @@ int Validate(OperationContext& context) {
         << context.name() << " input " << i << " is not optional";
   }
   NN_RETURN_IF_ERROR(CheckOutputTypeMatches(context, 0, 0));
-  const uint32_t ranks[] = {2, 2, 1, 2};
-  for (uint32_t i = 0; i < 4; ++i) {
-    const OperandInfo& input = context.Input(i);
-    if (input.rank_known) {
-      NN_CHECK_EQ(input.rank(), ranks[i], ANEURALNETWORKS_BAD_DATA)
-          << context.name() << " input " << i << " rank";
-    }
-  }
-  for (uint32_t i = 0; i < 4; ++i) {
-    if (!shape::ShapeKnown(context.Input(i))) return ANEURALNETWORKS_NO_ERROR;
-  }
+  NN_RETURN_IF_ERROR(shape::CheckInputRanks(context, {2, 2, 1, 2}));
+  if (!shape::InputShapesKnown(context, 4)) return ANEURALNETWORKS_NO_ERROR;
   Dimensions output;
   NN_RETURN_IF_ERROR(InferShape(context, ANEURALNETWORKS_BAD_DATA, &output));
   return shape::CheckDeclaredOutputShape(context, 0, output);

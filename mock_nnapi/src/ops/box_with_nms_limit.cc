@@ -84,17 +84,8 @@ int Validate(OperationContext& context) {
         << context.name() << " NMS kernel " << kernel << " is not hard (0), linear (1) or "
         << "Gaussian (2)";
   }
-  const uint32_t ranks[] = {2, 2, 1};
-  for (uint32_t i = 0; i < 3; ++i) {
-    const OperandInfo& input = context.Input(i);
-    if (input.rank_known) {
-      NN_CHECK_EQ(input.rank(), ranks[i], ANEURALNETWORKS_BAD_DATA)
-          << context.name() << " input " << i << " rank";
-    }
-  }
-  for (uint32_t i = 0; i < 3; ++i) {
-    if (!shape::ShapeKnown(context.Input(i))) return ANEURALNETWORKS_NO_ERROR;
-  }
+  NN_RETURN_IF_ERROR(shape::CheckInputRanks(context, {2, 2, 1}));
+  if (!shape::InputShapesKnown(context, 3)) return ANEURALNETWORKS_NO_ERROR;
   return InferInputs(context, ANEURALNETWORKS_BAD_DATA);
 }
 

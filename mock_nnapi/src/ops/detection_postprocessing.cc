@@ -112,17 +112,8 @@ int Validate(OperationContext& context) {
         << context.name() << " output " << i << " must be " << OperandTypeName(outputs[i])
         << ", not " << OperandTypeName(context.Output(i).type);
   }
-  const uint32_t ranks[] = {3, 3, 2};
-  for (uint32_t i = 0; i < 3; ++i) {
-    const OperandInfo& input = context.Input(i);
-    if (input.rank_known) {
-      NN_CHECK_EQ(input.rank(), ranks[i], ANEURALNETWORKS_BAD_DATA)
-          << context.name() << " input " << i << " rank";
-    }
-  }
-  for (uint32_t i = 0; i < 3; ++i) {
-    if (!shape::ShapeKnown(context.Input(i))) return ANEURALNETWORKS_NO_ERROR;
-  }
+  NN_RETURN_IF_ERROR(shape::CheckInputRanks(context, {3, 3, 2}));
+  if (!shape::InputShapesKnown(context, 3)) return ANEURALNETWORKS_NO_ERROR;
   NN_RETURN_IF_ERROR(InferInputs(context, ANEURALNETWORKS_BAD_DATA));
   const uint64_t n = DetectionsPerImage(context);
   if (n == 0 || n > kMaxDimension) return ANEURALNETWORKS_NO_ERROR;

@@ -111,14 +111,7 @@ int Validate(OperationContext& context) {
         << context.name() << " output " << i << " must be " << OperandTypeName(outputs[i - 1])
         << ", not " << OperandTypeName(context.Output(i).type);
   }
-  const uint32_t ranks[] = {4, 4, 2, 2};
-  for (uint32_t i = 0; i < 4; ++i) {
-    const OperandInfo& input = context.Input(i);
-    if (input.rank_known) {
-      NN_CHECK_EQ(input.rank(), ranks[i], ANEURALNETWORKS_BAD_DATA)
-          << context.name() << " input " << i << " rank";
-    }
-  }
+  NN_RETURN_IF_ERROR(shape::CheckInputRanks(context, {4, 4, 2, 2}));
   const uint32_t output_ranks[] = {1, 2, 1};
   for (uint32_t i = 0; i < 3; ++i) {
     const OperandInfo& output = context.Output(i);
@@ -127,9 +120,7 @@ int Validate(OperationContext& context) {
           << context.name() << " output " << i << " rank";
     }
   }
-  for (uint32_t i = 0; i < 4; ++i) {
-    if (!shape::ShapeKnown(context.Input(i))) return ANEURALNETWORKS_NO_ERROR;
-  }
+  if (!shape::InputShapesKnown(context, 4)) return ANEURALNETWORKS_NO_ERROR;
   if (!context.HasInputValue(kLayout)) return ANEURALNETWORKS_NO_ERROR;
   return InferInputs(context, ANEURALNETWORKS_BAD_DATA);
 }

@@ -124,17 +124,8 @@ int Validate(OperationContext& context) {
     NN_RETURN_IF_ERROR(shape::CheckOutputMatchesInput(context, 0, 0));
   }
   NN_RETURN_IF_ERROR(CheckArguments(context, ANEURALNETWORKS_BAD_DATA));
-  const uint32_t ranks[] = {4, 2, 1};
-  for (uint32_t i = 0; i < 3; ++i) {
-    const OperandInfo& input = context.Input(i);
-    if (input.rank_known) {
-      NN_CHECK_EQ(input.rank(), ranks[i], ANEURALNETWORKS_BAD_DATA)
-          << context.name() << " input " << i << " rank";
-    }
-  }
-  for (uint32_t i = 0; i < 3; ++i) {
-    if (!shape::ShapeKnown(context.Input(i))) return ANEURALNETWORKS_NO_ERROR;
-  }
+  NN_RETURN_IF_ERROR(shape::CheckInputRanks(context, {4, 2, 1}));
+  if (!shape::InputShapesKnown(context, 3)) return ANEURALNETWORKS_NO_ERROR;
   for (uint32_t i : {3u, 4u, layout}) {
     if (!context.HasInputValue(i)) return ANEURALNETWORKS_NO_ERROR;
   }

@@ -71,6 +71,28 @@ inline bool ShapeKnown(const OperandInfo& operand) {
   return operand.rank_known && !HasUnknownDimension(operand.dimensions);
 }
 
+// Inputs 0, 1, ... have the ranks `ranks` wherever their rank is known (BAD_DATA otherwise).
+inline int CheckInputRanks(const OperationContext& context, std::initializer_list<uint32_t> ranks) {
+  uint32_t i = 0;
+  for (uint32_t rank : ranks) {
+    const OperandInfo& input = context.Input(i);
+    if (input.rank_known) {
+      NN_CHECK_EQ(input.rank(), rank, ANEURALNETWORKS_BAD_DATA)
+          << context.name() << " input " << i << " rank";
+    }
+    ++i;
+  }
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+// True when inputs 0 .. count - 1 all have known shapes (validation stops until then).
+inline bool InputShapesKnown(const OperationContext& context, uint32_t count) {
+  for (uint32_t i = 0; i < count; ++i) {
+    if (!ShapeKnown(context.Input(i))) return false;
+  }
+  return true;
+}
+
 // Prepare: fails for a zero-sized tensor input (Android's checkNoZeroSizedInput).
 inline int CheckNoZeroSizedInputs(const OperationContext& context) {
   for (uint32_t i = 0; i < context.InputCount(); ++i) {
