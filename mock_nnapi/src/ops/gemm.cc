@@ -7,9 +7,13 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <thread>
+
+#include "../json.h"
 
 namespace mock_nnapi {
 namespace gemm {
@@ -202,6 +206,28 @@ void IntegerGemm(Transpose trans_a, Transpose trans_b, size_t m, size_t n, size_
   for (size_t i = 0; i < m; ++i) {
     for (size_t j = 0; j < n; ++j) c[i * ldc + j] = saturate(sum[i * n + j]);
   }
+}
+
+namespace {
+
+// OPENBLAS_CORETYPE as OpenBLAS read it: OpenBLAS (a DT_NEEDED dependency) chose its kernels when
+// it loaded, just before the mock's static initialisers run.
+const char* const kCoreTypeAtLoad = [] {
+  const char* value = std::getenv("OPENBLAS_CORETYPE");
+  return value == nullptr ? nullptr : strdup(value);  // never freed: lives as long as the process
+}();
+
+}  // namespace
+
+std::string BlasInfoJson() {
+  std::string source = "OpenBLAS's own detection";
+  if (kCoreTypeAtLoad != nullptr) {
+    source = std::string("OPENBLAS_CORETYPE=") + kCoreTypeAtLoad + " (environment)";
+  }
+  return "{\"config\": " + JsonQuote(scipy_openblas_get_config()) +
+         ", \"core\": " + JsonQuote(scipy_openblas_get_corename()) +
+         ", \"core_source\": " + JsonQuote(source) +
+         ", \"threads\": " + std::to_string(ThreadCount()) + "}";
 }
 
 int ThreadCount() { return std::max(1, scipy_openblas_get_num_threads()); }

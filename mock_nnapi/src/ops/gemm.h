@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "common.h"
@@ -49,6 +50,11 @@ void IntegerGemm(Transpose trans_a, Transpose trans_b, size_t m, size_t n, size_
 // The number of threads the kernels may use: OpenBLAS's current setting (OPENBLAS_NUM_THREADS,
 // threadpoolctl), so one knob controls the library.
 int ThreadCount();
+
+// The BLAS in use as a JSON object (MockNnapi_getBlasInfo): "config" (openblas_get_config),
+// "core" (the kernel set OpenBLAS chose when it loaded, openblas_get_corename), "core_source"
+// (the OPENBLAS_CORETYPE it saw then, or OpenBLAS's own detection from the CPU) and "threads".
+std::string BlasInfoJson();
 
 // Calls body(begin, end) over [0, count) split into contiguous ranges, in parallel when the work
 // (count * cost_per_item, in rough multiply-adds) is large enough to pay for threads.
