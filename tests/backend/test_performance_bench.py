@@ -6,6 +6,7 @@ time or a ratio's value: the benchmark is not a timed test."""
 
 from __future__ import annotations
 
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -45,6 +46,8 @@ def test_quick_run_writes_every_section_and_keeps_the_analysis(tmp_path):
     assert "old table" not in text
     assert text.endswith("my notes\n")  # the hand-written part survives regeneration
     assert "**Roofline:** fp32 GEMM peak" in text
+    # Which OpenBLAS kernels each side ran (the GEMM parity rows compare the same library).
+    assert "**OpenBLAS kernels: mock " in text and ", numpy " in text
     for section in ("gemm", "memory-bound"):
         assert f"## {section} (" in text
     rows = [line for line in text.splitlines() if line.startswith("| FULLY_CONNECTED")]
@@ -54,6 +57,28 @@ def test_quick_run_writes_every_section_and_keeps_the_analysis(tmp_path):
     # conv and overhead need onnxruntime and onnx: their rows, or a note saying why not.
     for section in ("conv", "overhead"):
         assert f"## {section} (" in text or f"- {section}: skipped" in text
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="Haswell is an x86-64 kernel set")
+def test_openblas_coretype_sets_both_sides_kernels_and_the_roofline_names_both(tmp_path):
+    out = tmp_path / "performance.md"
+    result = run(
+        "--quick",
+        "--threads",
+        "1",
+        "--only",
+        "roofline",
+        "--openblas-coretype",
+        "Haswell",
+        "--out",
+        str(out),
+    )
+    assert result.returncode == 0, result.stderr
+    text = out.read_text()
+    kernels = "mock Haswell (OPENBLAS_CORETYPE=Haswell (environment)), numpy Haswell"
+    assert f"**OpenBLAS kernels: {kernels} (the same kernels).**" in text
+    # The peak is that of OpenBLAS's own choice for this CPU, the forced kernels' rate beside it.
+    assert "kernels OPENBLAS_CORETYPE=Haswell selects." in text
 
 
 def test_unknown_section_is_a_usage_error():
