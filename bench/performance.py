@@ -328,7 +328,11 @@ BLAS: dict[str, str] = {}
 def numpy_blas_core() -> str:
     """The kernel set numpy's OpenBLAS (scipy-openblas64) chose, '' when it cannot be asked."""
     paths = set()
-    for line in Path("/proc/self/maps").read_text().splitlines():
+    try:
+        maps = Path("/proc/self/maps").read_text().splitlines()
+    except OSError:  # not Linux
+        return ""
+    for line in maps:
         fields = line.split()
         if len(fields) >= 6 and "openblas" in os.path.basename(fields[-1]):
             paths.add(fields[-1])
