@@ -27,9 +27,6 @@ constexpr double kExactFloatLimit = 16777216.0;
 // Minimum multiply-adds per thread before ParallelFor uses threads.
 constexpr size_t kMinWorkPerThread = 1 << 16;
 
-// Multiply-adds from which Sgemm splits its work over the pool.
-constexpr size_t kParallelGemmWork = 1 << 21;
-
 CBLAS_TRANSPOSE ToCblas(Transpose transpose) {
   return transpose == Transpose::kYes ? CblasTrans : CblasNoTrans;
 }

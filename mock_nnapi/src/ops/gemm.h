@@ -37,6 +37,9 @@ enum class Transpose { kNo, kYes };
 // each threaded call and would compete with the pool's workers (and anyone else's) for the cores;
 // on a loaded machine its static split also waits for its slowest thread, while the pool's
 // dynamic one does not (docs/performance.md).
+// Multiply-adds (m * n * k) from which Sgemm splits one product over the pool.
+constexpr size_t kParallelGemmWork = size_t{1} << 21;
+
 void Sgemm(Transpose trans_a, Transpose trans_b, size_t m, size_t n, size_t k, float alpha,
            const float* a, size_t lda, const float* b, size_t ldb, float beta, float* c,
            size_t ldc);
