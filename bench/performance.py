@@ -47,6 +47,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -89,6 +90,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=1024,
         help="longest prefill of the GEMM rows (default %(default)s; of 1, 32, 128, 512, 1024)",
     )
+    parser.add_argument(
+        "--openblas-coretype",
+        metavar="CORE",
+        help="OPENBLAS_CORETYPE for both sides' OpenBLAS (numpy's and the mock's), set before they "
+        "load; '' unsets it (OpenBLAS's own detection); default: the environment's",
+    )
     parser.add_argument("--memory-probe", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     unknown = set(args.only.split(",")) - set(SECTIONS)
@@ -103,6 +110,11 @@ ARGS = parse_args()
 # Thread counts must be fixed before the BLAS libraries load.
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
     os.environ[_variable] = str(ARGS.threads)
+# So are OpenBLAS's kernels (it reads OPENBLAS_CORETYPE once, when it loads).
+if ARGS.openblas_coretype == "":
+    os.environ.pop("OPENBLAS_CORETYPE", None)
+elif ARGS.openblas_coretype:
+    os.environ["OPENBLAS_CORETYPE"] = ARGS.openblas_coretype
 
 import numpy as np  # noqa: E402
 
@@ -124,14 +136,55 @@ def _loops_for(function: Callable[[], object], target_seconds: float) -> int:
 BEST_RATIO: list[float] = []  # the ratio of the best times of the last side_by_side
 
 
+def _other_threads_cpu_ns() -> int | None:
+    """CPU time used so far by this process's threads other than the calling one (Linux's
+    per-thread schedstat), or None where that is not available."""
+    me = threading.get_native_id()
+    total = 0
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    for task in tasks:
+        if int(task) == me:
+            continue
+        try:
+            total += int(Path(f"/proc/self/task/{task}/schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # the thread ended
+    return total
+
+
+def wait_until_quiet(limit: float = 0.5) -> None:
+    """Waits (up to `limit` seconds) until no other thread of this process runs.
+
+    After a call, OpenBLAS's threads (numpy), onnxruntime's and OpenMP's (torch) keep spinning for
+    a while, waiting for more work; measured right after them, the other side would share its
+    cores with those spinning threads (measured: numpy's OpenBLAS thread took 13 ms of a core
+    during 39 ms of mock GEMMs that ran in 24 ms after a pause). Each sample starts once every
+    helper thread of either side has gone to sleep."""
+    previous = _other_threads_cpu_ns()
+    if previous is None:
+        time.sleep(0.05)
+        return
+    deadline = time.perf_counter() + limit
+    while time.perf_counter() < deadline:
+        time.sleep(0.002)
+        now = _other_threads_cpu_ns()
+        if now is None or now - previous < 100_000:  # < 0.1 ms of CPU in 2 ms: nobody spins
+            return
+        previous = now
+
+
 def side_by_side(
     ours: Callable[[], object], reference: Callable[[], object], rounds: int
 ) -> tuple[float, float, float]:
     """(median seconds of ours, of the reference, median of the per-round ratios ref/ours).
 
     Each side is warmed up, then both run alternately `rounds` times; a short call is looped so
-    that one sample lasts about 20 ms. The ratio of the best times (each side's least disturbed
-    round) is left in BEST_RATIO[0]."""
+    that one sample lasts about 20 ms, and each sample starts once the other side's helper
+    threads have stopped spinning (wait_until_quiet). The ratio of the best times (each side's
+    least disturbed round) is left in BEST_RATIO[0]."""
     ours()
     reference()
     target = 0.005 if ARGS.quick else 0.02
@@ -142,6 +195,7 @@ def side_by_side(
             (loops_ours, ours, t_ours),
             (loops_ref, reference, t_ref),
         ):
+            wait_until_quiet()
             start = time.perf_counter()
             for _ in range(loops):
                 function()
@@ -266,6 +320,50 @@ def one_operation(operation: int, inputs: list, out_shape, feeds: list[np.ndarra
     return mock_runner(model, feeds, tuple(out_shape))
 
 
+# ---- BLAS kernels ----------------------------------------------------------------------------
+
+BLAS: dict[str, str] = {}
+
+
+def numpy_blas_core() -> str:
+    """The kernel set numpy's OpenBLAS (scipy-openblas64) chose, '' when it cannot be asked."""
+    paths = set()
+    try:
+        maps = Path("/proc/self/maps").read_text().splitlines()
+    except OSError:  # not Linux
+        return ""
+    for line in maps:
+        fields = line.split()
+        if len(fields) >= 6 and "openblas" in os.path.basename(fields[-1]):
+            paths.add(fields[-1])
+    for path in sorted(paths):
+        library = ctypes.CDLL(path)
+        for name in ("scipy_openblas_get_corename64_", "openblas_get_corename64_"):
+            function = getattr(library, name, None)
+            if function is not None:
+                function.restype = ctypes.c_char_p
+                return function().decode()
+    return ""
+
+
+def blas_kernels() -> None:
+    """Records and prints which OpenBLAS kernel set each side runs (the GEMM parity rows compare
+    the same library: with the same kernels, or the line says which differ)."""
+    from mock_nnapi import control
+
+    info = control.blas_info()
+    np.matmul(np.ones((64, 64), np.float32), np.ones((64, 64), np.float32))  # numpy's BLAS loaded
+    BLAS["mock"] = info["core"]
+    BLAS["mock_source"] = info["core_source"]
+    BLAS["numpy"] = numpy_blas_core() or "unknown"
+    same = "the same kernels" if BLAS["mock"] == BLAS["numpy"] else "DIFFERENT kernels"
+    BLAS["line"] = (
+        f"OpenBLAS kernels: mock {BLAS['mock']} ({BLAS['mock_source']}), numpy {BLAS['numpy']} "
+        f"({same})"
+    )
+    progress(BLAS["line"])
+
+
 # ---- roofline --------------------------------------------------------------------------------
 
 PEAK: dict[str, float] = {}
@@ -285,6 +383,13 @@ def roofline() -> None:
     PEAK["gflops"] = 2.0 * size**3 / best / 1e9
     PEAK["gemm_size"] = size
     PEAK["runs"] = 3 if ARGS.quick else 10
+    PEAK["kernels"] = BLAS.get("numpy", "")
+    if os.environ.get("OPENBLAS_CORETYPE"):
+        # The machine's peak is that of the kernels OpenBLAS picks for this CPU on its own.
+        own = own_kernel_peak(size, PEAK["runs"])
+        if own:
+            PEAK["forced_gflops"], PEAK["forced_kernels"] = PEAK["gflops"], PEAK["kernels"]
+            PEAK["gflops"], PEAK["kernels"] = own
     elements = (1 << 22) if ARGS.quick else (1 << 26)  # 16 MiB / 256 MiB
     src = np.ones(elements, np.float32)
     dst = np.empty_like(src)
@@ -298,10 +403,59 @@ def roofline() -> None:
     PEAK["copy_mib"] = src.nbytes / 2**20
     print(
         f"roofline: fp32 GEMM peak {PEAK['gflops']:.1f} GFLOP/s (numpy sgemm {size}^3, best of "
-        f"runs), memory bandwidth {PEAK['gbps']:.1f} GB/s (np.copyto {PEAK['copy_mib']:.0f} MiB, "
+        f"runs, {PEAK['kernels']} kernels{roofline_forced_note()}), memory bandwidth "
+        f"{PEAK['gbps']:.1f} GB/s (np.copyto {PEAK['copy_mib']:.0f} MiB, "
         f"read + write), {ARGS.threads} threads",
         flush=True,
     )
+
+
+def roofline_forced_note() -> str:
+    if "forced_gflops" not in PEAK:
+        return ""
+    return (
+        f"; {PEAK['forced_gflops']:.1f} GFLOP/s with the {PEAK['forced_kernels']} kernels "
+        f"OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']} selects"
+    )
+
+
+OWN_KERNEL_PROBE = """
+import ctypes, json, os, sys, time
+import numpy as np
+size, runs = int(sys.argv[1]), int(sys.argv[2])
+a = np.random.default_rng(0).standard_normal((size, size), dtype=np.float32)
+b = np.random.default_rng(1).standard_normal((size, size), dtype=np.float32)
+c = np.empty_like(a)
+np.matmul(a, b, out=c)
+best = min(
+    (lambda start: (np.matmul(a, b, out=c), time.perf_counter() - start)[1])(time.perf_counter())
+    for _ in range(runs)
+)
+paths = {l.split()[-1] for l in open("/proc/self/maps") if "openblas" in l.rsplit("/", 1)[-1]}
+core = ""
+for path in paths:
+    function = getattr(ctypes.CDLL(path), "scipy_openblas_get_corename64_", None)
+    if function is not None:
+        function.restype = ctypes.c_char_p
+        core = function().decode()
+print(json.dumps({"gflops": 2.0 * size**3 / best / 1e9, "core": core}))
+"""
+
+
+def own_kernel_peak(size: int, runs: int) -> tuple[float, str] | None:
+    """numpy's sgemm peak in a child process without OPENBLAS_CORETYPE (OpenBLAS's own kernels)."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    result = subprocess.run(
+        [sys.executable, "-c", OWN_KERNEL_PROBE, str(size), str(runs)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    if result.returncode != 0:
+        progress(f"roofline: the probe without OPENBLAS_CORETYPE failed: {result.stderr[-200:]}")
+        return None
+    probe = json.loads(result.stdout)
+    return probe["gflops"], probe["core"]
 
 
 # ---- GEMM ------------------------------------------------------------------------------------
@@ -862,7 +1016,8 @@ def markdown(elapsed: float) -> str:
         f"({elapsed:.0f} s, {ARGS.threads} threads per side, {ARGS.rounds} alternating rounds per "
         f"row; {platform.machine()}, {os.cpu_count()} logical CPUs). Every number is MEASURED on "
         "this host (a shared machine: absolute times are noisy, the ratios are medians of "
-        "per-round ratios of the two sides run alternately in one process). The mock's cost model "
+        "per-round ratios of the two sides run alternately in one process, each sample starting "
+        "once the other side's helper threads have stopped spinning). The mock's cost model "
         "(modelled phone times, docs/cost-model.md) plays no part. Ratio > 1: the mock is faster "
         "(memory rows: peak / weights, lower is better). 'ratio' is the median of the per-round "
         "ratios (what the goals are judged on); 'best-time ratio' divides each side's best round, "
@@ -874,9 +1029,12 @@ def markdown(elapsed: float) -> str:
             f"**Roofline:** fp32 GEMM peak {PEAK['gflops']:.1f} GFLOP/s (numpy's OpenBLAS sgemm "
             f"{PEAK['gemm_size']}^3, best of {PEAK['runs']}), memory bandwidth "
             f"{PEAK['gbps']:.1f} GB/s "
-            f"(np.copyto of {PEAK['copy_mib']:.0f} MiB, read + write), {ARGS.threads} threads.",
+            f"(np.copyto of {PEAK['copy_mib']:.0f} MiB, read + write), {ARGS.threads} threads; "
+            f"{PEAK['kernels']} kernels{roofline_forced_note()}.",
             "",
         ]
+    if BLAS:
+        lines += [f"**{BLAS['line']}.**", ""]
     for section in SECTIONS:
         rows = [row for row in ROWS if row.section == section]
         if not rows:
@@ -936,6 +1094,7 @@ def main() -> int:
     sections = ARGS.only.split(",")
     start = time.perf_counter()
     progress(f"mock library: {mock().library_path()}; {ARGS.threads} threads, {ARGS.rounds} rounds")
+    blas_kernels()
     header = f"{'section':<12} {'row':<58} {'mock':>10} {'reference':>10}    ratio"
     print(header)
     steps = {

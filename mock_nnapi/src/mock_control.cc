@@ -9,6 +9,7 @@
 #include "executor.h"
 #include "fault_injection.h"
 #include "json.h"
+#include "ops/gemm.h"
 #include "profile.h"
 #include "statistics.h"
 #include "trace.h"
@@ -20,6 +21,12 @@
 extern "C" {
 
 const char* MockNnapi_getVersion(void) { return "mock_nnapi " MOCK_NNAPI_VERSION; }
+
+const char* MockNnapi_getBlasInfo(void) {
+  thread_local std::string info;
+  info = mock_nnapi::gemm::BlasInfoJson();
+  return info.c_str();
+}
 
 int MockNnapi_getCounter(const char* name, uint64_t* value) {
   NN_CHECK_NOT_NULL(name);

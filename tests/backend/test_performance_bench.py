@@ -6,6 +6,7 @@ time or a ratio's value: the benchmark is not a timed test."""
 
 from __future__ import annotations
 
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -31,10 +32,13 @@ def run(*args: str) -> subprocess.CompletedProcess:
 def test_quick_run_writes_every_section_and_keeps_the_analysis(tmp_path):
     out = tmp_path / "performance.md"
     out.write_text("old table\n<!-- analysis (kept when the table is regenerated) -->\nmy notes\n")
+    # On x86-64 both sides' OpenBLAS run the kernels --openblas-coretype names.
+    forced = ["--openblas-coretype", "Haswell"] if platform.machine() == "x86_64" else []
     result = run(
         "--quick",
         "--threads",
         "1",
+        *forced,
         "--only",
         "roofline,gemm,memory-bound,overhead,conv",
         "--out",
@@ -45,6 +49,13 @@ def test_quick_run_writes_every_section_and_keeps_the_analysis(tmp_path):
     assert "old table" not in text
     assert text.endswith("my notes\n")  # the hand-written part survives regeneration
     assert "**Roofline:** fp32 GEMM peak" in text
+    # Which OpenBLAS kernels each side ran (the GEMM parity rows compare the same library).
+    assert "**OpenBLAS kernels: mock " in text and ", numpy " in text
+    if forced:
+        kernels = "mock Haswell (OPENBLAS_CORETYPE=Haswell (environment)), numpy Haswell"
+        assert f"**OpenBLAS kernels: {kernels} (the same kernels).**" in text
+        # The peak is that of OpenBLAS's own choice, the forced kernels' rate beside it.
+        assert "kernels OPENBLAS_CORETYPE=Haswell selects." in text
     for section in ("gemm", "memory-bound"):
         assert f"## {section} (" in text
     rows = [line for line in text.splitlines() if line.startswith("| FULLY_CONNECTED")]

@@ -4,7 +4,8 @@
 Covered: fp32 at ranks 2 to 4 with every adj_x / adj_y combination, y broadcast over a batch
 dimension of 1, omitted adj operands (false), fp16, INT32 (wrapping), QUANT8_ASYMM_SIGNED with
 saturation, dynamic output shapes, large outputs (sgemv for one row or column, GEMM blocks
-split over the thread pool otherwise), the BAD_DATA validation rules and feature level 6.
+split over the thread pool otherwise), many small products shared over the pool (the same bits
+as each alone), the BAD_DATA validation rules and feature level 6.
 """
 
 from __future__ import annotations
@@ -86,6 +87,20 @@ def test_batch_matmul_broadcasts_y_batch():
     y = rng.uniform(-1, 1, (1, 3, 5, 2)).astype(np.float32)
     result = bmm_tester(x, y).run()[0]
     assert_close(result, reference(x, y, False, False))
+
+
+def test_batch_matmul_small_products_shared_over_the_pool_match_each_alone():
+    # Eight 64x64x64 products (each too small for one GEMM to be split, together enough for the
+    # pool), y broadcast over the first batch dimension: the same bits as each product alone.
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-1, 1, (2, 4, 64, 64)).astype(np.float32)
+    y = rng.uniform(-1, 1, (1, 4, 64, 64)).astype(np.float32)
+    result = bmm_tester(x, y, adj_y=True).run()[0]
+    assert_close(result, reference(x, y, False, True))
+    for i in range(2):
+        for j in range(4):
+            alone = bmm_tester(x[i, j], y[0, j], adj_y=True).run()[0]
+            np.testing.assert_array_equal(result[i, j], alone)
 
 
 def test_batch_matmul_omitted_adj_means_false():

@@ -24,6 +24,15 @@ extern "C" {
 MOCK_NNAPI_EXPORT const char* MockNnapi_getVersion(void);
 
 /*
+ * The BLAS the mock's GEMM-shaped kernels call, as a JSON object: "config"
+ * (openblas_get_config), "core" (the kernel set OpenBLAS chose when it loaded,
+ * openblas_get_corename), "core_source" (the OPENBLAS_CORETYPE it read then, or its own detection
+ * from the CPU) and "threads" (the thread count the kernels use). The string stays valid until
+ * the calling thread calls it again.
+ */
+MOCK_NNAPI_EXPORT const char* MockNnapi_getBlasInfo(void);
+
+/*
  * Reads a process-wide counter by name. Names: models_finished, compilations_finished,
  * compilation_cache_hits, compilation_cache_misses, executions_started, executions_completed,
  * executions_failed, operations_executed, and live object counts live_models,

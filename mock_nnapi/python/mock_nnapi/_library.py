@@ -193,6 +193,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
 # The mock-only control API (absent from a real libneuralnetworks.so).
 _MOCK_SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "MockNnapi_getVersion": (_str, []),
+    "MockNnapi_getBlasInfo": (_str, []),
     "MockNnapi_getCounter": (_i32, [_str, ctypes.POINTER(_u64)]),
     "MockNnapi_getOperationExecutedCount": (_u64, [_i32]),
     "MockNnapi_resetCounters": (None, []),

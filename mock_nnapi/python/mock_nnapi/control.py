@@ -61,6 +61,14 @@ def version() -> str:
     return _mock().MockNnapi_getVersion().decode()
 
 
+def blas_info() -> dict[str, Any]:
+    """The BLAS the mock's GEMM-shaped kernels call: ``config`` (OpenBLAS's build and kernel
+    set), ``core`` (the kernel set OpenBLAS chose when it loaded, e.g. ``"SkylakeX"``),
+    ``core_source`` (the ``OPENBLAS_CORETYPE`` it read then, or its own detection from the CPU)
+    and ``threads`` (the thread count the kernels use)."""
+    return json.loads(_mock().MockNnapi_getBlasInfo().decode())
+
+
 def counter(name: str) -> int:
     """One counter of the mock (see :data:`COUNTER_NAMES`)."""
     value = ctypes.c_uint64()

@@ -105,32 +105,43 @@ int Prepare(OperationContext& context) {
   return context.SetOutputShape(0, shape.output);
 }
 
-// Calls body(batch, x_matrix, y_matrix) for every output matrix (y broadcast where its batch
-// dimension is 1).
+// The matrix of y that output matrix `batch` reads (y broadcast where its batch dimension is 1).
+size_t YMatrix(const MatmulShape& shape, const Dimensions& x_dims, size_t batch) {
+  size_t remainder = batch;
+  size_t y_matrix = 0;
+  for (size_t d = shape.y_batch_strides.size(); d-- > 0;) {
+    y_matrix += (remainder % x_dims[d]) * shape.y_batch_strides[d];
+    remainder /= x_dims[d];
+  }
+  return y_matrix;
+}
+
+// Calls body(batch, x_matrix, y_matrix) for every output matrix, in order.
 template <typename Body>
 void ForEachBatch(const MatmulShape& shape, const Dimensions& x_dims, Body&& body) {
-  const size_t batch_rank = shape.y_batch_strides.size();
-  for (size_t b = 0; b < shape.batches; ++b) {
-    size_t remainder = b;
-    size_t y_matrix = 0;
-    for (size_t d = batch_rank; d-- > 0;) {
-      y_matrix += (remainder % x_dims[d]) * shape.y_batch_strides[d];
-      remainder /= x_dims[d];
-    }
-    body(b, b, y_matrix);
-  }
+  for (size_t b = 0; b < shape.batches; ++b) body(b, b, YMatrix(shape, x_dims, b));
 }
 
 void MatmulFloat(const MatmulShape& s, const Dimensions& x_dims, const float* x, const float* y,
                  float* out) {
   const size_t x_cols = s.adj_x ? s.m : s.k;
   const size_t y_cols = s.adj_y ? s.k : s.n;
-  ForEachBatch(s, x_dims, [&](size_t b, size_t xb, size_t yb) {
+  auto multiply = [&](size_t b, size_t xb, size_t yb) {
     gemm::Sgemm(s.adj_x ? gemm::Transpose::kYes : gemm::Transpose::kNo,
                 s.adj_y ? gemm::Transpose::kYes : gemm::Transpose::kNo, s.m, s.n, s.k, 1.f,
                 x + xb * s.m * s.k, x_cols, y + yb * s.k * s.n, y_cols, 0.f, out + b * s.m * s.n,
                 s.n);
-  });
+  };
+  const size_t work = s.m * s.n * s.k;
+  if (s.batches > 1 && work < gemm::kParallelGemmWork) {
+    // Products too small for Sgemm to share out (attention's per-head ones): the batches go to
+    // the pool instead, each one single-threaded call (the same result as in order).
+    gemm::ParallelFor(s.batches, work, [&](size_t begin, size_t end) {
+      for (size_t b = begin; b < end; ++b) multiply(b, b, YMatrix(s, x_dims, b));
+    });
+    return;
+  }
+  ForEachBatch(s, x_dims, multiply);
 }
 
 // Two's complement int32 arithmetic (wraps on overflow, through uint32).

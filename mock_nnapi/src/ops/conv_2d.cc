@@ -378,10 +378,7 @@ void ConvolveFloat(const Geometry& g, const float* input, const float* filter, c
       },
       [&](size_t first, size_t rows) {
         if (activation == ANEURALNETWORKS_FUSED_NONE) return;
-        float* out = output + first * out_channels;
-        for (size_t i = 0; i < rows * out_channels; ++i) {
-          out[i] = std::min(std::max(out[i], low), high);
-        }
+        conv::ClampAll(output + first * out_channels, rows * out_channels, low, high);
       });
 }
 

@@ -145,19 +145,43 @@ inline int64_t TransposeConvOutputSize(int64_t in, int64_t filter, int64_t strid
 }
 
 // out[j * rows + i] = in[i * cols + j]: a transpose in square tiles, so that both sides move
-// whole cache lines (a plain loop strides through one of them an element at a time).
+// whole cache lines (a plain loop strides through one of them an element at a time). Bands of
+// tile rows are shared out over the gemm::ParallelFor pool (an exact copy: the result does not
+// depend on the split).
 template <typename T>
 void Transpose2D(const T* __restrict__ in, size_t rows, size_t cols, T* __restrict__ out) {
   constexpr size_t kTile = 16;
-  for (size_t i0 = 0; i0 < rows; i0 += kTile) {
-    const size_t i1 = std::min(rows, i0 + kTile);
-    for (size_t j0 = 0; j0 < cols; j0 += kTile) {
-      const size_t j1 = std::min(cols, j0 + kTile);
-      for (size_t j = j0; j < j1; ++j) {
-        for (size_t i = i0; i < i1; ++i) out[j * rows + i] = in[i * cols + j];
+  const size_t bands = (rows + kTile - 1) / kTile;
+  gemm::ParallelFor(bands, kTile * cols, [&](size_t band_begin, size_t band_end) {
+    for (size_t i0 = band_begin * kTile; i0 < std::min(rows, band_end * kTile); i0 += kTile) {
+      const size_t i1 = std::min(rows, i0 + kTile);
+      for (size_t j0 = 0; j0 < cols; j0 += kTile) {
+        const size_t j1 = std::min(cols, j0 + kTile);
+        for (size_t j = j0; j < j1; ++j) {
+          for (size_t i = i0; i < i1; ++i) out[j * rows + i] = in[i * cols + j];
+        }
       }
     }
-  }
+  });
+}
+
+// x clamped to [low, high]: the expressions of std::min(std::max(x, low), high) (NaN stays NaN),
+// written on values so that loops over it vectorise (std::min and std::max return references,
+// which GCC turned into a scalar loop of conditional pointer moves).
+inline float Clamp(float x, float low, float high) {
+  const float at_least_low = x < low ? low : x;
+  return high < at_least_low ? high : at_least_low;
+}
+
+// data[i] = Clamp(data[i], low, high) for i in [0, count), shared out over the pool.
+inline void ClampAll(float* data, size_t count, float low, float high) {
+  constexpr size_t kBlock = 4096;
+  const size_t blocks = (count + kBlock - 1) / kBlock;
+  gemm::ParallelFor(blocks, kBlock, [&](size_t begin, size_t end) {
+    float* __restrict__ p = data;
+    const size_t last = std::min(count, end * kBlock);
+    for (size_t i = begin * kBlock; i < last; ++i) p[i] = Clamp(p[i], low, high);
+  });
 }
 
 // Layout transforms between [N, C, H, W] and [N, H, W, C].
@@ -448,7 +472,7 @@ class FloatOutput {
       float* row = data_ + p * channels;
       for (size_t c = 0; c < channels; ++c) {
         const float value = bias != nullptr ? row[c] + bias[c] : row[c];
-        row[c] = std::min(std::max(value, low), high);
+        row[c] = Clamp(value, low, high);
       }
     }
   }

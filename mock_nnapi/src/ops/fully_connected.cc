@@ -112,7 +112,7 @@ void FullyConnectedFloat(const float* input, const float* weights, const float* 
   if (activation == ANEURALNETWORKS_FUSED_NONE) return;
   float low, high;
   FloatActivationRange(activation, &low, &high);
-  for (size_t i = 0; i < batch * num_units; ++i) out[i] = std::min(std::max(out[i], low), high);
+  conv::ClampAll(out, batch * num_units, low, high);
 }
 
 int Execute(OperationContext& context) {

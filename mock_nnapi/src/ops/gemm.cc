@@ -7,9 +7,13 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <thread>
+
+#include "../json.h"
 
 namespace mock_nnapi {
 namespace gemm {
@@ -22,9 +26,6 @@ constexpr double kExactFloatLimit = 16777216.0;
 
 // Minimum multiply-adds per thread before ParallelFor uses threads.
 constexpr size_t kMinWorkPerThread = 1 << 16;
-
-// Multiply-adds from which Sgemm splits its work over the pool.
-constexpr size_t kParallelGemmWork = 1 << 21;
 
 CBLAS_TRANSPOSE ToCblas(Transpose transpose) {
   return transpose == Transpose::kYes ? CblasTrans : CblasNoTrans;
@@ -202,6 +203,28 @@ void IntegerGemm(Transpose trans_a, Transpose trans_b, size_t m, size_t n, size_
   for (size_t i = 0; i < m; ++i) {
     for (size_t j = 0; j < n; ++j) c[i * ldc + j] = saturate(sum[i * n + j]);
   }
+}
+
+namespace {
+
+// OPENBLAS_CORETYPE as OpenBLAS read it: OpenBLAS (a DT_NEEDED dependency) chose its kernels when
+// it loaded, just before the mock's static initialisers run.
+const char* const kCoreTypeAtLoad = [] {
+  const char* value = std::getenv("OPENBLAS_CORETYPE");
+  return value == nullptr ? nullptr : strdup(value);  // never freed: lives as long as the process
+}();
+
+}  // namespace
+
+std::string BlasInfoJson() {
+  std::string source = "OpenBLAS's own detection";
+  if (kCoreTypeAtLoad != nullptr) {
+    source = std::string("OPENBLAS_CORETYPE=") + kCoreTypeAtLoad + " (environment)";
+  }
+  return "{\"config\": " + JsonQuote(scipy_openblas_get_config()) +
+         ", \"core\": " + JsonQuote(scipy_openblas_get_corename()) +
+         ", \"core_source\": " + JsonQuote(source) +
+         ", \"threads\": " + std::to_string(ThreadCount()) + "}";
 }
 
 int ThreadCount() { return std::max(1, scipy_openblas_get_num_threads()); }

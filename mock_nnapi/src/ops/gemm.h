@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "common.h"
@@ -36,6 +37,9 @@ enum class Transpose { kNo, kYes };
 // each threaded call and would compete with the pool's workers (and anyone else's) for the cores;
 // on a loaded machine its static split also waits for its slowest thread, while the pool's
 // dynamic one does not (docs/performance.md).
+// Multiply-adds (m * n * k) from which Sgemm splits one product over the pool.
+constexpr size_t kParallelGemmWork = size_t{1} << 21;
+
 void Sgemm(Transpose trans_a, Transpose trans_b, size_t m, size_t n, size_t k, float alpha,
            const float* a, size_t lda, const float* b, size_t ldb, float beta, float* c,
            size_t ldc);
@@ -49,6 +53,11 @@ void IntegerGemm(Transpose trans_a, Transpose trans_b, size_t m, size_t n, size_
 // The number of threads the kernels may use: OpenBLAS's current setting (OPENBLAS_NUM_THREADS,
 // threadpoolctl), so one knob controls the library.
 int ThreadCount();
+
+// The BLAS in use as a JSON object (MockNnapi_getBlasInfo): "config" (openblas_get_config),
+// "core" (the kernel set OpenBLAS chose when it loaded, openblas_get_corename), "core_source"
+// (the OPENBLAS_CORETYPE it saw then, or OpenBLAS's own detection from the CPU) and "threads".
+std::string BlasInfoJson();
 
 // Calls body(begin, end) over [0, count) split into contiguous ranges, in parallel when the work
 // (count * cost_per_item, in rough multiply-adds) is large enough to pay for threads.
