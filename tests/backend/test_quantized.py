@@ -131,7 +131,9 @@ CASES = {
         [],
         {"x": [1, 5, 6, 6]},
         {"y": [1, 5, 1, 1]},
-        "DEQUANTIZE",  # a finer output scale than NNAPI's MEAN keeps: computed in float
+        # onnxruntime gives the average a finer scale than the input's, which NNAPI's MEAN
+        # keeps: a whole-image DEPTHWISE_CONV_2D averages with the model's output scale.
+        "DEPTHWISE_CONV_2D",
     ),
     "reshape": (
         [node("Flatten", ["x"], ["y"])],
@@ -248,6 +250,30 @@ DIRECT_CASES = {
         (0.03, 120),
         (0.005, 128),
         "DEQUANTIZE",  # NNAPI's MEAN keeps the input scale: computed in float instead
+    ),
+    "global_mean_same_output": (
+        node("GlobalAveragePool", ["x"], ["y"]),
+        {"x": [1, 4, 5, 5]},
+        {"y": [1, 4, 1, 1]},
+        (0.03, 120),
+        (0.03, 120),
+        "MEAN",
+    ),
+    "global_mean_finer_output": (
+        node("ReduceMean", ["x"], ["y"], axes=[2, 3], keepdims=0),
+        {"x": [1, 4, 6, 5]},
+        {"y": [1, 4]},
+        (0.03, 120),
+        (0.004, 128),
+        "DEPTHWISE_CONV_2D",  # then a RESHAPE drops the 1x1 spatial axes
+    ),
+    "global_mean_coarser_output": (
+        node("ReduceMean", ["x"], ["y"], axes=[2, 3], keepdims=1),
+        {"x": [1, 3, 4, 4]},
+        {"y": [1, 3, 1, 1]},
+        (0.02, 128),
+        (0.05, 100),
+        "DEPTHWISE_CONV_2D",  # one rounding, not MEAN's and a requantization's
     ),
 }
 
@@ -497,14 +523,15 @@ def test_run_judges_a_quantized_onnx_model_in_steps(tmp_path) -> None:
     from mock_nnapi import control
 
     previous = control.profile_name()
-    try:
-        result = run_model(load_model_source(str(path)), profile="snapdragon-8-gen-2")
-    finally:
-        # run_model selects the profile for the whole process: later tests expect the default.
-        control.set_profile(previous)
+    result = run_model(load_model_source(str(path)), profile="snapdragon-8-gen-2")
+    assert control.profile_name() == previous  # run_model's profile switch is scoped
     (output,) = result.outputs
     assert output.precision == "quant8" and output.max_error_steps is not None
     assert result.passed and result.subgraphs == 1 and output.top1_agrees
+    # Every operation on the Hexagon DSP: the QUANTIZE of the float input and the DEQUANTIZE of
+    # the output (the profile's QUANTIZE reads float32), the global average pool in quant8.
+    assert result.executions and all(e["devices"] == ["qti-dsp"] for e in result.executions)
+    assert result.modelled_by_device_us.keys() == {"qti-dsp"}
 
 
 def test_matmul_with_a_float_bias_keeps_its_bias() -> None:

@@ -517,6 +517,9 @@ def _group_convert(group: _Group):
         if target is None:
             target = _natural_output(group, root, activation_params(first))
         source = str(root.op.name)
+        layout = _global_average_layout(root) if group.nnapi == ("MEAN",) else None
+        if layout is not None and not out.same_as(target):
+            return _convert_global_average(ctx, root, layout, activation_params(first), out)
         if _rounds_twice(group, out, target):
             return _convert_in_float(ctx, composite, root, out, source, group.convert)
         ctx.dtype_overrides[root] = target.as_dtype()
@@ -543,6 +546,64 @@ def _rounds_twice(group: _Group, out: QuantParams, natural: QuantParams) -> bool
     if operations & set(FIXED_OUTPUT):
         return True
     return operations <= AVERAGING and out.scale < natural.scale * (1 - 1e-6)
+
+
+def _global_average_layout(call: relax.Call) -> str | None:
+    """``"NCHW"`` or ``"NHWC"`` when ``call`` averages a static rank-4 tensor over both of its
+    spatial axes (a global average pool: adaptive_avg_pool2d to 1x1, or a mean over axes 2, 3
+    or 1, 2), else None."""
+    shape = static_shape(call.args[0])
+    if shape is None or len(shape) != 4:
+        return None
+    if str(call.op.name) == "relax.nn.adaptive_avg_pool2d":
+        layout = str(call.attrs.layout)  # the group's check accepted only 1x1 outputs
+        return layout if layout in ("NCHW", "NHWC") else None
+    if call.attrs.axis is None:
+        return None
+    axes = tuple(sorted(int(a) % 4 for a in call.attrs.axis))
+    return {(2, 3): "NCHW", (1, 2): "NHWC"}.get(axes)
+
+
+def _convert_global_average(
+    ctx: ConvertContext, root: relax.Call, layout: str, data: QuantParams, out: QuantParams
+) -> int:
+    """A quant8 global average pool whose output quantization differs from its input's.
+
+    NNAPI's quant8 MEAN (and AVERAGE_POOL_2D) keep the input's scale and zero point, so they
+    would round to the input's scale and again to the model's: the same average is a
+    DEPTHWISE_CONV_2D whose filter covers the whole image with weights of value 1/(H*W)
+    (quantized value 1, scale 1/(H*W)) and a zero bias, with the model's output quantization:
+    one rounding of the exact mean, as the model does it, on the device's quant8 kernels."""
+    source = str(root.op.name)
+    shape = [int(d) for d in static_shape(root.args[0]) or ()]
+    height, width = (shape[2], shape[3]) if layout == "NCHW" else (shape[1], shape[2])
+    channels = shape[1] if layout == "NCHW" else shape[3]
+    weight_scale = float(np.float32(1.0 / (height * width)))
+    weight = ctx.constant(np.ones((1, height, width, channels), dtype=data.dtype))
+    ctx.builder.quantize_operand(weight, weight_scale, 0)
+    bias = _bias_operand(ctx, None, channels, data.scale, np.full(channels, weight_scale))
+    pooled_shape = [shape[0], channels, 1, 1] if layout == "NCHW" else [shape[0], 1, 1, channels]
+    pooled = ctx.tensor(out.as_dtype(), pooled_shape)
+    inputs = [
+        ctx.operand(root.args[0]),
+        weight,
+        bias,
+        *(ctx.int32(0) for _ in range(4)),  # no padding
+        ctx.int32(1),  # stride_w
+        ctx.int32(1),  # stride_h
+        ctx.int32(1),  # depth multiplier
+        ctx.int32(0),  # no fused activation
+        ctx.bool(layout == "NCHW"),
+        ctx.int32(1),  # dilation_w
+        ctx.int32(1),  # dilation_h
+    ]
+    ctx.emit("DEPTHWISE_CONV_2D", inputs, [pooled], source)
+    result_shape = ctx.shape(root)
+    if [int(d) for d in result_shape] == pooled_shape:
+        return pooled
+    result = ctx.tensor(out.as_dtype(), result_shape)
+    ctx.emit("RESHAPE", [pooled, ctx.int_vector(result_shape)], [result], source)
+    return result
 
 
 def _convert_in_float(
@@ -648,6 +709,11 @@ _GROUPS: list[_Group] = [
 ]
 
 
+#: What a MEAN group emits instead of MEAN for a global average pool whose output quantization
+#: is not its input's (:func:`_convert_global_average`).
+_GLOBAL_AVERAGE_EMITS = {("MEAN",): ("DEPTHWISE_CONV_2D", "RESHAPE")}
+
+
 def _group_lowering(group: _Group) -> Lowering:
     name = "nnapi.quantized_" + group.relax_op.removeprefix("relax.").replace(".", "_")
     if group.tuple_arity:
@@ -658,7 +724,7 @@ def _group_lowering(group: _Group) -> Lowering:
         pattern=_group_pattern(group),
         check=_group_check(group),
         convert=_group_convert(group),
-        emits=(*group.nnapi, "DEQUANTIZE", "QUANTIZE"),
+        emits=(*group.nnapi, *_GLOBAL_AVERAGE_EMITS.get(group.nnapi, ()), "DEQUANTIZE", "QUANTIZE"),
         requires=_group_requires(group),
     )
 
