@@ -644,3 +644,41 @@ def test_batch_matmul_below_feature_level_6_is_refused() -> None:
         for name in tvm_nnapi.nnapi_subgraphs(result.module)
         for o in codegen.lower_function(result.module[name]).to_dict()["operations"]
     }
+
+
+# ---- run --layerwise on a quantized model: exact comparison in quantization steps -------------
+
+
+def test_layerwise_compares_quantized_results_in_steps(tmp_path) -> None:
+    from mock_nnapi import control
+    from tvm_nnapi.tools.layerwise import QUANT8_LAYER_TOLERANCE, layerwise
+    from tvm_nnapi.tools.run import random_inputs
+    from tvm_nnapi.tools.sources import load_model_source
+
+    from .quantized_models import onnx
+
+    float_cnn, inputs = small_cnn()
+    model = quantize_static(float_cnn, inputs)
+    path = tmp_path / "cnn_qdq.onnx"
+    onnx.save(model, str(path))
+    source = load_model_source(str(path))
+    partitioned = tvm_nnapi.partition(source.module)
+    arrays = random_inputs(source, 0)
+    clean = layerwise(source, partitioned, arrays, "quant8")
+    quantized = [r for r in clean.rows if r.relax_operators[-1] == "relax.quantize"]
+    assert len(quantized) >= 6 and clean.first_divergence is None
+    for row in quantized:  # integer results, compared exactly in whole steps
+        assert row.max_error_steps == row.max_abs_error == 0.0
+        assert row.tolerance == QUANT8_LAYER_TOLERANCE == 0.0
+    (scale,) = output_scales(model)
+    # Three output steps added to the float output of the final DEQUANTIZE.
+    with control.OperationFaultInjection("DEQUANTIZE", 3 * scale):
+        faulty = layerwise(source, partitioned, arrays, "quant8")
+    first = faulty.first_divergence
+    assert first is not None and first.nnapi_operations == ["DEQUANTIZE"]
+    assert first.max_error_steps == pytest.approx(3.0, rel=1e-3)
+    assert not first.passed and first.tolerance == QUANT8_LAYER_TOLERANCE
+    # --rtol is a number of steps for these rows.
+    with control.OperationFaultInjection("DEQUANTIZE", 3 * scale):
+        lenient = layerwise(source, partitioned, arrays, "quant8", rtol=3.5)
+    assert lenient.first_divergence is None
