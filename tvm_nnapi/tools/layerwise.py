@@ -255,7 +255,8 @@ def layerwise(
     vm = relax.VirtualMachine(program, tvm.cpu())
     captured = _flatten(vm[entry](*[tvm.runtime.tensor(a) for a in inputs]))
     position = 0
-    prepared: dict[str, tuple[relax.Function, list[tuple[int, str, list[str], list[str]]], Any]]
+    described_row = tuple[int, str, list[str], list[str], float | None]
+    prepared: dict[str, tuple[relax.Function, list[described_row], Any]]
     prepared = {}
     call_counts: dict[str, int] = {}
     for order, call in enumerate(calls):

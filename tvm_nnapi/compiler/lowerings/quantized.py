@@ -563,8 +563,8 @@ def _global_average_layout(call: relax.Call) -> str | None:
         return layout if layout in ("NCHW", "NHWC") else None
     if call.attrs.axis is None:
         return None
-    axes = tuple(sorted(int(a) % 4 for a in call.attrs.axis))
-    return {(2, 3): "NCHW", (1, 2): "NHWC"}.get(axes)
+    axes = sorted(int(a) % 4 for a in call.attrs.axis)
+    return {(2, 3): "NCHW", (1, 2): "NHWC"}.get((axes[0], axes[-1])) if len(axes) == 2 else None
 
 
 def _convert_global_average(
@@ -714,7 +714,9 @@ _GROUPS: list[_Group] = [
 
 #: What a MEAN group emits instead of MEAN for a global average pool whose output quantization
 #: is not its input's (:func:`_convert_global_average`).
-_GLOBAL_AVERAGE_EMITS = {("MEAN",): ("DEPTHWISE_CONV_2D", "RESHAPE")}
+_GLOBAL_AVERAGE_EMITS: dict[tuple[str, ...], tuple[str, ...]] = {
+    ("MEAN",): ("DEPTHWISE_CONV_2D", "RESHAPE")
+}
 
 
 def _group_lowering(group: _Group) -> Lowering:
