@@ -16,7 +16,9 @@ accuracy check, which is measured in numpy on the host (:mod:`tvm_nnapi.llm.w8a8
   :func:`tvm_nnapi.models.quantized_torchvision.quantized_torchvision_model`), imported with
   TVM's ONNX frontend and partitioned through the normal pipeline. Where no NNAPI subgraph of
   that model has a quant8 operand the rows are left out and the reason is recorded, never
-  estimated otherwise. The CPU backend is the float32 program all on the host, for the int8
+  estimated otherwise. ``int8+relaxed-fp16`` is the same QDQ model with relaxed float16 (the
+  operators it keeps in float may then run on an NPU/DSP that computes float32 as float16).
+  The CPU backend is the float32 program all on the host, for the int8
   rows too (the QDQ program on the host is kept as ``modelled_qdq_host_ms``).
 - **LLM**: prefill of the LLM configurations, float32, relaxed float16 (on the profiles whose
   NPU accepts it) and W8A8 (:func:`tvm_nnapi.tools.w8a8.w8a8_graph`, the rest relaxed), against
@@ -39,7 +41,10 @@ from .estimate import Estimate, PreparedEstimate
 from .w8a8 import w8a8_graph
 
 BUILTIN_CV = ("residual", "mobilenet_v2_small", "mobilenet_v2")
-PRECISIONS = ("float32", "relaxed-fp16", "int8")
+#: int8+relaxed-fp16: the QDQ model with relaxed float16 (``--relax-fp16``), so the operators
+#: left in float between DEQUANTIZE and QUANTIZE (those NNAPI has no quant8 form of at the
+#: model's quantization) may run on an NPU/DSP that computes float32 only as float16.
+PRECISIONS = ("float32", "relaxed-fp16", "int8", "int8+relaxed-fp16")
 LLM_VARIANTS = ("float32", "relaxed-fp16", "w8a8")
 Say = Callable[[str], None]
 
@@ -119,22 +124,28 @@ def quant8_subgraphs(prepared: PreparedEstimate) -> int:
 def int8_rows(
     name: str, qdq: Any, profiles: Sequence[str], say: Say = print
 ) -> tuple[list[dict[str, Any]], str]:
-    """The int8 records of a QDQ module on each profile, or none with the reason when no NNAPI
-    subgraph of it has a quant8 operand (nothing else stands in for them)."""
+    """The int8 records of a QDQ module on each profile, as built and with relaxed float16
+    (``int8+relaxed-fp16``), or none with the reason when no NNAPI subgraph of it has a quant8
+    operand (nothing else stands in for them)."""
     records = []
-    for profile in profiles:
-        prepared = PreparedEstimate(qdq, {}, "main", profile_options(profile, False))
-        if quant8_subgraphs(prepared) == 0:
-            refused = sum(
-                r.operator in ("relax.quantize", "relax.dequantize") for r in prepared.refusals
-            )
-            return [], (
-                "no int8 rows: no NNAPI subgraph of the onnxruntime QDQ model has a quant8 "
-                f"operand ({refused} relax.quantize/dequantize operators stayed on the host)"
-            )
-        records.append(_cv_record(name, "int8", prepared.run(profile)))
-        say(f"[cv] {name} int8 on {profile}: {records[-1]['devices']}")
-    return records, "int8 rows from the onnxruntime QDQ model"
+    for relaxed in (False, True):
+        precision = "int8+relaxed-fp16" if relaxed else "int8"
+        for profile in profiles:
+            prepared = PreparedEstimate(qdq, {}, "main", profile_options(profile, relaxed))
+            if quant8_subgraphs(prepared) == 0:
+                refused = sum(
+                    r.operator in ("relax.quantize", "relax.dequantize") for r in prepared.refusals
+                )
+                return [], (
+                    "no int8 rows: no NNAPI subgraph of the onnxruntime QDQ model has a quant8 "
+                    f"operand ({refused} relax.quantize/dequantize operators stayed on the host)"
+                )
+            records.append(_cv_record(name, precision, prepared.run(profile)))
+            say(f"[cv] {name} {precision} on {profile}: {records[-1]['devices']}")
+    return records, (
+        "int8 rows from the onnxruntime QDQ model (int8+relaxed-fp16: the same model with "
+        "--relax-fp16, for the operators it keeps in float)"
+    )
 
 
 def _cv_networks(
