@@ -19,6 +19,7 @@ explain, estimate and run take ``--json`` (a machine-readable document on stdout
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from collections.abc import Sequence
@@ -942,10 +943,19 @@ def _print_layerwise(console, layers: dict[str, Any]) -> None:
         title=f"Layer-wise: each NNAPI operator vs the host on the same inputs "
         f"({layers['operators_compared']} operators, {layers['precision']})"
     )
-    for column in ("subgraph", "call", "binding", "Relax", "NNAPI", "max rel error", "tolerance"):
+    columns = (
+        "subgraph",
+        "call",
+        "binding",
+        "Relax",
+        "NNAPI",
+        "max error (rel / steps)",
+        "tolerance",
+    )
+    for column in columns:
         table.add_column(column, overflow="fold")
-    # The first over the tolerance, then the largest errors (at most 8 rows).
-    shown = sorted(rows, key=lambda r: -r["max_rel_error"])[:8]
+    # The first over the tolerance, then the largest errors against their tolerance (at most 8).
+    shown = sorted(rows, key=lambda r: -_layer_excess(r))[:8]
     if first is not None and first not in shown:
         shown = [first, *shown[:7]]
     for row in shown:
@@ -956,8 +966,8 @@ def _print_layerwise(console, layers: dict[str, Any]) -> None:
             row["binding"],
             escape(" + ".join(op.removeprefix("relax.") for op in row["relax_operators"])),
             ", ".join(row["nnapi_operations"]),
-            f"{marker}{row['max_rel_error']:.3e}",
-            f"{row['tolerance']:.0e}",
+            f"{marker}{_layer_error(row)}",
+            _layer_tolerance(row),
         )
     console.print(table)
     if first is None:
@@ -967,9 +977,36 @@ def _print_layerwise(console, layers: dict[str, Any]) -> None:
     else:
         console.print(
             f"[red]layer-wise: first operator over the tolerance[/red]: "
-            f"{escape(_layer_text(first))}: max |NNAPI - host| / max |host| = "
-            f"{first['max_rel_error']:.3e} > {first['tolerance']:.0e}"
+            f"{escape(_layer_text(first))}: "
+            + (
+                f"max |NNAPI - host| = {first['max_error_steps']:g} quantization steps > "
+                f"{first['tolerance']:g}"
+                if first.get("max_error_steps") is not None
+                else f"max |NNAPI - host| / max |host| = {first['max_rel_error']:.3e} > "
+                f"{first['tolerance']:.0e}"
+            )
         )
+
+
+def _layer_error(row: dict[str, Any]) -> str:
+    """A row's error: in quantization steps for a quantized result, else relative."""
+    if row.get("max_error_steps") is not None:
+        return f"{row['max_error_steps']:g} steps"
+    return f"{row['max_rel_error']:.3e}"
+
+
+def _layer_tolerance(row: dict[str, Any]) -> str:
+    if row.get("max_error_steps") is not None:
+        return f"{row['tolerance']:g} steps"
+    return f"{row['tolerance']:.0e}"
+
+
+def _layer_excess(row: dict[str, Any]) -> float:
+    """A row's error as a multiple of its tolerance (to show the worst rows first)."""
+    error = row.get("max_error_steps")
+    error = row["max_rel_error"] if error is None else error
+    tolerance = row["tolerance"]
+    return error / tolerance if tolerance else (math.inf if error else 0.0)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -10,7 +10,6 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from tvm_nnapi.tools import precision_experiments as pe
@@ -83,38 +82,68 @@ def test_a_quick_run_writes_records_and_the_docs_section(script, tmp_path, monke
 
 @pytest.mark.skipif(
     importlib.util.find_spec("onnxruntime") is None,
-    reason="needs onnxruntime for quantize_static: pip install onnxruntime",
+    reason="needs onnxruntime for quantize_static: pip install -e '.[test]'",
 )
-def test_int8_rows_come_from_a_real_qdq_model_or_are_left_out_with_the_reason(tmp_path):
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+def test_int8_rows_come_from_a_real_qdq_model_on_the_dsp():
+    from tvm.relax.frontend.onnx import from_onnx
 
-    rng = np.random.default_rng(0)
-    weight = numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32), "w")
-    bias = numpy_helper.from_array(np.zeros(8, np.float32), "b")
-    graph = helper.make_graph(
-        [
-            helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
-            helper.make_node("Relu", ["c"], ["y"]),
-        ],
-        "conv",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 16, 16])],
-        [weight, bias],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    path = tmp_path / "float.onnx"
-    onnx.save(model, str(path))
-    qdq = pe.qdq_from_onnx(path, (1, 3, 16, 16), tmp_path)
+    from .quantized_models import quantize_static as ort_quantize_static
+    from .quantized_models import small_cnn
+
+    float_cnn, inputs = small_cnn()
+    qdq = from_onnx(ort_quantize_static(float_cnn, inputs), keep_params_in_input=False)
     names = {str(c.op.name) for c in _calls(qdq["main"])}
     assert {"relax.quantize", "relax.dequantize"} <= names  # a real QDQ model
-    records, status = pe.int8_rows("conv", qdq, [PROFILE], say=lambda _: None)
-    if records:  # the build lowers QDQ: the int8 rows are real quant8 subgraphs
-        assert status == "int8 rows from the onnxruntime QDQ model"
-        assert records[0]["precision"] == "int8" and records[0]["subgraphs"]
-    else:
-        assert "QDQ lowering is not available" in status and "stayed on the host" in status
+    records, status = pe.int8_rows("cnn", qdq, [PROFILE], say=lambda _: None)
+    assert status.startswith("int8 rows from the onnxruntime QDQ model")
+    record, relaxed = records
+    assert record["precision"] == "int8" and len(record["subgraphs"]) == 1
+    assert relaxed["precision"] == "int8+relaxed-fp16" and relaxed["devices"] == "1x qti-dsp"
+    # Every operation of the quant8 subgraph on the Hexagon DSP (the global average pool too).
+    assert record["devices"] == "1x qti-dsp" and record["offloaded_flop_share"] > 0.95
+    # Judged against the float32 network on the CPU backend, as the other rows.
+    float_row = {"network": "cnn", "profile": PROFILE, "precision": "float32",
+                 "modelled_cpu_backend_ms": 2.0}  # fmt: skip
+    pe._against_float_cpu_backend(record, [float_row])
+    assert record["modelled_cpu_backend_ms"] == 2.0 and record["modelled_qdq_host_ms"] > 0
+    assert record["modelled_speedup"] == pytest.approx(2.0 / record["modelled_nnapi_program_ms"])
+
+
+def test_only_one_part_reuses_the_others_from_the_cache(script, tmp_path, monkeypatch):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    page = docs / "experiments.md"
+    page.write_text(f"intro\n{script.BEGIN}\nold\n{script.END}\n", encoding="utf-8")
+    monkeypatch.setattr(script, "ROOT", tmp_path)
+    llm = {"models": ["m"], "profiles": [PROFILE], "relaxed_profiles": [PROFILE],
+           "lengths": [16], "weights": ["input"], "records": []}  # fmt: skip
+    cached = {
+        "modelled": True,
+        "cv": {"profiles": [], "records": [], "int8_status": {}, "torchvision": False},
+        "llm": llm,
+        "accuracy": None,
+        "runs": {part: {"command": "python bench/precision_experiments.py", "seconds": 99}
+                 for part in script.PARTS},
+    }  # fmt: skip
+    cache = tmp_path / "cache.json"
+    cache.write_text(json.dumps(cached), encoding="utf-8")
+    args = ["--only", "cv", "--cache", str(cache), "--networks", "residual",
+            "--profiles", PROFILE, "--out-dir", str(docs), "--no-plots"]  # fmt: skip
+    assert script.main(args) == 0
+    results = json.loads((docs / "precision_experiments.json").read_text())
+    assert results["llm"] == llm and results["accuracy"] is None
+    assert {r["network"] for r in results["cv"]["records"]} == {"residual"}
+    assert results["runs"]["llm"]["seconds"] == 99
+    assert results["runs"]["cv"]["command"].startswith(
+        "python bench/precision_experiments.py --only cv"
+    )
+    text = page.read_text()
+    assert "Generated in parts: cv by `python bench/precision_experiments.py --only cv" in text
+    assert "; llm and accuracy by `python bench/precision_experiments.py` (99 s)." in text
+    with pytest.raises(SystemExit, match="does not exist"):
+        script.main(["--only", "cv", "--cache", str(tmp_path / "none.json"), "--no-docs"])
+    with pytest.raises(SystemExit):
+        script.parse_args(["--only", "cv,plots"])
 
 
 def _calls(func):

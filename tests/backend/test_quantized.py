@@ -131,7 +131,9 @@ CASES = {
         [],
         {"x": [1, 5, 6, 6]},
         {"y": [1, 5, 1, 1]},
-        "DEQUANTIZE",  # a finer output scale than NNAPI's MEAN keeps: computed in float
+        # onnxruntime gives the average a finer scale than the input's, which NNAPI's MEAN
+        # keeps: a whole-image DEPTHWISE_CONV_2D averages with the model's output scale.
+        "DEPTHWISE_CONV_2D",
     ),
     "reshape": (
         [node("Flatten", ["x"], ["y"])],
@@ -248,6 +250,30 @@ DIRECT_CASES = {
         (0.03, 120),
         (0.005, 128),
         "DEQUANTIZE",  # NNAPI's MEAN keeps the input scale: computed in float instead
+    ),
+    "global_mean_same_output": (
+        node("GlobalAveragePool", ["x"], ["y"]),
+        {"x": [1, 4, 5, 5]},
+        {"y": [1, 4, 1, 1]},
+        (0.03, 120),
+        (0.03, 120),
+        "MEAN",
+    ),
+    "global_mean_finer_output": (
+        node("ReduceMean", ["x"], ["y"], axes=[2, 3], keepdims=0),
+        {"x": [1, 4, 6, 5]},
+        {"y": [1, 4]},
+        (0.03, 120),
+        (0.004, 128),
+        "DEPTHWISE_CONV_2D",  # then a RESHAPE drops the 1x1 spatial axes
+    ),
+    "global_mean_coarser_output": (
+        node("ReduceMean", ["x"], ["y"], axes=[2, 3], keepdims=1),
+        {"x": [1, 3, 4, 4]},
+        {"y": [1, 3, 1, 1]},
+        (0.02, 128),
+        (0.05, 100),
+        "DEPTHWISE_CONV_2D",  # one rounding, not MEAN's and a requantization's
     ),
 }
 
@@ -497,14 +523,15 @@ def test_run_judges_a_quantized_onnx_model_in_steps(tmp_path) -> None:
     from mock_nnapi import control
 
     previous = control.profile_name()
-    try:
-        result = run_model(load_model_source(str(path)), profile="snapdragon-8-gen-2")
-    finally:
-        # run_model selects the profile for the whole process: later tests expect the default.
-        control.set_profile(previous)
+    result = run_model(load_model_source(str(path)), profile="snapdragon-8-gen-2")
+    assert control.profile_name() == previous  # run_model's profile switch is scoped
     (output,) = result.outputs
     assert output.precision == "quant8" and output.max_error_steps is not None
     assert result.passed and result.subgraphs == 1 and output.top1_agrees
+    # Every operation on the Hexagon DSP: the QUANTIZE of the float input and the DEQUANTIZE of
+    # the output (the profile's QUANTIZE reads float32), the global average pool in quant8.
+    assert result.executions and all(e["devices"] == ["qti-dsp"] for e in result.executions)
+    assert result.modelled_by_device_us.keys() == {"qti-dsp"}
 
 
 def test_matmul_with_a_float_bias_keeps_its_bias() -> None:
@@ -529,3 +556,129 @@ def test_matmul_with_a_float_bias_keeps_its_bias() -> None:
     data = np.random.default_rng(4).standard_normal((2, 8)).astype("float32")
     got, _ = run_nnapi(mod, "main", [data])
     assert _steps(got, run_host(mod, "main", [data]), 0.01) <= 1.0 + 1e-3
+
+
+# ---- a matmul of two quantized activations (attention): BATCH_MATMUL, int8 only ---------------
+
+
+def _activation_matmul_onnx(shapes: dict[str, list[int]], out: list[int], activation_type):
+    model = float_model([node("MatMul", ["a", "b"], ["y"])], shapes, {"y": out})
+    return quantize_static(model, shapes, activation_type=activation_type)
+
+
+@pytest.mark.parametrize(
+    "shapes, out",
+    [
+        ({"a": [3, 4, 8], "b": [3, 8, 5]}, [3, 4, 5]),
+        ({"a": [2, 3, 4, 8], "b": [2, 3, 8, 5]}, [2, 3, 4, 5]),
+        ({"a": [6, 8], "b": [8, 7]}, [6, 7]),
+    ],
+)
+def test_matmul_of_two_int8_activations_is_a_quant8_batch_matmul(shapes, out) -> None:
+    from onnxruntime.quantization import QuantType
+    from tvm.relax.frontend.onnx import from_onnx
+
+    model = _activation_matmul_onnx(shapes, out, QuantType.QInt8)
+    mod = from_onnx(model, keep_params_in_input=False)
+    result = tvm_nnapi.partition_with_report(mod)
+    assert result.refusals == [] and len(result.subgraphs) == 1
+    assert "BATCH_MATMUL" in _quant8_operations(result.module)
+    _check_records(result.module)
+    rng = np.random.default_rng(2)
+    feeds = {n: rng.standard_normal(s).astype(np.float32) for n, s in shapes.items()}
+    got, _ = run_nnapi(mod, "main", list(feeds.values()))
+    host = run_host(mod, "main", list(feeds.values()))
+    (reference,) = run_onnxruntime(model, feeds)
+    (scale,) = output_scales(model)
+    assert _steps(got, host, scale) <= 1.0 + 1e-3
+    assert _steps(got, reference, scale) <= 1.0 + 1e-3
+
+
+def _attention_scores_module(dtype: str) -> tvm.IRModule:
+    """softmax's input of attention, q @ k^T, on quantized q and k of [heads, tokens, 16]."""
+    zero_point = 3 if dtype == "int8" else 131
+    bb = relax.BlockBuilder()
+    q = relax.Var("q", relax.TensorType((2, 6, 16), "float32"))
+    k = relax.Var("k", relax.TensorType((2, 6, 16), "float32"))
+    with bb.function("main", [q, k]):
+        with bb.dataflow():
+            qq = bb.emit(_qdq(q, 0.03, zero_point, dtype))
+            kq = bb.emit(_qdq(k, 0.02, -zero_point if dtype == "int8" else 125, dtype))
+            scores = bb.emit(relax.op.matmul(qq, bb.emit(relax.op.permute_dims(kq, [0, 2, 1]))))
+            out = bb.emit_output(_qdq(scores, 0.05, 0 if dtype == "int8" else 128, dtype))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+def test_attention_scores_with_a_transposed_key_are_one_batch_matmul() -> None:
+    mod = _attention_scores_module("int8")
+    result = tvm_nnapi.partition_with_report(mod)
+    assert result.refusals == []
+    graph = codegen.lower_function(result.module[tvm_nnapi.nnapi_subgraphs(result.module)[0]])
+    matmuls = [o for o in graph.to_dict()["operations"] if o["op"] == "BATCH_MATMUL"]
+    assert len(matmuls) == 1  # adj_y: no TRANSPOSE of the key
+    assert "TRANSPOSE" not in _quant8_operations(result.module)
+    rng = np.random.default_rng(5)
+    q, k = (rng.standard_normal((2, 6, 16)).astype("float32") for _ in range(2))
+    got, _ = run_nnapi(mod, "main", [q, k])
+    assert _steps(got, run_host(mod, "main", [q, k]), 0.05) <= 1.0 + 1e-3
+
+
+def test_batch_matmul_of_uint8_activations_is_refused_naming_the_type() -> None:
+    result = tvm_nnapi.partition_with_report(_attention_scores_module("uint8"))
+    (refusal,) = [r for r in result.refusals if r.operator == "relax.matmul"]
+    assert refusal.kind == RefusalKind.DTYPE
+    assert "TENSOR_QUANT8_ASYMM_SIGNED" in refusal.reason and "uint8" in refusal.reason
+
+
+def test_batch_matmul_below_feature_level_6_is_refused() -> None:
+    from tvm_nnapi.compiler.patterns import FEATURE_LEVEL_5
+
+    options = PartitionOptions(feature_level=FEATURE_LEVEL_5)
+    result = tvm_nnapi.partition_with_report(_attention_scores_module("int8"), options)
+    # (the float matmul, tried next, is BATCH_MATMUL too and gives the same reason)
+    (refusal,) = [r for r in result.refusals if r.operator == "relax.matmul"]
+    assert refusal.kind == RefusalKind.FEATURE_LEVEL and "feature level" in refusal.reason
+    assert "BATCH_MATMUL" not in {
+        o["op"]
+        for name in tvm_nnapi.nnapi_subgraphs(result.module)
+        for o in codegen.lower_function(result.module[name]).to_dict()["operations"]
+    }
+
+
+# ---- run --layerwise on a quantized model: exact comparison in quantization steps -------------
+
+
+def test_layerwise_compares_quantized_results_in_steps(tmp_path) -> None:
+    from mock_nnapi import control
+    from tvm_nnapi.tools.layerwise import QUANT8_LAYER_TOLERANCE, layerwise
+    from tvm_nnapi.tools.run import random_inputs
+    from tvm_nnapi.tools.sources import load_model_source
+
+    from .quantized_models import onnx
+
+    float_cnn, inputs = small_cnn()
+    model = quantize_static(float_cnn, inputs)
+    path = tmp_path / "cnn_qdq.onnx"
+    onnx.save(model, str(path))
+    source = load_model_source(str(path))
+    partitioned = tvm_nnapi.partition(source.module)
+    arrays = random_inputs(source, 0)
+    clean = layerwise(source, partitioned, arrays, "quant8")
+    quantized = [r for r in clean.rows if r.relax_operators[-1] == "relax.quantize"]
+    assert len(quantized) >= 6 and clean.first_divergence is None
+    for row in quantized:  # integer results, compared exactly in whole steps
+        assert row.max_error_steps == row.max_abs_error == 0.0
+        assert row.tolerance == QUANT8_LAYER_TOLERANCE == 0.0
+    (scale,) = output_scales(model)
+    # Three output steps added to the float output of the final DEQUANTIZE.
+    with control.OperationFaultInjection("DEQUANTIZE", 3 * scale):
+        faulty = layerwise(source, partitioned, arrays, "quant8")
+    first = faulty.first_divergence
+    assert first is not None and first.nnapi_operations == ["DEQUANTIZE"]
+    assert first.max_error_steps == pytest.approx(3.0, rel=1e-3)
+    assert not first.passed and first.tolerance == QUANT8_LAYER_TOLERANCE
+    # --rtol is a number of steps for these rows.
+    with control.OperationFaultInjection("DEQUANTIZE", 3 * scale):
+        lenient = layerwise(source, partitioned, arrays, "quant8", rtol=3.5)
+    assert lenient.first_divergence is None

@@ -16,6 +16,12 @@ For every NNAPI subgraph call of the entry function, in execution order:
    (:func:`~tvm_nnapi.compiler.codegen.host_module`) and run on the same inputs;
 4. each composite's NNAPI result is compared with its host result: max absolute error and max
    error relative to max |host|, against the tolerance of the precision the model computes in.
+   A quantized composite (one ending in ``relax.quantize``: a quant8 result) is compared
+   exactly, in quantization steps (the largest difference of the integer values), and one
+   ending in ``relax.dequantize`` (a quant8 subgraph's float output) in steps of that
+   dequantize's scale: by default any difference is over the tolerance
+   (:data:`QUANT8_LAYER_TOLERANCE`), so the first row over it is the first operator whose
+   quant8 result differs from the host's; ``--rtol`` gives another number of steps.
 
 Inside a subgraph, NNAPI's results feed the next operators as they do in a real run, so the
 first row over the tolerance is the operator where the results start to differ.
@@ -32,8 +38,12 @@ import tvm
 from tvm import relax
 
 from ..compiler.codegen import host_module, lower_function
+from ..compiler.converters import operator_calls
 from ..compiler.partition import CODEGEN_NAME
 from .sources import ModelLoadError, ModelSource
+
+#: A quantized composite's result must match the host's exactly (in quantization steps).
+QUANT8_LAYER_TOLERANCE = 0.0
 
 
 @dataclass
@@ -52,6 +62,9 @@ class LayerRow:
     max_rel_error: float
     tolerance: float
     passed: bool
+    # A quantized result (quant8, or dequantized from quant8): the largest error in its
+    # quantization steps, which ``tolerance`` is then in; None for a float result.
+    max_error_steps: float | None = None
 
 
 @dataclass
@@ -179,6 +192,23 @@ def _operators(composite: relax.Function) -> list[str]:
     return names
 
 
+def _result_step(composite: relax.Function) -> float | None:
+    """The quantization step of a composite's result: 1 for a quantized (integer) result, the
+    scale of a per-tensor dequantize for a dequantized one; None for other results."""
+    calls = operator_calls(composite)
+    if not calls:
+        return None
+    last = calls[-1]
+    name = str(last.op.name)
+    if name == "relax.quantize":
+        return 1.0
+    if name == "relax.dequantize" and isinstance(last.args[1], tvm.ir.Constant):
+        scale = last.args[1].value.numpy()
+        if scale.size == 1 and float(scale.reshape(-1)[0]) > 0:
+            return float(scale.reshape(-1)[0])
+    return None
+
+
 def _run_on_nnapi(
     func: relax.Function, inputs: list[np.ndarray], like: list[np.ndarray]
 ) -> list[np.ndarray]:
@@ -225,7 +255,8 @@ def layerwise(
     vm = relax.VirtualMachine(program, tvm.cpu())
     captured = _flatten(vm[entry](*[tvm.runtime.tensor(a) for a in inputs]))
     position = 0
-    prepared: dict[str, tuple[relax.Function, list[tuple[int, str, list[str], list[str]]], Any]]
+    described_row = tuple[int, str, list[str], list[str], float | None]
+    prepared: dict[str, tuple[relax.Function, list[described_row], Any]]
     prepared = {}
     call_counts: dict[str, int] = {}
     for order, call in enumerate(calls):
@@ -240,7 +271,13 @@ def layerwise(
             operations = list(emitted.values())
             composites = _composites(func)
             described = [
-                (i, composites[i][0].name, _operators(composites[i][1]), operations[i])
+                (
+                    i,
+                    composites[i][0].name,
+                    _operators(composites[i][1]),
+                    operations[i],
+                    _result_step(composites[i][1]),
+                )
                 for i in kept
             ]
             host = relax.VirtualMachine(relax.build(host_module(every), target="llvm"), tvm.cpu())
@@ -250,7 +287,7 @@ def layerwise(
         call_counts[name] = index + 1
         expected = _flatten(host["main"](*[tvm.runtime.tensor(a) for a in arguments]))
         actual = _run_on_nnapi(every, arguments, expected)
-        for (composite_index, binding, operators, emitted_ops), got, want in zip(
+        for (composite_index, binding, operators, emitted_ops, step), got, want in zip(
             described, actual, expected, strict=True
         ):
             diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
@@ -261,6 +298,13 @@ def layerwise(
             chosen = precision if dtype.startswith("float") else dtype
             tolerance = rtol if rtol is not None else DEFAULT_TOLERANCE.get(chosen, 0.0)
             finite = bool(np.isfinite(got.astype(np.float64)).all()) if got.size else True
+            steps = None
+            passed = finite and rel_error <= tolerance
+            if step is not None:
+                # Integer results differ by whole steps: the comparison is exact.
+                steps = abs_error / step
+                tolerance = rtol if rtol is not None else QUANT8_LAYER_TOLERANCE
+                passed = finite and steps <= tolerance + 1e-6  # (a dequantize's float rounding)
             result.rows.append(
                 LayerRow(
                     subgraph=name,
@@ -274,7 +318,8 @@ def layerwise(
                     max_abs_error=abs_error,
                     max_rel_error=rel_error,
                     tolerance=tolerance,
-                    passed=finite and rel_error <= tolerance,
+                    passed=passed,
+                    max_error_steps=steps,
                 )
             )
     return result
@@ -302,4 +347,4 @@ def mark_graph(graph: dict[str, Any], result: LayerwiseResult) -> None:
         }
 
 
-__all__ = ["LayerRow", "LayerwiseResult", "layerwise", "mark_graph"]
+__all__ = ["QUANT8_LAYER_TOLERANCE", "LayerRow", "LayerwiseResult", "layerwise", "mark_graph"]

@@ -12,11 +12,14 @@ accuracy check, which is measured in numpy on the host (:mod:`tvm_nnapi.llm.w8a8
   feature level and supported operations) in float32, with relaxed float16
   (``PartitionOptions(relax_fp32_to_fp16=True)``) and, for int8, as a real QDQ model: the
   network's ONNX export quantized by onnxruntime's ``quantize_static`` (QDQ, per-channel int8
-  weights, uint8 activations, calibrated on random images), imported with TVM's ONNX frontend
-  and partitioned through the normal pipeline. Where no NNAPI subgraph of that model has a
-  quant8 operand the int8 lowering is not available in this build: the rows are left out and
-  the reason is recorded, never estimated otherwise. The CPU backend is the float32 program
-  all on the host.
+  weights, uint8 activations, calibrated on random images;
+  :func:`tvm_nnapi.models.quantized_torchvision.quantized_torchvision_model`), imported with
+  TVM's ONNX frontend and partitioned through the normal pipeline. Where no NNAPI subgraph of
+  that model has a quant8 operand the rows are left out and the reason is recorded, never
+  estimated otherwise. ``int8+relaxed-fp16`` is the same QDQ model with relaxed float16 (the
+  operators it keeps in float may then run on an NPU/DSP that computes float32 as float16).
+  The CPU backend is the float32 program all on the host, for the int8
+  rows too (the QDQ program on the host is kept as ``modelled_qdq_host_ms``).
 - **LLM**: prefill of the LLM configurations, float32, relaxed float16 (on the profiles whose
   NPU accepts it) and W8A8 (:func:`tvm_nnapi.tools.w8a8.w8a8_graph`, the rest relaxed), against
   TVM's CPU backend (float32, host model ``profile-cpu``).
@@ -28,7 +31,6 @@ import argparse
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,7 +41,10 @@ from .estimate import Estimate, PreparedEstimate
 from .w8a8 import w8a8_graph
 
 BUILTIN_CV = ("residual", "mobilenet_v2_small", "mobilenet_v2")
-PRECISIONS = ("float32", "relaxed-fp16", "int8")
+#: int8+relaxed-fp16: the QDQ model with relaxed float16 (``--relax-fp16``), so the operators
+#: left in float between DEQUANTIZE and QUANTIZE (those NNAPI has no quant8 form of at the
+#: model's quantization) may run on an NPU/DSP that computes float32 only as float16.
+PRECISIONS = ("float32", "relaxed-fp16", "int8", "int8+relaxed-fp16")
 LLM_VARIANTS = ("float32", "relaxed-fp16", "w8a8")
 Say = Callable[[str], None]
 
@@ -92,6 +97,22 @@ def _cv_record(network: str, precision: str, est: Estimate) -> dict[str, Any]:
     }
 
 
+def _against_float_cpu_backend(row: dict[str, Any], records: Sequence[dict[str, Any]]) -> None:
+    """Judge an int8 row against the float32 network on TVM's CPU backend, as every other row
+    (the QDQ program on the host, float operators between quantize/dequantize pairs, is kept
+    as ``modelled_qdq_host_ms``)."""
+    (float32,) = [
+        r
+        for r in records
+        if r["network"] == row["network"]
+        and r["profile"] == row["profile"]
+        and r["precision"] == "float32"
+    ]
+    row["modelled_qdq_host_ms"] = row["modelled_cpu_backend_ms"]
+    row["modelled_cpu_backend_ms"] = float32["modelled_cpu_backend_ms"]
+    row["modelled_speedup"] = row["modelled_cpu_backend_ms"] / row["modelled_nnapi_program_ms"]
+
+
 def quant8_subgraphs(prepared: PreparedEstimate) -> int:
     """How many NNAPI subgraphs of a partitioned program have a quant8 operand."""
     return sum(
@@ -100,93 +121,52 @@ def quant8_subgraphs(prepared: PreparedEstimate) -> int:
     )
 
 
-def qdq_onnx_module(
-    torch_module: Any, input_shape: Sequence[int], work_dir: Path, calibration_images: int = 4
-) -> Any:
-    """The network as a real QDQ model (:func:`qdq_from_onnx` of its ONNX export, torch's
-    TorchScript exporter, opset 17). Needs torch, onnx and onnxruntime."""
-    import torch
-
-    float_path = work_dir / "float.onnx"
-    image = torch.randn(*input_shape)
-    torch.onnx.export(
-        torch_module, (image,), str(float_path), dynamo=False, opset_version=17,
-        input_names=["x"], output_names=["y"],
-    )  # fmt: skip
-    return qdq_from_onnx(float_path, input_shape, work_dir, calibration_images)
-
-
-def qdq_from_onnx(
-    float_path: Path, input_shape: Sequence[int], work_dir: Path, calibration_images: int = 4
-) -> Any:
-    """A float ONNX model (single input ``x``) quantized by onnxruntime's ``quantize_static``
-    (QDQ format, per-channel int8 weights, uint8 activations, calibrated on
-    ``calibration_images`` random images) and imported with TVM's ONNX frontend (weights as
-    constants). Needs onnx and onnxruntime."""
-    import onnx
-    from onnxruntime.quantization import (
-        CalibrationDataReader,
-        QuantFormat,
-        QuantType,
-        quantize_static,
-    )
-    from tvm.relax.frontend.onnx import from_onnx
-
-    qdq_path = work_dir / "qdq.onnx"
-    rng = np.random.default_rng(0)
-    images = [
-        {"x": rng.standard_normal(input_shape).astype(np.float32)}
-        for _ in range(calibration_images)
-    ]
-
-    class Reader(CalibrationDataReader):
-        def __init__(self) -> None:
-            self.items = iter(images)
-
-        def get_next(self) -> dict[str, np.ndarray] | None:
-            return next(self.items, None)
-
-    quantize_static(
-        str(float_path), str(qdq_path), Reader(), quant_format=QuantFormat.QDQ,
-        per_channel=True, activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
-    )  # fmt: skip
-    return from_onnx(onnx.load(str(qdq_path)), keep_params_in_input=False)
-
-
 def int8_rows(
     name: str, qdq: Any, profiles: Sequence[str], say: Say = print
 ) -> tuple[list[dict[str, Any]], str]:
-    """The int8 records of a QDQ module on each profile, or none with the reason when no NNAPI
-    subgraph of it has a quant8 operand (the build has no QDQ lowering)."""
+    """The int8 records of a QDQ module on each profile, as built and with relaxed float16
+    (``int8+relaxed-fp16``), or none with the reason when no NNAPI subgraph of it has a quant8
+    operand (nothing else stands in for them)."""
     records = []
-    for profile in profiles:
-        prepared = PreparedEstimate(qdq, {}, "main", profile_options(profile, False))
-        if quant8_subgraphs(prepared) == 0:
-            refused = sum(
-                r.operator in ("relax.quantize", "relax.dequantize") for r in prepared.refusals
-            )
-            return [], (
-                "no int8 rows: the QDQ lowering is not available in this build (no NNAPI "
-                "subgraph of the onnxruntime QDQ model has a quant8 operand; "
-                f"{refused} relax.quantize/dequantize operators stayed on the host)"
-            )
-        records.append(_cv_record(name, "int8", prepared.run(profile)))
-        say(f"[cv] {name} int8 on {profile}: {records[-1]['devices']}")
-    return records, "int8 rows from the onnxruntime QDQ model"
+    for relaxed in (False, True):
+        precision = "int8+relaxed-fp16" if relaxed else "int8"
+        for profile in profiles:
+            prepared = PreparedEstimate(qdq, {}, "main", profile_options(profile, relaxed))
+            if quant8_subgraphs(prepared) == 0:
+                refused = sum(
+                    r.operator in ("relax.quantize", "relax.dequantize") for r in prepared.refusals
+                )
+                return [], (
+                    "no int8 rows: no NNAPI subgraph of the onnxruntime QDQ model has a quant8 "
+                    f"operand ({refused} relax.quantize/dequantize operators stayed on the host)"
+                )
+            records.append(_cv_record(name, precision, prepared.run(profile)))
+            say(f"[cv] {name} {precision} on {profile}: {records[-1]['devices']}")
+    return records, (
+        "int8 rows from the onnxruntime QDQ model (int8+relaxed-fp16: the same model with "
+        "--relax-fp16, for the operators it keeps in float)"
+    )
 
 
-def _cv_networks(include_torchvision: bool, say: Say) -> list[tuple[str, Any, Any, tuple | None]]:
-    """(name, float Relax module, torch module or None, input shape) of each CV network."""
+def _cv_networks(
+    include_torchvision: bool, say: Say, wanted: Sequence[str] | None = None
+) -> list[tuple[str, Any, Any, tuple | None]]:
+    """(name, float Relax module, torch module or None, input shape) of each CV network (of
+    those in ``wanted``, when given: the others are not imported)."""
     from .sources import load_model_source
 
     networks: list[tuple[str, Any, Any, tuple | None]] = []
     for name in BUILTIN_CV:
+        if wanted is not None and name not in wanted:
+            continue
         source = load_model_source(name)
         networks.append((name, source.module, None, None))
     if include_torchvision:
         from ..models.torchvision_models import TORCHVISION_NETWORKS, torchvision_model
 
         for name in TORCHVISION_NETWORKS:
+            if wanted is not None and f"torchvision:{name}" not in wanted:
+                continue
             say(f"[cv] importing torchvision {name}")
             model = torchvision_model(name)
             networks.append(
@@ -199,12 +179,10 @@ def run_cv(
     profiles: Sequence[str] = PHONE_PROFILES,
     include_torchvision: bool | None = None,
     networks: Sequence[str] | None = None,
-    work_dir: Path | None = None,
     say: Say = print,
 ) -> dict[str, Any]:
     """CV records for every network, profile and precision, and the int8 status."""
     import importlib.util
-    import tempfile
 
     have_torch = all(importlib.util.find_spec(m) for m in ("torch", "torchvision"))
     have_ort = importlib.util.find_spec("onnxruntime") is not None
@@ -212,36 +190,30 @@ def run_cv(
         include_torchvision = have_torch
     records: list[dict[str, Any]] = []
     int8_status: dict[str, str] = {}
-    temporary = tempfile.TemporaryDirectory() if work_dir is None else None
-    root = Path(temporary.name) if temporary else Path(work_dir)  # type: ignore[arg-type]
-    try:
-        for name, module, torch_module, shape in _cv_networks(include_torchvision, say):
-            if networks is not None and name not in networks:
-                continue
-            for profile in profiles:
-                for precision in ("float32", "relaxed-fp16"):
-                    options = profile_options(profile, precision == "relaxed-fp16")
-                    est = PreparedEstimate(module, {}, "main", options).run(profile)
-                    records.append(_cv_record(name, precision, est))
-                    say(f"[cv] {name} {precision} on {profile}: {records[-1]['devices']}")
-            if torch_module is None or shape is None:
-                int8_status[name] = (
-                    "no int8 rows: a built-in Relax model has no ONNX form to quantize with "
-                    "onnxruntime"
-                )
-                continue
-            if not have_ort:
-                int8_status[name] = "no int8 rows: onnxruntime is not installed"
-                continue
-            directory = root / name.replace(":", "_")
-            directory.mkdir(parents=True, exist_ok=True)
-            qdq = qdq_onnx_module(torch_module, shape, directory)
-            rows, int8_status[name] = int8_rows(name, qdq, profiles, say)
-            records += rows
-            say(f"[cv] {name}: {int8_status[name]}")
-    finally:
-        if temporary:
-            temporary.cleanup()
+    for name, module, torch_module, _ in _cv_networks(include_torchvision, say, networks):
+        for profile in profiles:
+            for precision in ("float32", "relaxed-fp16"):
+                options = profile_options(profile, precision == "relaxed-fp16")
+                est = PreparedEstimate(module, {}, "main", options).run(profile)
+                records.append(_cv_record(name, precision, est))
+                say(f"[cv] {name} {precision} on {profile}: {records[-1]['devices']}")
+        if torch_module is None:
+            int8_status[name] = (
+                "no int8 rows: a built-in Relax model has no ONNX form to quantize with onnxruntime"
+            )
+            continue
+        if not have_ort:
+            int8_status[name] = "no int8 rows: onnxruntime is not installed"
+            continue
+        from ..models.quantized_torchvision import quantized_torchvision_model
+
+        say(f"[cv] quantizing {name} with onnxruntime's quantize_static")
+        qdq = quantized_torchvision_model(name.removeprefix("torchvision:")).module
+        rows, int8_status[name] = int8_rows(name, qdq, profiles, say)
+        for row in rows:
+            _against_float_cpu_backend(row, records)
+        records += rows
+        say(f"[cv] {name}: {int8_status[name]}")
     return {
         "profiles": list(profiles),
         "records": records,

@@ -12,10 +12,13 @@ traces into a Chrome trace-event document that Perfetto (https://ui.perfetto.dev
 
 from __future__ import annotations
 
+import contextlib
 import json
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -303,12 +306,32 @@ def compare(
 # ---- running -------------------------------------------------------------------------------------
 
 
-def _select_profile(profile: str | None) -> str:
+@contextlib.contextmanager
+def profile_scope(profile: str | None) -> Iterator[str]:
+    """Select the mock's device profile ``profile`` (a name or a .json path; None keeps the
+    active one) for the ``with`` block and restore the one active before on exit, also when the
+    block raises; yields the active profile's name. The profile is process-wide state of the
+    mock: a caller that switched it and forgot to switch back changed the devices of every
+    later compilation in the process."""
     from mock_nnapi import control
 
-    if profile is not None and profile != control.profile_name():
-        control.set_profile(profile)
-    return control.profile_name()
+    previous = control.profile_name()
+    if profile is None or profile == previous:
+        yield previous
+        return
+    # A profile loaded from a .json path is not found again by its name: keep its document.
+    document = None if previous in control.available_profiles() else control.profile()
+    control.set_profile(profile)
+    try:
+        yield control.profile_name()
+    finally:
+        if document is None:
+            control.set_profile(previous)
+        else:
+            with tempfile.TemporaryDirectory() as directory:
+                path = Path(directory) / f"{previous or 'profile'}.json"
+                path.write_text(json.dumps(document), encoding="utf-8")
+                control.set_profile(path)
 
 
 def run_model(
@@ -321,19 +344,34 @@ def run_model(
     partitioned: tvm.IRModule | None = None,
 ) -> RunResult:
     """Build ``source`` with NNAPI offload and for host llvm, run both, compare (see module
-    docstring). ``profile`` selects the mock's device profile first (a name or a .json path);
+    docstring). ``profile`` selects the mock's device profile for the run (a name or a .json
+    path; the profile active before is restored when it returns or raises);
     ``options`` (feature level, supported operations, relaxed float16) go to the partitioner; a
     float32 model built with ``relax_fp32_to_fp16`` is judged with the float16 tolerance.
     ``partitioned``: a module already partitioned for NNAPI to build instead of partitioning
     ``source.module`` again (e.g. ``source.symbolic_module`` partitioned, to run the deployment
     that keeps symbolic dimensions on inputs of the bound shapes); not for LLMs."""
-    import mock_nnapi
     import tvm_nnapi
-    from mock_nnapi import control
 
     say = progress or (lambda message: None)
     library = tvm_nnapi.configure_nnapi_library()
-    profile_name = _select_profile(profile)
+    with profile_scope(profile) as profile_name:
+        return _run_on_profile(source, seed, rtol, say, options, partitioned, profile_name, library)
+
+
+def _run_on_profile(
+    source: ModelSource,
+    seed: int,
+    rtol: float | None,
+    say: Progress,
+    options: PartitionOptions | None,
+    partitioned: tvm.IRModule | None,
+    profile_name: str,
+    library: str,
+) -> RunResult:
+    import mock_nnapi
+    from mock_nnapi import control
+
     result = RunResult(source.to_dict(), profile_name, library)
     if source.kind == "llm":
         if partitioned is not None:

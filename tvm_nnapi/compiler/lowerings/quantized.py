@@ -13,7 +13,9 @@ group becomes one NNAPI operation on quant8 operands:
   weight becomes a 1x1 CONV_2D, since FULLY_CONNECTED has no per-channel weights);
 * bias: ``TENSOR_INT32``, zero point 0, scale input scale x weight scale (requantized at compile
   time when the model's bias scale differs);
-* a relu / relu6 / relu1 between the operator and its ``quantize`` is the fused activation.
+* a relu / relu6 / relu1 between the operator and its ``quantize`` is the fused activation;
+* a matmul of two quantized activations (attention's q @ k^T, scores @ v) is BATCH_MATMUL
+  (feature level 6), whose quant8 form takes int8 activations only (TENSOR_QUANT8_ASYMM_SIGNED).
 
 NNAPI fixes some output quantizations (:data:`FIXED_OUTPUT`) and keeps the input's for others
 (:data:`SAME_AS_INPUT`). When the model's ``quantize`` asks for other parameters, the result is
@@ -55,6 +57,7 @@ from ..patterns import (
     FEATURE_LEVEL_1,
     FEATURE_LEVEL_3,
     FEATURE_LEVEL_4,
+    FEATURE_LEVEL_6,
     Check,
     CheckResult,
     Lowering,
@@ -517,6 +520,9 @@ def _group_convert(group: _Group):
         if target is None:
             target = _natural_output(group, root, activation_params(first))
         source = str(root.op.name)
+        layout = _global_average_layout(root) if group.nnapi == ("MEAN",) else None
+        if layout is not None and not out.same_as(target):
+            return _convert_global_average(ctx, root, layout, activation_params(first), out)
         if _rounds_twice(group, out, target):
             return _convert_in_float(ctx, composite, root, out, source, group.convert)
         ctx.dtype_overrides[root] = target.as_dtype()
@@ -543,6 +549,64 @@ def _rounds_twice(group: _Group, out: QuantParams, natural: QuantParams) -> bool
     if operations & set(FIXED_OUTPUT):
         return True
     return operations <= AVERAGING and out.scale < natural.scale * (1 - 1e-6)
+
+
+def _global_average_layout(call: relax.Call) -> str | None:
+    """``"NCHW"`` or ``"NHWC"`` when ``call`` averages a static rank-4 tensor over both of its
+    spatial axes (a global average pool: adaptive_avg_pool2d to 1x1, or a mean over axes 2, 3
+    or 1, 2), else None."""
+    shape = static_shape(call.args[0])
+    if shape is None or len(shape) != 4:
+        return None
+    if str(call.op.name) == "relax.nn.adaptive_avg_pool2d":
+        layout = str(call.attrs.layout)  # the group's check accepted only 1x1 outputs
+        return layout if layout in ("NCHW", "NHWC") else None
+    if call.attrs.axis is None:
+        return None
+    axes = sorted(int(a) % 4 for a in call.attrs.axis)
+    return {(2, 3): "NCHW", (1, 2): "NHWC"}.get((axes[0], axes[-1])) if len(axes) == 2 else None
+
+
+def _convert_global_average(
+    ctx: ConvertContext, root: relax.Call, layout: str, data: QuantParams, out: QuantParams
+) -> int:
+    """A quant8 global average pool whose output quantization differs from its input's.
+
+    NNAPI's quant8 MEAN (and AVERAGE_POOL_2D) keep the input's scale and zero point, so they
+    would round to the input's scale and again to the model's: the same average is a
+    DEPTHWISE_CONV_2D whose filter covers the whole image with weights of value 1/(H*W)
+    (quantized value 1, scale 1/(H*W)) and a zero bias, with the model's output quantization:
+    one rounding of the exact mean, as the model does it, on the device's quant8 kernels."""
+    source = str(root.op.name)
+    shape = [int(d) for d in static_shape(root.args[0]) or ()]
+    height, width = (shape[2], shape[3]) if layout == "NCHW" else (shape[1], shape[2])
+    channels = shape[1] if layout == "NCHW" else shape[3]
+    weight_scale = float(np.float32(1.0 / (height * width)))
+    weight = ctx.constant(np.ones((1, height, width, channels), dtype=data.dtype))
+    ctx.builder.quantize_operand(weight, weight_scale, 0)
+    bias = _bias_operand(ctx, None, channels, data.scale, np.full(channels, weight_scale))
+    pooled_shape = [shape[0], channels, 1, 1] if layout == "NCHW" else [shape[0], 1, 1, channels]
+    pooled = ctx.tensor(out.as_dtype(), pooled_shape)
+    inputs = [
+        ctx.operand(root.args[0]),
+        weight,
+        bias,
+        *(ctx.int32(0) for _ in range(4)),  # no padding
+        ctx.int32(1),  # stride_w
+        ctx.int32(1),  # stride_h
+        ctx.int32(1),  # depth multiplier
+        ctx.int32(0),  # no fused activation
+        ctx.bool(layout == "NCHW"),
+        ctx.int32(1),  # dilation_w
+        ctx.int32(1),  # dilation_h
+    ]
+    ctx.emit("DEPTHWISE_CONV_2D", inputs, [pooled], source)
+    result_shape = ctx.shape(root)
+    if [int(d) for d in result_shape] == pooled_shape:
+        return pooled
+    result = ctx.tensor(out.as_dtype(), result_shape)
+    ctx.emit("RESHAPE", [pooled, ctx.int_vector(result_shape)], [result], source)
+    return result
 
 
 def _convert_in_float(
@@ -648,6 +712,13 @@ _GROUPS: list[_Group] = [
 ]
 
 
+#: What a MEAN group emits instead of MEAN for a global average pool whose output quantization
+#: is not its input's (:func:`_convert_global_average`).
+_GLOBAL_AVERAGE_EMITS: dict[tuple[str, ...], tuple[str, ...]] = {
+    ("MEAN",): ("DEPTHWISE_CONV_2D", "RESHAPE")
+}
+
+
 def _group_lowering(group: _Group) -> Lowering:
     name = "nnapi.quantized_" + group.relax_op.removeprefix("relax.").replace(".", "_")
     if group.tuple_arity:
@@ -658,7 +729,7 @@ def _group_lowering(group: _Group) -> Lowering:
         pattern=_group_pattern(group),
         check=_group_check(group),
         convert=_group_convert(group),
-        emits=(*group.nnapi, "DEQUANTIZE", "QUANTIZE"),
+        emits=(*group.nnapi, *_GLOBAL_AVERAGE_EMITS.get(group.nnapi, ()), "DEQUANTIZE", "QUANTIZE"),
         requires=_group_requires(group),
     )
 
@@ -1181,6 +1252,96 @@ def dedicate_dequantize(mod: tvm.IRModule) -> tvm.IRModule:
     return tvm.IRModule(functions, attrs=mod.attrs, global_infos=mod.global_infos)
 
 
+# ---- matmul of two quantized activations (attention): BATCH_MATMUL ------------------------------
+
+
+def _activation_matmul_pattern(transposed: bool):
+    def make() -> tuple[DFPattern, dict[str, DFPattern]]:
+        # Both sides are activations: a constant right side is a weight (the groups above).
+        x = is_op(DEQUANTIZE)(wildcard() & ~is_const(), is_const(), is_const())
+        y = is_op(DEQUANTIZE)(wildcard() & ~is_const(), is_const(), is_const())
+        rhs = is_op("relax.permute_dims")(y) if transposed else y
+        root = is_op("relax.matmul")(x, rhs)
+        quantize = is_op(QUANTIZE)(root, is_const(), is_const())
+        annotations = {"root": root, "dequantize0": x, "dequantize1": y, "quantize": quantize}
+        if transposed:
+            annotations["permute"] = rhs
+        return quantize, annotations
+
+    return make
+
+
+def _check_activation_matmul(
+    call: relax.Call, options: PartitionOptions, context: PatternCheckContext
+) -> CheckResult:
+    """NNAPI's BATCH_MATMUL (feature level 6) on quant8 takes TENSOR_QUANT8_ASYMM_SIGNED only
+    (int8 activations; each operand and the output with its own scale and zero point), operands
+    of the same rank 2 to 4 and the same batch dimensions, and has no fused activation."""
+    names = ["quantize", "dequantize0", "dequantize1"]
+    result = _check_group_qdq(context, options, names)
+    if result is None:
+        dqs = [context.annotated_expr[n] for n in ("dequantize0", "dequantize1")]
+        permute = context.annotated_expr.get("permute")
+        result = _used_once(context, [call, *dqs, *([permute] if permute is not None else [])])
+    if result is not None:
+        return result
+    dtype = _qdq_dtype(context.annotated_expr["quantize"])
+    if dtype != "int8":
+        return RefusalKind.DTYPE, (
+            f"a matmul of two quantized activations is BATCH_MATMUL, whose quant8 form takes "
+            f"int8 (TENSOR_QUANT8_ASYMM_SIGNED) activations only, not {dtype}"
+        )
+    if options.feature_level < FEATURE_LEVEL_6:
+        return RefusalKind.FEATURE_LEVEL, "BATCH_MATMUL needs NNAPI feature level 6"
+    permute = context.annotated_expr.get("permute")
+    if permute is not None and not _swaps_last_two(permute):
+        return RefusalKind.ATTRIBUTE, "the permutation is not a swap of the last two axes"
+    x = static_shape(context.annotated_expr["dequantize0"])
+    y = static_shape(context.annotated_expr["dequantize1"])
+    if x is None or y is None:
+        return RefusalKind.DYNAMIC_SHAPE, "a quantized BATCH_MATMUL needs static shapes"
+    if len(x) != len(y) or not 2 <= len(x) <= 4:
+        return RefusalKind.RANK, (
+            f"BATCH_MATMUL takes operands of the same rank 2 to 4, got {len(x)} and {len(y)}"
+        )
+    if x[:-2] != y[:-2]:
+        return RefusalKind.ATTRIBUTE, "BATCH_MATMUL does not broadcast batch dimensions"
+    return None
+
+
+def _swaps_last_two(call: relax.Call) -> bool:
+    rank = len(static_shape(call.args[0]) or ())
+    axes = call.attrs.axes
+    if axes is None:
+        return rank == 2
+    return int_tuple(axes) == [*range(rank - 2), rank - 1, rank - 2]
+
+
+def convert_quantized_batch_matmul(ctx: ConvertContext, composite: relax.Function) -> int:
+    calls = operator_calls(composite)
+    dqs = [c for c in calls if str(c.op.name) == DEQUANTIZE]
+    quantize = _output_quantize(composite)
+    transposed = any(str(c.op.name) == "relax.permute_dims" for c in calls)
+    x, y = (quant_input(ctx, dq) for dq in dqs)
+    out = ctx.tensor(activation_params(quantize).as_dtype(), ctx.shape(quantize))
+    inputs = [x, y, ctx.bool(False), ctx.bool(transposed)]
+    ctx.emit("BATCH_MATMUL", inputs, [out], "relax.matmul")
+    return out
+
+
+ACTIVATION_MATMUL: list[Lowering] = [
+    Lowering(
+        name="nnapi.quantized_batch_matmul" + ("_t" if transposed else ""),
+        relax_op="relax.matmul",
+        pattern=_activation_matmul_pattern(transposed),
+        check=_check_activation_matmul,
+        convert=convert_quantized_batch_matmul,
+        emits=("BATCH_MATMUL",),
+    )
+    for transposed in (True, False)
+]
+
+
 # ---- the records ---------------------------------------------------------------------------------
 
 _CONV_EMITS = ("CONV_2D", "DEPTHWISE_CONV_2D", "GROUPED_CONV_2D")
@@ -1204,6 +1365,7 @@ LOWERINGS: list[Lowering] = [
         _matmul_requires,
         (True, False),
     ),
+    *ACTIVATION_MATMUL,
     *HARDSWISH,
     *(_group_lowering(group) for group in _GROUPS),
 ]
