@@ -257,3 +257,16 @@ def test_log_softmax_requires_the_axis():
 def test_output_type_must_match_input():
     tester = OpTester(SOFTMAX).input(X).scalar(OperandCode.FLOAT32, 1.0)
     expect_bad_data(tester.output(OperandCode.TENSOR_FLOAT16, X.shape))
+
+
+@pytest.mark.parametrize(("shape", "axis"), [((4, 32000), -1), ((3, 1000, 5), 1), ((2, 37), -1)])
+def test_softmax_float32_within_ulps_of_the_exact_value(shape, axis):
+    # fp32 SOFTMAX: float32 exponentials (within 1 ulp of expf) summed in double, then scaled by
+    # the reciprocal of the sum: within 4 ulps of the float64 result for every element, also on
+    # long lines (LLM logits) and along an outer (strided) axis.
+    x = np.random.default_rng(7).normal(0, 4, shape).astype(np.float32)
+    result = softmax_tester(SOFTMAX, x, 1.0, axis).run()[0]
+    expected = softmax_reference(x, 1.0, axis).astype(np.float32)
+    bits = [v.view(np.int32).astype(np.int64) for v in (result, expected)]
+    assert np.abs(bits[0] - bits[1]).max() <= 4
+    np.testing.assert_allclose(result.sum(axis=axis), 1.0, rtol=1e-5)
