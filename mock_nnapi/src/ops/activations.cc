@@ -147,11 +147,33 @@ void MapFloat32(const float* __restrict__ x, float* __restrict__ y, size_t count
   for (size_t i = 0; i < count; ++i) y[i] = f(x[i]);
 }
 
-// fp32 LOGISTIC: 1 / (1 + e^-x) with the vectorised exponential (vector_math.h, within 1 ulp of
-// expf), so the loop runs on SIMD lanes; large tensors are split over the threads.
+// fp32 LOGISTIC: 1 / (1 + e^-x) eight lanes at a time with the vectorised exponential
+// (vector_math.h, within 1 ulp of e^x); large tensors are split over the threads.
+__attribute__((always_inline)) inline vector_math::Float8 Logistic8(vector_math::Float8 v) {
+  return 1.f / (1.f + vector_math::Exp8(-v));
+}
+
 MOCK_NNAPI_SIMD_CLONES void LogisticFloat32(const float* __restrict__ x, float* __restrict__ y,
                                             size_t count) {
-  for (size_t i = 0; i < count; ++i) y[i] = 1.f / (1.f + vector_math::ExpFloat(-x[i]));
+  using vector_math::Float8;
+  size_t i = 0;
+  // Four independent vectors per step (an exponential is a long chain of dependent operations).
+  for (; i + 32 <= count; i += 32) {
+    const Float8 y0 = Logistic8(vector_math::Load8(x + i));
+    const Float8 y1 = Logistic8(vector_math::Load8(x + i + 8));
+    const Float8 y2 = Logistic8(vector_math::Load8(x + i + 16));
+    const Float8 y3 = Logistic8(vector_math::Load8(x + i + 24));
+    vector_math::Store8(y + i, y0);
+    vector_math::Store8(y + i + 8, y1);
+    vector_math::Store8(y + i + 16, y2);
+    vector_math::Store8(y + i + 24, y3);
+  }
+  for (; i + 8 <= count; i += 8) vector_math::Store8(y + i, Logistic8(vector_math::Load8(x + i)));
+  // The remainder as one zero-padded vector (the same operations as the other lanes).
+  float in[8] = {}, out[8];
+  for (size_t j = 0; i + j < count; ++j) in[j] = x[i + j];
+  vector_math::Store8(out, Logistic8(vector_math::Load8(in)));
+  for (size_t j = 0; i + j < count; ++j) y[i + j] = out[j];
 }
 
 template <>

@@ -14,7 +14,7 @@
 //
 // Both subtract the maximum of beta * x before exponentiating and accumulate in double. fp32
 // SOFTMAX computes each exponential in float32 with the vectorised e^x of vector_math.h (within
-// 1 ulp of expf; its argument formed in double) and adds them in double (16 lanes, combined in a
+// 1 ulp of e^x; its argument formed in double) and adds them in double (8 lanes, combined in a
 // fixed order), then scales by the double reciprocal of the sum; the other types and LOG_SOFTMAX
 // use double exp. Zero-sized inputs produce zero-sized outputs.
 #include <algorithm>
@@ -113,47 +113,80 @@ int Prepare(OperationContext& context) {
 // e^((x - max) * beta) with the argument computed in double and passed as a float and its
 // rounding error, so that the exponential does not inherit that rounding (which grows with the
 // argument's magnitude: up to several ulps for arguments of -20 and below).
-inline float Exponential(float x, float max_value, float beta) {
-  const double argument = (static_cast<double>(x) - max_value) * beta;
-  const float head = static_cast<float>(argument);
-  return vector_math::ExpFloat(head, static_cast<float>(argument - head));
+__attribute__((always_inline)) inline vector_math::Float8 Exponential8(vector_math::Float8 x,
+                                                                       float max_value,
+                                                                       float beta) {
+  using vector_math::Double8;
+  // Clamped to where e^x is neither 0 nor infinite in float, so that head and tail are finite
+  // (-inf inputs give 0; NaN passes through).
+  const Double8 low = Double8{} - 104.0;
+  const Double8 unclamped = (__builtin_convertvector(x, Double8) - max_value) * beta;
+  const Double8 argument = vector_math::Select(unclamped < low, low, unclamped);
+  const vector_math::Float8 head = __builtin_convertvector(argument, vector_math::Float8);
+  const vector_math::Float8 tail = __builtin_convertvector(
+      argument - __builtin_convertvector(head, Double8), vector_math::Float8);
+  return vector_math::Exp8(head, tail);
 }
 
-// One contiguous line of fp32 SOFTMAX: y = e^((x - max) * beta) / sum. Maximum and sum are
-// taken over 16 independent lanes (so that the loops vectorise without reassociating anything),
-// then combined in lane order: the result does not depend on the instruction set.
+// One contiguous line of fp32 SOFTMAX: y = e^((x - max) * beta) / sum. Maximum and sum are taken
+// over 8 lanes (whole vectors, then the remainder as one vector padded with -inf), then combined
+// in lane order: the result does not depend on the instruction set.
 MOCK_NNAPI_SIMD_CLONES void SoftmaxLineFloat32(const float* __restrict__ x, float* __restrict__ y,
                                                size_t count, float beta) {
-  constexpr size_t kLanes = 16;
-  float lane_max[kLanes];
-  for (size_t l = 0; l < kLanes; ++l) lane_max[l] = -std::numeric_limits<float>::infinity();
+  using vector_math::Double8;
+  using vector_math::Float8;
+  const float kLowest = -std::numeric_limits<float>::infinity();
+  const size_t whole = count / 8 * 8;
+  // The remainder, padded with -inf (no effect on the maximum; e^-inf = 0 for the sum).
+  float tail_in[8], tail_out[8];
+  for (size_t j = 0; j < 8; ++j) tail_in[j] = whole + j < count ? x[whole + j] : kLowest;
+  Float8 lane_max = vector_math::Splat(kLowest);
+  for (size_t i = 0; i < whole; i += 8)
+    lane_max = vector_math::Max8(vector_math::Load8(x + i), lane_max);
+  lane_max = vector_math::Max8(vector_math::Load8(tail_in), lane_max);
+  float max_value = kLowest;
+  for (size_t l = 0; l < 8; ++l) max_value = lane_max[l] > max_value ? lane_max[l] : max_value;
+  // Four independent vectors per step: each exponential is a long chain of dependent
+  // operations, so one vector at a time leaves the SIMD units waiting on latency.
+  Double8 lane_sum = {}, lane_sum1 = {}, lane_sum2 = {}, lane_sum3 = {};
   size_t i = 0;
-  for (; i + kLanes <= count; i += kLanes) {
-    for (size_t l = 0; l < kLanes; ++l) {
-      lane_max[l] = x[i + l] > lane_max[l] ? x[i + l] : lane_max[l];
-    }
+  for (; i + 32 <= whole; i += 32) {
+    const Float8 e0 = Exponential8(vector_math::Load8(x + i), max_value, beta);
+    const Float8 e1 = Exponential8(vector_math::Load8(x + i + 8), max_value, beta);
+    const Float8 e2 = Exponential8(vector_math::Load8(x + i + 16), max_value, beta);
+    const Float8 e3 = Exponential8(vector_math::Load8(x + i + 24), max_value, beta);
+    vector_math::Store8(y + i, e0);
+    vector_math::Store8(y + i + 8, e1);
+    vector_math::Store8(y + i + 16, e2);
+    vector_math::Store8(y + i + 24, e3);
+    lane_sum += __builtin_convertvector(e0, Double8);
+    lane_sum1 += __builtin_convertvector(e1, Double8);
+    lane_sum2 += __builtin_convertvector(e2, Double8);
+    lane_sum3 += __builtin_convertvector(e3, Double8);
   }
-  float max_value = -std::numeric_limits<float>::infinity();
-  for (size_t l = 0; l < kLanes; ++l) max_value = lane_max[l] > max_value ? lane_max[l] : max_value;
-  for (; i < count; ++i) max_value = x[i] > max_value ? x[i] : max_value;
-  double lane_sum[kLanes] = {};
-  i = 0;
-  for (; i + kLanes <= count; i += kLanes) {
-    for (size_t l = 0; l < kLanes; ++l) {
-      const float e = Exponential(x[i + l], max_value, beta);
-      y[i + l] = e;
-      lane_sum[l] += static_cast<double>(e);
-    }
+  for (; i < whole; i += 8) {
+    const Float8 e = Exponential8(vector_math::Load8(x + i), max_value, beta);
+    vector_math::Store8(y + i, e);
+    lane_sum += __builtin_convertvector(e, Double8);
+  }
+  lane_sum = (lane_sum + lane_sum1) + (lane_sum2 + lane_sum3);
+  if (whole < count) {
+    // Padding lanes: (-inf - max) * beta = -inf, e^-inf = 0; a NaN maximum makes every lane NaN
+    // anyway.
+    const Float8 e = Exponential8(vector_math::Load8(tail_in), max_value, beta);
+    vector_math::Store8(tail_out, e);
+    lane_sum += __builtin_convertvector(e, Double8);
   }
   double sum = 0.0;
-  for (size_t l = 0; l < kLanes; ++l) sum += lane_sum[l];
-  for (; i < count; ++i) {
-    const float e = Exponential(x[i], max_value, beta);
-    y[i] = e;
-    sum += static_cast<double>(e);
-  }
+  for (size_t l = 0; l < 8; ++l) sum += lane_sum[l];
   const double reciprocal = 1.0 / sum;
-  for (i = 0; i < count; ++i) y[i] = static_cast<float>(static_cast<double>(y[i]) * reciprocal);
+  for (i = 0; i < whole; i += 8) {
+    const Double8 scaled = __builtin_convertvector(vector_math::Load8(y + i), Double8) * reciprocal;
+    vector_math::Store8(y + i, __builtin_convertvector(scaled, Float8));
+  }
+  for (i = whole; i < count; ++i) {
+    y[i] = static_cast<float>(static_cast<double>(tail_out[i - whole]) * reciprocal);
+  }
 }
 
 void RunSoftmaxFloat32(const OperationContext& context, uint32_t axis, float beta) {

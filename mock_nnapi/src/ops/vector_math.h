@@ -1,24 +1,29 @@
 // SPDX-License-Identifier: Apache-2.0
-// Elementary functions written so that a loop over an array of them vectorises: plain IEEE
-// float arithmetic and integer bit operations, no branches, no calls into libm.
+// Elementary functions on eight floats at a time (GCC/Clang vector extensions, so the same source
+// runs on SSE2, AVX2, AVX-512, NEON and under the sanitizers): plain IEEE float arithmetic and
+// integer bit operations, no branches, no calls into libm.
 //
-// ExpFloat(x) is e^x in float32 (ExpFloat(x, tail): e^(x + tail)): n = round(x / ln 2) (the 1.5 *
-// 2^23 rounding trick), r = x - n ln 2 in two steps (Cody-Waite, ln 2 split so that n * kLn2Hi is
-// exact), e^r by a degree-6 polynomial on [-ln 2 / 2, ln 2 / 2] (relative error 1.1e-8 in exact
-// arithmetic), then scaled by 2^n as two powers of two (so that results in the subnormal range
-// round once and 2^128 still overflows to infinity). Measured against e^x rounded from double over
-// every float in
-// [-104, 89] (tools/exp_ulp.cc): at most 1 ulp from the correctly rounded value for normal
-// results (see docs/performance.md). +inf gives +inf, -inf gives 0, NaN stays NaN; overflow
-// gives +inf, underflow 0.
+// Exp8(x) is e^x lane by lane: n = round(x / ln 2) (the 1.5 * 2^23 rounding trick), r = x - n ln 2
+// in two steps (Cody-Waite, ln 2 split so that n * kLn2Hi is exact), e^r by a degree-6 polynomial
+// on [-ln 2 / 2, ln 2 / 2] (relative error 1.1e-8 in exact arithmetic), then scaled by 2^n as two
+// powers of two (so that results in the subnormal range round once and 2^128 still overflows to
+// infinity). Measured against e^x rounded from double over every float in [-104, 89]
+// (tools/exp_ulp.cc): at most 1 ulp from the correctly rounded value (docs/performance.md).
+// +inf gives +inf, -inf gives 0, NaN stays NaN; overflow gives +inf, underflow 0.
 //
-// The mock is built with -ffp-contract=off and without -ffast-math, so every clone of a loop
-// (the x86-64 target_clones below, NEON on arm64, the sanitizer builds) computes the same bits.
+// The mock is built with -ffp-contract=off and without -ffast-math, so every build of these
+// functions (the x86-64 target_clones below, NEON on arm64, the sanitizer builds) computes the
+// same bits.
 #ifndef MOCK_NNAPI_SRC_OPS_VECTOR_MATH_H_
 #define MOCK_NNAPI_SRC_OPS_VECTOR_MATH_H_
 
+#include <cstddef>
 #include <cstdint>
-#include <cstring>
+
+// Vector values passed between inline functions: no ABI is involved (GCC warns regardless).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
 
 namespace mock_nnapi {
 namespace vector_math {
@@ -35,21 +40,36 @@ namespace vector_math {
 #define MOCK_NNAPI_SIMD_CLONES
 #endif
 
-inline int32_t FloatBits(float value) {
-  int32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  return bits;
-}
+// Eight floats (GCC/Clang vector extensions: one AVX register, two SSE or NEON registers).
+// Written with explicit vector operations rather than left to the auto-vectoriser: e^x needs
+// selects (the clamp), which GCC does not vectorise for SSE2, AVX2 or NEON under the default
+// -ftrapping-math (it only does with AVX-512's masks).
+typedef float Float8 __attribute__((vector_size(32), aligned(4), may_alias));
+typedef int32_t Int8 __attribute__((vector_size(32), aligned(4), may_alias));
+typedef uint32_t Uint8 __attribute__((vector_size(32), aligned(4), may_alias));
+typedef double Double8 __attribute__((vector_size(64), aligned(4), may_alias));
+typedef int64_t Long8 __attribute__((vector_size(64), aligned(4), may_alias));
 
-inline float BitsFloat(int32_t bits) {
-  float value;
-  std::memcpy(&value, &bits, sizeof(value));
-  return value;
-}
+#define MOCK_NNAPI_INLINE __attribute__((always_inline)) inline
 
-// e^(x + tail) for a `tail` below half an ulp of x (the rounding error of an argument computed in
-// higher precision): added to the reduced argument, where it is not lost.
-inline float ExpFloat(float x, float tail) {
+MOCK_NNAPI_INLINE Float8 Splat(float value) { return Float8{} + value; }
+MOCK_NNAPI_INLINE Float8 Load8(const float* p) { return *reinterpret_cast<const Float8*>(p); }
+MOCK_NNAPI_INLINE void Store8(float* p, Float8 value) { *reinterpret_cast<Float8*>(p) = value; }
+// mask ? a : b, lane by lane (mask lanes are 0 or -1, as comparisons give).
+MOCK_NNAPI_INLINE Float8 Select(Int8 mask, Float8 a, Float8 b) {
+  return reinterpret_cast<Float8>((mask & reinterpret_cast<Int8>(a)) |
+                                  (~mask & reinterpret_cast<Int8>(b)));
+}
+MOCK_NNAPI_INLINE Double8 Select(Long8 mask, Double8 a, Double8 b) {
+  return reinterpret_cast<Double8>((mask & reinterpret_cast<Long8>(a)) |
+                                   (~mask & reinterpret_cast<Long8>(b)));
+}
+// The larger of a and b, lane by lane; b where either is NaN (as `a > b ? a : b`).
+MOCK_NNAPI_INLINE Float8 Max8(Float8 a, Float8 b) { return Select(a > b, a, b); }
+
+// e^(x + tail), lane by lane, for a `tail` below half an ulp of x (the rounding error of an
+// argument computed in higher precision, added to the reduced argument where it is not lost).
+MOCK_NNAPI_INLINE Float8 Exp8(Float8 x, Float8 tail) {
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kLn2Hi = 0.693145751953125f;  // 0x3f317200: 15 significant bits
   constexpr float kLn2Lo = 1.42860676533018704e-6f;
@@ -61,24 +81,30 @@ inline float ExpFloat(float x, float tail) {
   constexpr float kC5 = 0.008363175205886364f;
   constexpr float kC6 = 0.0013933643931522965f;
   // Beyond these e^x is 0 or infinity in float; clamping keeps n within [-150, 128]. NaN
-  // compares false and passes through (the result is replaced below).
-  const float clamped = x < -104.f ? -104.f : (x > 89.f ? 89.f : x);
-  const float shifted = clamped * kLog2e + kRound;
-  const float n = shifted - kRound;
-  // The integer n from the low mantissa bits of `shifted` (no float-to-int conversion).
-  const int32_t ni = FloatBits(shifted) - FloatBits(kRound);
-  // A clamped argument ignores its tail (which may be infinite or NaN when x is infinite).
-  const float r = ((clamped - n * kLn2Hi) - n * kLn2Lo) + (clamped == x ? tail : 0.f);
-  const float q = kC2 + r * (kC3 + r * (kC4 + r * (kC5 + r * kC6)));
-  const float p = 1.f + (r + (r * r) * q);
+  // compares false and passes through: every step below then gives NaN.
+  const Float8 above = Select(x < Splat(-104.f), Splat(-104.f), x);
+  const Float8 clamped = Select(above > Splat(89.f), Splat(89.f), above);
+  const Float8 shifted = clamped * kLog2e + kRound;
+  const Float8 n = shifted - kRound;
+  // The integer n from the low mantissa bits of `shifted` (no float-to-int conversion; unsigned
+  // arithmetic, so that the meaningless bits of a NaN cannot overflow).
+  const Int8 ni = reinterpret_cast<Int8>(reinterpret_cast<Uint8>(shifted) -
+                                         reinterpret_cast<Uint8>(Splat(kRound)));
+  const Float8 r = ((clamped - n * kLn2Hi) - n * kLn2Lo) + tail;
+  const Float8 q = kC2 + r * (kC3 + r * (kC4 + r * (kC5 + r * kC6)));
+  const Float8 p = 1.f + (r + (r * r) * q);
   // 2^n as 2^(n/2) * 2^(n - n/2): both factors are normal floats for n in [-150, 128].
-  const int32_t n1 = ni / 2;
-  const int32_t n2 = ni - n1;
-  const float y = (p * BitsFloat((n1 + 127) << 23)) * BitsFloat((n2 + 127) << 23);
-  return x != x ? x : y;
+  const Int8 n1 = ni / 2;
+  const Int8 n2 = ni - n1;
+  const Float8 s1 = reinterpret_cast<Float8>(reinterpret_cast<Uint8>(n1 + 127) << 23);
+  const Float8 s2 = reinterpret_cast<Float8>(reinterpret_cast<Uint8>(n2 + 127) << 23);
+  return (p * s1) * s2;
 }
 
-inline float ExpFloat(float x) { return ExpFloat(x, 0.f); }
+MOCK_NNAPI_INLINE Float8 Exp8(Float8 x) { return Exp8(x, Float8{}); }
+
+// e^x of one float: lane 0 of Exp8, so a loop's scalar remainder matches its vector lanes.
+MOCK_NNAPI_INLINE float ExpFloat(float x) { return Exp8(Splat(x))[0]; }
 
 }  // namespace vector_math
 }  // namespace mock_nnapi
