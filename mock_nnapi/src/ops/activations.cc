@@ -149,30 +149,29 @@ void MapFloat32(const float* __restrict__ x, float* __restrict__ y, size_t count
 
 // fp32 LOGISTIC: 1 / (1 + e^-x) eight lanes at a time with the vectorised exponential
 // (vector_math.h, within 1 ulp of e^x); large tensors are split over the threads.
-__attribute__((always_inline)) inline vector_math::Float8 Logistic8(vector_math::Float8 v) {
-  return 1.f / (1.f + vector_math::Exp8(-v));
+// y[0..8) = 1 / (1 + e^-x[0..8)).
+__attribute__((always_inline)) inline void Logistic8(const float* x, float* y) {
+  using vector_math::Float8;
+  Float8 e;
+  vector_math::Exp8(-*reinterpret_cast<const Float8*>(x), Float8{}, &e);
+  *reinterpret_cast<Float8*>(y) = 1.f / (1.f + e);
 }
 
 MOCK_NNAPI_SIMD_CLONES void LogisticFloat32(const float* __restrict__ x, float* __restrict__ y,
                                             size_t count) {
-  using vector_math::Float8;
   size_t i = 0;
   // Four independent vectors per step (an exponential is a long chain of dependent operations).
   for (; i + 32 <= count; i += 32) {
-    const Float8 y0 = Logistic8(vector_math::Load8(x + i));
-    const Float8 y1 = Logistic8(vector_math::Load8(x + i + 8));
-    const Float8 y2 = Logistic8(vector_math::Load8(x + i + 16));
-    const Float8 y3 = Logistic8(vector_math::Load8(x + i + 24));
-    vector_math::Store8(y + i, y0);
-    vector_math::Store8(y + i + 8, y1);
-    vector_math::Store8(y + i + 16, y2);
-    vector_math::Store8(y + i + 24, y3);
+    Logistic8(x + i, y + i);
+    Logistic8(x + i + 8, y + i + 8);
+    Logistic8(x + i + 16, y + i + 16);
+    Logistic8(x + i + 24, y + i + 24);
   }
-  for (; i + 8 <= count; i += 8) vector_math::Store8(y + i, Logistic8(vector_math::Load8(x + i)));
+  for (; i + 8 <= count; i += 8) Logistic8(x + i, y + i);
   // The remainder as one zero-padded vector (the same operations as the other lanes).
   float in[8] = {}, out[8];
   for (size_t j = 0; i + j < count; ++j) in[j] = x[i + j];
-  vector_math::Store8(out, Logistic8(vector_math::Load8(in)));
+  Logistic8(in, out);
   for (size_t j = 0; i + j < count; ++j) y[i + j] = out[j];
 }
 

@@ -110,22 +110,28 @@ int Prepare(OperationContext& context) {
   return context.SetOutputShape(0, input.dimensions);
 }
 
-// e^((x - max) * beta) with the argument computed in double and passed as a float and its
-// rounding error, so that the exponential does not inherit that rounding (which grows with the
-// argument's magnitude: up to several ulps for arguments of -20 and below).
-__attribute__((always_inline)) inline vector_math::Float8 Exponential8(vector_math::Float8 x,
-                                                                       float max_value,
-                                                                       float beta) {
+// y[0..8) = e^((x[0..8) - max) * beta), added to *sum. The argument is computed in double and
+// passed as a float and its rounding error, so that the exponential does not inherit that
+// rounding (which grows with the argument's magnitude: up to several ulps for arguments of -20
+// and below).
+__attribute__((always_inline)) inline void Exponential8(const float* x, float max_value, float beta,
+                                                        float* y, vector_math::Double8* sum) {
   using vector_math::Double8;
+  using vector_math::Float8;
   // Clamped to where e^x is neither 0 nor infinite in float, so that head and tail are finite
   // (-inf inputs give 0; NaN passes through).
   const Double8 low = Double8{} - 104.0;
-  const Double8 unclamped = (__builtin_convertvector(x, Double8) - max_value) * beta;
-  const Double8 argument = vector_math::Select(unclamped < low, low, unclamped);
-  const vector_math::Float8 head = __builtin_convertvector(argument, vector_math::Float8);
-  const vector_math::Float8 tail = __builtin_convertvector(
-      argument - __builtin_convertvector(head, Double8), vector_math::Float8);
-  return vector_math::Exp8(head, tail);
+  const Double8 unclamped =
+      (__builtin_convertvector(*reinterpret_cast<const Float8*>(x), Double8) - max_value) * beta;
+  Double8 argument;
+  vector_math::Select(unclamped < low, low, unclamped, &argument);
+  const Float8 head = __builtin_convertvector(argument, Float8);
+  const Float8 tail =
+      __builtin_convertvector(argument - __builtin_convertvector(head, Double8), Float8);
+  Float8 e;
+  vector_math::Exp8(head, tail, &e);
+  *reinterpret_cast<Float8*>(y) = e;
+  *sum += __builtin_convertvector(e, Double8);
 }
 
 // One contiguous line of fp32 SOFTMAX: y = e^((x - max) * beta) / sum. Maximum and sum are taken
@@ -140,49 +146,35 @@ MOCK_NNAPI_SIMD_CLONES void SoftmaxLineFloat32(const float* __restrict__ x, floa
   // The remainder, padded with -inf (no effect on the maximum; e^-inf = 0 for the sum).
   float tail_in[8], tail_out[8];
   for (size_t j = 0; j < 8; ++j) tail_in[j] = whole + j < count ? x[whole + j] : kLowest;
-  Float8 lane_max = vector_math::Splat(kLowest);
-  for (size_t i = 0; i < whole; i += 8)
-    lane_max = vector_math::Max8(vector_math::Load8(x + i), lane_max);
-  lane_max = vector_math::Max8(vector_math::Load8(tail_in), lane_max);
+  Float8 lane_max = Float8{} + kLowest;
+  // lane_max = x > lane_max ? x : lane_max (NaN never becomes the maximum).
+  for (size_t i = 0; i <= whole; i += 8) {
+    const Float8 v = *reinterpret_cast<const Float8*>(i < whole ? x + i : tail_in);
+    vector_math::Select(v > lane_max, v, lane_max, &lane_max);
+  }
   float max_value = kLowest;
   for (size_t l = 0; l < 8; ++l) max_value = lane_max[l] > max_value ? lane_max[l] : max_value;
   // Four independent vectors per step: each exponential is a long chain of dependent
   // operations, so one vector at a time leaves the SIMD units waiting on latency.
-  Double8 lane_sum = {}, lane_sum1 = {}, lane_sum2 = {}, lane_sum3 = {};
+  Double8 sum0 = {}, sum1 = {}, sum2 = {}, sum3 = {};
   size_t i = 0;
   for (; i + 32 <= whole; i += 32) {
-    const Float8 e0 = Exponential8(vector_math::Load8(x + i), max_value, beta);
-    const Float8 e1 = Exponential8(vector_math::Load8(x + i + 8), max_value, beta);
-    const Float8 e2 = Exponential8(vector_math::Load8(x + i + 16), max_value, beta);
-    const Float8 e3 = Exponential8(vector_math::Load8(x + i + 24), max_value, beta);
-    vector_math::Store8(y + i, e0);
-    vector_math::Store8(y + i + 8, e1);
-    vector_math::Store8(y + i + 16, e2);
-    vector_math::Store8(y + i + 24, e3);
-    lane_sum += __builtin_convertvector(e0, Double8);
-    lane_sum1 += __builtin_convertvector(e1, Double8);
-    lane_sum2 += __builtin_convertvector(e2, Double8);
-    lane_sum3 += __builtin_convertvector(e3, Double8);
+    Exponential8(x + i, max_value, beta, y + i, &sum0);
+    Exponential8(x + i + 8, max_value, beta, y + i + 8, &sum1);
+    Exponential8(x + i + 16, max_value, beta, y + i + 16, &sum2);
+    Exponential8(x + i + 24, max_value, beta, y + i + 24, &sum3);
   }
-  for (; i < whole; i += 8) {
-    const Float8 e = Exponential8(vector_math::Load8(x + i), max_value, beta);
-    vector_math::Store8(y + i, e);
-    lane_sum += __builtin_convertvector(e, Double8);
-  }
-  lane_sum = (lane_sum + lane_sum1) + (lane_sum2 + lane_sum3);
-  if (whole < count) {
-    // Padding lanes: (-inf - max) * beta = -inf, e^-inf = 0; a NaN maximum makes every lane NaN
-    // anyway.
-    const Float8 e = Exponential8(vector_math::Load8(tail_in), max_value, beta);
-    vector_math::Store8(tail_out, e);
-    lane_sum += __builtin_convertvector(e, Double8);
-  }
+  for (; i < whole; i += 8) Exponential8(x + i, max_value, beta, y + i, &sum0);
+  // Padding lanes: (-inf - max) * beta clamps to -104, e^-104 = 0 in float.
+  if (whole < count) Exponential8(tail_in, max_value, beta, tail_out, &sum0);
+  const Double8 lanes = (sum0 + sum1) + (sum2 + sum3);
   double sum = 0.0;
-  for (size_t l = 0; l < 8; ++l) sum += lane_sum[l];
+  for (size_t l = 0; l < 8; ++l) sum += lanes[l];
   const double reciprocal = 1.0 / sum;
   for (i = 0; i < whole; i += 8) {
-    const Double8 scaled = __builtin_convertvector(vector_math::Load8(y + i), Double8) * reciprocal;
-    vector_math::Store8(y + i, __builtin_convertvector(scaled, Float8));
+    Float8* values = reinterpret_cast<Float8*>(y + i);
+    *values =
+        __builtin_convertvector(__builtin_convertvector(*values, Double8) * reciprocal, Float8);
   }
   for (i = whole; i < count; ++i) {
     y[i] = static_cast<float>(static_cast<double>(tail_out[i - whole]) * reciprocal);

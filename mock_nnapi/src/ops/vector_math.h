@@ -50,26 +50,24 @@ typedef uint32_t Uint8 __attribute__((vector_size(32), aligned(4), may_alias));
 typedef double Double8 __attribute__((vector_size(64), aligned(4), may_alias));
 typedef int64_t Long8 __attribute__((vector_size(64), aligned(4), may_alias));
 
+// Vector values never cross a function boundary by value: Clang rejects AVX-sized vector
+// arguments and results in functions compiled for the SSE2 baseline (the default clone), even when
+// they are inlined. Helpers take references and write through pointers.
 #define MOCK_NNAPI_INLINE __attribute__((always_inline)) inline
 
-MOCK_NNAPI_INLINE Float8 Splat(float value) { return Float8{} + value; }
-MOCK_NNAPI_INLINE Float8 Load8(const float* p) { return *reinterpret_cast<const Float8*>(p); }
-MOCK_NNAPI_INLINE void Store8(float* p, Float8 value) { *reinterpret_cast<Float8*>(p) = value; }
-// mask ? a : b, lane by lane (mask lanes are 0 or -1, as comparisons give).
-MOCK_NNAPI_INLINE Float8 Select(Int8 mask, Float8 a, Float8 b) {
-  return reinterpret_cast<Float8>((mask & reinterpret_cast<Int8>(a)) |
+// *out = mask ? a : b, lane by lane (mask lanes are 0 or -1, as comparisons give).
+MOCK_NNAPI_INLINE void Select(const Int8& mask, const Float8& a, const Float8& b, Float8* out) {
+  *out = reinterpret_cast<Float8>((mask & reinterpret_cast<Int8>(a)) |
                                   (~mask & reinterpret_cast<Int8>(b)));
 }
-MOCK_NNAPI_INLINE Double8 Select(Long8 mask, Double8 a, Double8 b) {
-  return reinterpret_cast<Double8>((mask & reinterpret_cast<Long8>(a)) |
+MOCK_NNAPI_INLINE void Select(const Long8& mask, const Double8& a, const Double8& b, Double8* out) {
+  *out = reinterpret_cast<Double8>((mask & reinterpret_cast<Long8>(a)) |
                                    (~mask & reinterpret_cast<Long8>(b)));
 }
-// The larger of a and b, lane by lane; b where either is NaN (as `a > b ? a : b`).
-MOCK_NNAPI_INLINE Float8 Max8(Float8 a, Float8 b) { return Select(a > b, a, b); }
 
-// e^(x + tail), lane by lane, for a `tail` below half an ulp of x (the rounding error of an
-// argument computed in higher precision, added to the reduced argument where it is not lost).
-MOCK_NNAPI_INLINE Float8 Exp8(Float8 x, Float8 tail) {
+// *out = e^(x + tail), lane by lane, for a `tail` below half an ulp of x (the rounding error of
+// an argument computed in higher precision, added to the reduced argument where it is not lost).
+MOCK_NNAPI_INLINE void Exp8(const Float8& x, const Float8& tail, Float8* out) {
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kLn2Hi = 0.693145751953125f;  // 0x3f317200: 15 significant bits
   constexpr float kLn2Lo = 1.42860676533018704e-6f;
@@ -80,16 +78,20 @@ MOCK_NNAPI_INLINE Float8 Exp8(Float8 x, Float8 tail) {
   constexpr float kC4 = 0.04166646674275398f;
   constexpr float kC5 = 0.008363175205886364f;
   constexpr float kC6 = 0.0013933643931522965f;
+  const Float8 low = Float8{} - 104.f;
+  const Float8 high = Float8{} + 89.f;
   // Beyond these e^x is 0 or infinity in float; clamping keeps n within [-150, 128]. NaN
   // compares false and passes through: every step below then gives NaN.
-  const Float8 above = Select(x < Splat(-104.f), Splat(-104.f), x);
-  const Float8 clamped = Select(above > Splat(89.f), Splat(89.f), above);
+  Float8 above, clamped;
+  Select(x < low, low, x, &above);
+  Select(above > high, high, above, &clamped);
   const Float8 shifted = clamped * kLog2e + kRound;
   const Float8 n = shifted - kRound;
   // The integer n from the low mantissa bits of `shifted` (no float-to-int conversion; unsigned
   // arithmetic, so that the meaningless bits of a NaN cannot overflow).
-  const Int8 ni = reinterpret_cast<Int8>(reinterpret_cast<Uint8>(shifted) -
-                                         reinterpret_cast<Uint8>(Splat(kRound)));
+  const Float8 round = Float8{} + kRound;
+  const Int8 ni =
+      reinterpret_cast<Int8>(reinterpret_cast<Uint8>(shifted) - reinterpret_cast<Uint8>(round));
   const Float8 r = ((clamped - n * kLn2Hi) - n * kLn2Lo) + tail;
   const Float8 q = kC2 + r * (kC3 + r * (kC4 + r * (kC5 + r * kC6)));
   const Float8 p = 1.f + (r + (r * r) * q);
@@ -98,13 +100,16 @@ MOCK_NNAPI_INLINE Float8 Exp8(Float8 x, Float8 tail) {
   const Int8 n2 = ni - n1;
   const Float8 s1 = reinterpret_cast<Float8>(reinterpret_cast<Uint8>(n1 + 127) << 23);
   const Float8 s2 = reinterpret_cast<Float8>(reinterpret_cast<Uint8>(n2 + 127) << 23);
-  return (p * s1) * s2;
+  *out = (p * s1) * s2;
 }
 
-MOCK_NNAPI_INLINE Float8 Exp8(Float8 x) { return Exp8(x, Float8{}); }
-
 // e^x of one float: lane 0 of Exp8, so a loop's scalar remainder matches its vector lanes.
-MOCK_NNAPI_INLINE float ExpFloat(float x) { return Exp8(Splat(x))[0]; }
+MOCK_NNAPI_INLINE float ExpFloat(float x) {
+  const Float8 in = Float8{} + x;
+  Float8 out;
+  Exp8(in, Float8{}, &out);
+  return out[0];
+}
 
 }  // namespace vector_math
 }  // namespace mock_nnapi
