@@ -110,24 +110,39 @@ int Prepare(OperationContext& context) {
   return context.SetOutputShape(0, input.dimensions);
 }
 
-// y[0..8) = e^((x[0..8) - max) * beta), added to *sum. The argument is computed in double and
-// passed as a float and its rounding error, so that the exponential does not inherit that
+// y[0..8) = e^((x[0..8) - max) * beta), added to *sum. The argument is passed to the
+// exponential as a float and its rounding error, so that the exponential does not inherit that
 // rounding (which grows with the argument's magnitude: up to several ulps for arguments of -20
-// and below).
+// and below). beta = 1 (`unit_beta`): x - max exactly, as a float sum and its error (TwoSum, in
+// float); otherwise (x - max) * beta in double, split.
 __attribute__((always_inline)) inline void Exponential8(const float* x, float max_value, float beta,
-                                                        float* y, vector_math::Double8* sum) {
+                                                        bool unit_beta, float* y,
+                                                        vector_math::Double8* sum) {
   using vector_math::Double8;
   using vector_math::Float8;
-  // Clamped to where e^x is neither 0 nor infinite in float, so that head and tail are finite
-  // (-inf inputs give 0; NaN passes through).
-  const Double8 low = Double8{} - 104.0;
-  const Double8 unclamped =
-      (__builtin_convertvector(*reinterpret_cast<const Float8*>(x), Double8) - max_value) * beta;
-  Double8 argument;
-  vector_math::Select(unclamped < low, low, unclamped, &argument);
-  const Float8 head = __builtin_convertvector(argument, Float8);
-  const Float8 tail =
-      __builtin_convertvector(argument - __builtin_convertvector(head, Double8), Float8);
+  const Float8 value = *reinterpret_cast<const Float8*>(x);
+  Float8 head, tail;
+  if (unit_beta) {
+    // Inputs more than 104 below the maximum give 0 anyway: raised to that bound, so that
+    // -inf inputs give 0 (TwoSum of infinities is NaN); NaN passes through.
+    const Float8 bound = Float8{} + (max_value - 104.f);
+    Float8 a;
+    vector_math::Select(value < bound, bound, value, &a);
+    const Float8 b = Float8{} - max_value;
+    head = a + b;
+    const Float8 b_part = head - a;
+    const Float8 a_part = head - b_part;
+    tail = (a - a_part) + (b - b_part);
+  } else {
+    // Clamped to where e^x is neither 0 nor infinite in float, so that head and tail are finite
+    // (-inf inputs give 0; NaN passes through).
+    const Double8 low = Double8{} - 104.0;
+    const Double8 unclamped = (__builtin_convertvector(value, Double8) - max_value) * beta;
+    Double8 argument;
+    vector_math::Select(unclamped < low, low, unclamped, &argument);
+    head = __builtin_convertvector(argument, Float8);
+    tail = __builtin_convertvector(argument - __builtin_convertvector(head, Double8), Float8);
+  }
   Float8 e;
   vector_math::Exp8(head, tail, &e);
   *reinterpret_cast<Float8*>(y) = e;
@@ -141,6 +156,7 @@ MOCK_NNAPI_SIMD_CLONES void SoftmaxLineFloat32(const float* __restrict__ x, floa
                                                size_t count, float beta) {
   using vector_math::Double8;
   using vector_math::Float8;
+  const bool unit_beta = beta == 1.f;
   const float kLowest = -std::numeric_limits<float>::infinity();
   const size_t whole = count / 8 * 8;
   // The remainder, padded with -inf (no effect on the maximum; e^-inf = 0 for the sum).
@@ -159,14 +175,14 @@ MOCK_NNAPI_SIMD_CLONES void SoftmaxLineFloat32(const float* __restrict__ x, floa
   Double8 sum0 = {}, sum1 = {}, sum2 = {}, sum3 = {};
   size_t i = 0;
   for (; i + 32 <= whole; i += 32) {
-    Exponential8(x + i, max_value, beta, y + i, &sum0);
-    Exponential8(x + i + 8, max_value, beta, y + i + 8, &sum1);
-    Exponential8(x + i + 16, max_value, beta, y + i + 16, &sum2);
-    Exponential8(x + i + 24, max_value, beta, y + i + 24, &sum3);
+    Exponential8(x + i, max_value, beta, unit_beta, y + i, &sum0);
+    Exponential8(x + i + 8, max_value, beta, unit_beta, y + i + 8, &sum1);
+    Exponential8(x + i + 16, max_value, beta, unit_beta, y + i + 16, &sum2);
+    Exponential8(x + i + 24, max_value, beta, unit_beta, y + i + 24, &sum3);
   }
-  for (; i < whole; i += 8) Exponential8(x + i, max_value, beta, y + i, &sum0);
-  // Padding lanes: (-inf - max) * beta clamps to -104, e^-104 = 0 in float.
-  if (whole < count) Exponential8(tail_in, max_value, beta, tail_out, &sum0);
+  for (; i < whole; i += 8) Exponential8(x + i, max_value, beta, unit_beta, y + i, &sum0);
+  // Padding lanes (-inf) give e^-104 = 0 in float.
+  if (whole < count) Exponential8(tail_in, max_value, beta, unit_beta, tail_out, &sum0);
   const Double8 lanes = (sum0 + sum1) + (sum2 + sum3);
   double sum = 0.0;
   for (size_t l = 0; l < 8; ++l) sum += lanes[l];
