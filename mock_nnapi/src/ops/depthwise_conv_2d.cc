@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // DEPTHWISE_CONV_2D: per-channel 2-D convolution with a depth multiplier, as a direct NHWC loop
 // (it is not GEMM-shaped): every output pixel accumulates its valid filter taps over contiguous
-// channel blocks held in registers; rows of output pixels are split across threads.
+// channel blocks held in registers (fp32, multiplier 1, 3x3 and 5x5 filters at strides 1 and 2:
+// four adjacent pixels at a time, sharing their input loads); rows of output pixels are split
+// across threads.
 //
 // Inputs (NDK reference; Android's depthwise_conv_2d validation):
 //   Explicit padding, 11, 12 or 14 inputs: 0 input [N, H, W, C_in]; 1 filter [1, kH, kW, C_out];
