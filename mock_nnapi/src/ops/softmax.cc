@@ -14,7 +14,7 @@
 //
 // Both subtract the maximum of beta * x before exponentiating and accumulate in double. fp32
 // SOFTMAX computes each exponential in float32 with the vectorised e^x of vector_math.h (within
-// 1 ulp of e^x; its argument formed in double) and adds them in double (8 lanes, combined in a
+// 1 ulp of e^x; its argument formed in double) and adds them in double (16 lanes, combined in a
 // fixed order), then scales by the double reciprocal of the sum; the other types and LOG_SOFTMAX
 // use double exp. Zero-sized inputs produce zero-sized outputs.
 #include <algorithm>
@@ -110,87 +110,86 @@ int Prepare(OperationContext& context) {
   return context.SetOutputShape(0, input.dimensions);
 }
 
-// y[0..8) = e^((x[0..8) - max) * beta), added to *sum. The argument is passed to the
+// y[0..16) = e^((x[0..16) - max) * beta), added to *sum. The argument is passed to the
 // exponential as a float and its rounding error, so that the exponential does not inherit that
 // rounding (which grows with the argument's magnitude: up to several ulps for arguments of -20
 // and below). beta = 1 (`unit_beta`): x - max exactly, as a float sum and its error (TwoSum, in
 // float); otherwise (x - max) * beta in double, split.
-__attribute__((always_inline)) inline void Exponential8(const float* x, float max_value, float beta,
+__attribute__((always_inline)) inline void ExponentialV(const float* x, float max_value, float beta,
                                                         bool unit_beta, float* y,
-                                                        vector_math::Double8* sum) {
-  using vector_math::Double8;
-  using vector_math::Float8;
-  const Float8 value = *reinterpret_cast<const Float8*>(x);
-  Float8 head, tail;
+                                                        vector_math::DoubleV* sum) {
+  using vector_math::DoubleV;
+  using vector_math::FloatV;
+  const FloatV value = *reinterpret_cast<const FloatV*>(x);
+  FloatV head, tail;
   if (unit_beta) {
     // Inputs more than 104 below the maximum give 0 anyway: raised to that bound, so that
     // -inf inputs give 0 (TwoSum of infinities is NaN); NaN passes through.
-    const Float8 bound = Float8{} + (max_value - 104.f);
-    Float8 a;
+    const FloatV bound = FloatV{} + (max_value - 104.f);
+    FloatV a;
     vector_math::Select(value < bound, bound, value, &a);
-    const Float8 b = Float8{} - max_value;
+    const FloatV b = FloatV{} - max_value;
     head = a + b;
-    const Float8 b_part = head - a;
-    const Float8 a_part = head - b_part;
+    const FloatV b_part = head - a;
+    const FloatV a_part = head - b_part;
     tail = (a - a_part) + (b - b_part);
   } else {
     // Clamped to where e^x is neither 0 nor infinite in float, so that head and tail are finite
     // (-inf inputs give 0; NaN passes through).
-    const Double8 low = Double8{} - 104.0;
-    const Double8 unclamped = (__builtin_convertvector(value, Double8) - max_value) * beta;
-    Double8 argument;
+    const DoubleV low = DoubleV{} - 104.0;
+    const DoubleV unclamped = (__builtin_convertvector(value, DoubleV) - max_value) * beta;
+    DoubleV argument;
     vector_math::Select(unclamped < low, low, unclamped, &argument);
-    head = __builtin_convertvector(argument, Float8);
-    tail = __builtin_convertvector(argument - __builtin_convertvector(head, Double8), Float8);
+    head = __builtin_convertvector(argument, FloatV);
+    tail = __builtin_convertvector(argument - __builtin_convertvector(head, DoubleV), FloatV);
   }
-  Float8 e;
-  vector_math::Exp8(head, tail, &e);
-  *reinterpret_cast<Float8*>(y) = e;
-  *sum += __builtin_convertvector(e, Double8);
+  FloatV e;
+  vector_math::ExpV(head, tail, &e);
+  *reinterpret_cast<FloatV*>(y) = e;
+  *sum += __builtin_convertvector(e, DoubleV);
 }
 
 // One contiguous line of fp32 SOFTMAX: y = e^((x - max) * beta) / sum. Maximum and sum are taken
-// over 8 lanes (whole vectors, then the remainder as one vector padded with -inf), then combined
+// over 16 lanes (whole vectors, then the remainder as one vector padded with -inf), then combined
 // in lane order: the result does not depend on the instruction set.
 MOCK_NNAPI_SIMD_CLONES void SoftmaxLineFloat32(const float* __restrict__ x, float* __restrict__ y,
                                                size_t count, float beta) {
-  using vector_math::Double8;
-  using vector_math::Float8;
+  using vector_math::DoubleV;
+  using vector_math::FloatV;
   const bool unit_beta = beta == 1.f;
   const float kLowest = -std::numeric_limits<float>::infinity();
-  const size_t whole = count / 8 * 8;
+  constexpr size_t kLanes = vector_math::kLanes;
+  const size_t whole = count / kLanes * kLanes;
   // The remainder, padded with -inf (no effect on the maximum; e^-inf = 0 for the sum).
-  float tail_in[8], tail_out[8];
-  for (size_t j = 0; j < 8; ++j) tail_in[j] = whole + j < count ? x[whole + j] : kLowest;
-  Float8 lane_max = Float8{} + kLowest;
+  float tail_in[kLanes], tail_out[kLanes];
+  for (size_t j = 0; j < kLanes; ++j) tail_in[j] = whole + j < count ? x[whole + j] : kLowest;
+  FloatV lane_max = FloatV{} + kLowest;
   // lane_max = x > lane_max ? x : lane_max (NaN never becomes the maximum).
-  for (size_t i = 0; i <= whole; i += 8) {
-    const Float8 v = *reinterpret_cast<const Float8*>(i < whole ? x + i : tail_in);
+  for (size_t i = 0; i <= whole; i += kLanes) {
+    const FloatV v = *reinterpret_cast<const FloatV*>(i < whole ? x + i : tail_in);
     vector_math::Select(v > lane_max, v, lane_max, &lane_max);
   }
   float max_value = kLowest;
-  for (size_t l = 0; l < 8; ++l) max_value = lane_max[l] > max_value ? lane_max[l] : max_value;
-  // Four independent vectors per step: each exponential is a long chain of dependent
+  for (size_t l = 0; l < kLanes; ++l) max_value = lane_max[l] > max_value ? lane_max[l] : max_value;
+  // Two independent vectors per step: each exponential is a long chain of dependent
   // operations, so one vector at a time leaves the SIMD units waiting on latency.
-  Double8 sum0 = {}, sum1 = {}, sum2 = {}, sum3 = {};
+  DoubleV sum0 = {}, sum1 = {};
   size_t i = 0;
-  for (; i + 32 <= whole; i += 32) {
-    Exponential8(x + i, max_value, beta, unit_beta, y + i, &sum0);
-    Exponential8(x + i + 8, max_value, beta, unit_beta, y + i + 8, &sum1);
-    Exponential8(x + i + 16, max_value, beta, unit_beta, y + i + 16, &sum2);
-    Exponential8(x + i + 24, max_value, beta, unit_beta, y + i + 24, &sum3);
+  for (; i + 2 * kLanes <= whole; i += 2 * kLanes) {
+    ExponentialV(x + i, max_value, beta, unit_beta, y + i, &sum0);
+    ExponentialV(x + i + kLanes, max_value, beta, unit_beta, y + i + kLanes, &sum1);
   }
-  for (; i < whole; i += 8) Exponential8(x + i, max_value, beta, unit_beta, y + i, &sum0);
+  for (; i < whole; i += kLanes) ExponentialV(x + i, max_value, beta, unit_beta, y + i, &sum0);
   // Padding lanes (-inf) give e^-104 = 0 in float.
-  if (whole < count) Exponential8(tail_in, max_value, beta, unit_beta, tail_out, &sum0);
-  const Double8 lanes = (sum0 + sum1) + (sum2 + sum3);
+  if (whole < count) ExponentialV(tail_in, max_value, beta, unit_beta, tail_out, &sum0);
+  const DoubleV lanes = sum0 + sum1;
   double sum = 0.0;
-  for (size_t l = 0; l < 8; ++l) sum += lanes[l];
+  for (size_t l = 0; l < kLanes; ++l) sum += lanes[l];
   const double reciprocal = 1.0 / sum;
-  for (i = 0; i < whole; i += 8) {
-    Float8* values = reinterpret_cast<Float8*>(y + i);
+  for (i = 0; i < whole; i += kLanes) {
+    FloatV* values = reinterpret_cast<FloatV*>(y + i);
     *values =
-        __builtin_convertvector(__builtin_convertvector(*values, Double8) * reciprocal, Float8);
+        __builtin_convertvector(__builtin_convertvector(*values, DoubleV) * reciprocal, FloatV);
   }
   for (i = whole; i < count; ++i) {
     y[i] = static_cast<float>(static_cast<double>(tail_out[i - whole]) * reciprocal);
