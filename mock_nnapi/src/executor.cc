@@ -3,11 +3,14 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
 #include <limits>
+#include <memory>
 #include <new>
 
 #include "fault_injection.h"
+#include "statistics.h"
 
 namespace mock_nnapi {
 
@@ -89,8 +92,12 @@ class ModelRun : public OperationContext::OutputAllocator {
     }
   }
 
+  ~ModelRun() { RecordMaximum(Counter::kTemporaryBytesPeak, peak_bytes_); }
+
   int Run(ExecutionObserver* observer) {
-    for (uint32_t op_index : model_.run_order()) {
+    const std::vector<uint32_t>& run_order = model_.run_order();
+    for (size_t position = 0; position < run_order.size(); ++position) {
+      const uint32_t op_index = run_order[position];
       const Operation& operation = model_.operations()[op_index];
       const OperationRegistration* registration = FindOperation(operation.type);
       NN_CHECK(registration != nullptr, ANEURALNETWORKS_OP_FAILED)
@@ -133,7 +140,8 @@ class ModelRun : public OperationContext::OutputAllocator {
         std::vector<const OperandInfo*> out(outputs.begin(), outputs.end());
         observer->OnOperation(op_index, in, out);
       }
-      // Temporaries nobody reads any more could be released here; models are small enough.
+      // Temporaries nobody reads any more are freed: a run holds only the live ones.
+      for (uint32_t operand : model_.temporaries_released_after()[position]) Release(operand);
     }
     return ANEURALNETWORKS_NO_ERROR;
   }
@@ -178,28 +186,49 @@ class ModelRun : public OperationContext::OutputAllocator {
           << "cannot reserve " << *size << " bytes for temporary operand " << operand;
       return ANEURALNETWORKS_NO_ERROR;
     }
-    std::vector<uint8_t>& storage = storage_[operand];
-    try {
-      storage.resize(*size);
-    } catch (const std::bad_alloc&) {
-      return CheckFailure(__FILE__, __LINE__, "allocation", ANEURALNETWORKS_OUT_OF_MEMORY)
-             << "temporary operand " << operand << " needs " << *size << " bytes";
+    // Not zero-filled: every kernel writes its whole output (as it must for a caller's buffer).
+    Release(operand);
+    Storage& storage = storage_[operand];
+    if (*size > 0) {
+      storage.data.reset(new (std::nothrow) uint8_t[*size]);
+      NN_CHECK(storage.data != nullptr, ANEURALNETWORKS_OUT_OF_MEMORY)
+          << "temporary operand " << operand << " needs " << *size << " bytes";
+      storage.size = *size;
+      live_bytes_ += *size;
+      peak_bytes_ = std::max(peak_bytes_, live_bytes_);
     }
     // Zero-sized temporaries still get a non-null address so kernels can tell "no value" apart.
     static uint8_t zero_sized_placeholder = 0;
-    info->data = storage.empty() ? &zero_sized_placeholder : storage.data();
+    info->data = storage.data ? storage.data.get() : &zero_sized_placeholder;
     info->length = *size;
     return ANEURALNETWORKS_NO_ERROR;
   }
 
  private:
+  struct Storage {
+    std::unique_ptr<uint8_t[]> data;
+    size_t size = 0;
+  };
+
+  void Release(uint32_t operand) {
+    Storage& storage = storage_[operand];
+    if (!storage.data) return;
+    live_bytes_ -= storage.size;
+    storage.data.reset();
+    storage.size = 0;
+    infos_[operand].data = nullptr;
+    infos_[operand].length = 0;
+  }
+
   const bool cost_only_;
   ReservedPages reserved_;
   const Model& model_;
   const std::vector<ExecutorArgument>& outputs_;
   std::vector<OutputShape>* shapes_;
   std::vector<OperandInfo> infos_;
-  std::vector<std::vector<uint8_t>> storage_;
+  std::vector<Storage> storage_;
+  size_t live_bytes_ = 0;
+  size_t peak_bytes_ = 0;
   std::vector<uint32_t> model_output_index_;
   const std::vector<uint32_t>* current_outputs_ = nullptr;
 };

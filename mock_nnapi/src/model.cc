@@ -308,6 +308,22 @@ int Model::SortIntoRunOrder() {
   return ANEURALNETWORKS_NO_ERROR;
 }
 
+void Model::ComputeTemporaryLifetimes() {
+  constexpr size_t kNever = std::numeric_limits<size_t>::max();
+  std::vector<size_t> last(operands_.size(), kNever);
+  for (size_t position = 0; position < run_order_.size(); ++position) {
+    const Operation& operation = operations_[run_order_[position]];
+    for (uint32_t index : operation.outputs) last[index] = position;
+    for (uint32_t index : operation.inputs) last[index] = position;
+  }
+  released_after_.assign(run_order_.size(), {});
+  for (uint32_t index = 0; index < operands_.size(); ++index) {
+    if (operands_[index].lifetime == OperandLifetime::kTemporary && last[index] != kNever) {
+      released_after_[last[index]].push_back(index);
+    }
+  }
+}
+
 int Model::ValidateGraph() {
   NN_CHECK(!operations_.empty(), ANEURALNETWORKS_BAD_DATA) << "finish: the model is empty";
   NN_CHECK(!outputs_.empty(), ANEURALNETWORKS_BAD_DATA)
@@ -372,6 +388,7 @@ int Model::Finish() {
   if (code != ANEURALNETWORKS_NO_ERROR) return fail(code);
   code = SortIntoRunOrder();
   if (code != ANEURALNETWORKS_NO_ERROR) return fail(code);
+  ComputeTemporaryLifetimes();
   // Large values were only referenced so far; take a copy now (the caller may free them).
   for (Operand& operand : operands_) {
     if (operand.lifetime != OperandLifetime::kConstantPointer) continue;

@@ -94,6 +94,11 @@ class Model : public CountedObject<Model> {
   // Operation indices in an order where every operand is written before it is read (valid
   // after finish).
   const std::vector<uint32_t>& run_order() const { return run_order_; }
+  // For each position of run_order(), the temporary operands whose last reader (or, when nothing
+  // reads them, their writer) runs there: the executor frees them after it (valid after finish).
+  const std::vector<std::vector<uint32_t>>& temporaries_released_after() const {
+    return released_after_;
+  }
   const std::vector<uint32_t>& inputs() const { return inputs_; }
   const std::vector<uint32_t>& outputs() const { return outputs_; }
   // The value of a constant operand (nullptr for other lifetimes).
@@ -106,6 +111,7 @@ class Model : public CountedObject<Model> {
 
  private:
   int SortIntoRunOrder();
+  void ComputeTemporaryLifetimes();
   // Whole-graph checks of finish(): lifetimes, writers, referenced models.
   int ValidateGraph();
 
@@ -114,6 +120,7 @@ class Model : public CountedObject<Model> {
   std::vector<uint32_t> inputs_;
   std::vector<uint32_t> outputs_;
   std::vector<uint32_t> run_order_;
+  std::vector<std::vector<uint32_t>> released_after_;
   std::vector<uint8_t> value_pool_;
   bool relaxed_ = false;
   bool finished_ = false;

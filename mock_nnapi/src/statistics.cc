@@ -26,6 +26,7 @@ constexpr NamedCounter kCounterNames[] = {
     {"executions_completed", Counter::kExecutionsCompleted},
     {"executions_failed", Counter::kExecutionsFailed},
     {"operations_executed", Counter::kOperationsExecuted},
+    {"temporary_bytes_peak", Counter::kTemporaryBytesPeak},
 };
 constexpr size_t kCounterCount = sizeof(kCounterNames) / sizeof(kCounterNames[0]);
 constexpr int32_t kOperationSlots = static_cast<int32_t>(std::size(nnapi_common::kOperations));
@@ -60,6 +61,13 @@ std::atomic<int64_t>& LiveObjectCounter(ObjectKind kind) {
 
 void Increment(Counter counter, uint64_t amount) {
   Counters()[static_cast<size_t>(counter)] += amount;
+}
+
+void RecordMaximum(Counter counter, uint64_t value) {
+  std::atomic<uint64_t>& slot = Counters()[static_cast<size_t>(counter)];
+  uint64_t current = slot.load();
+  while (current < value && !slot.compare_exchange_weak(current, value)) {
+  }
 }
 
 void CountOperationExecuted(int32_t operation_type) {

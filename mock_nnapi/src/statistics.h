@@ -19,9 +19,13 @@ enum class Counter {
   kExecutionsCompleted,
   kExecutionsFailed,
   kOperationsExecuted,
+  // The most bytes of temporaries one model run held at once (a maximum, not a sum).
+  kTemporaryBytesPeak,
 };
 
 void Increment(Counter counter, uint64_t amount = 1);
+// Raises a maximum-valued counter to `value` if it is larger.
+void RecordMaximum(Counter counter, uint64_t value);
 void CountOperationExecuted(int32_t operation_type);
 uint64_t OperationExecutedCount(int32_t operation_type);
 // Counter value by name ("executions_completed", ...), nullopt for an unknown name.

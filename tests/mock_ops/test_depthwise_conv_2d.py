@@ -99,6 +99,10 @@ FLOAT_CASES = {
     "dilation_implicit": ((1, 8, 7, 17), (3, 3), 1, PaddingCode.SAME, (1, 1), (2, 3), False),
     "dilation_explicit_nchw": ((1, 9, 8, 2), (2, 3), 2, (2, 1, 0, 2), (2, 1), (1, 2), True),
     "mobilenet_like": ((1, 16, 16, 32), (3, 3), 1, PaddingCode.SAME, (1, 1), None, None),
+    # Rows wide enough for the four-pixel kernel (3x3 and 5x5, strides 1 and 2), channel tails.
+    "wide_3x3_s2_c13": ((1, 9, 19, 13), (3, 3), 1, PaddingCode.SAME, (2, 2), None, None),
+    "wide_5x5_s1_c24": ((2, 7, 15, 24), (5, 5), 1, PaddingCode.SAME, (1, 1), None, None),
+    "wide_5x5_s2_c20": ((1, 11, 22, 20), (5, 5), 1, (2, 1, 2, 2), (2, 1), None, False),
 }
 
 
@@ -395,3 +399,56 @@ def test_depthwise_feature_levels(feature_level_devices, scalars, code, level):
         out_quant=(1.0, 0) if quantized else (0.0, 0),
     )
     assert required_feature_level(tester, feature_level_devices) == level
+
+
+def depthwise_float32_in_order(x, w, b, pads, strides, low=-np.inf, high=np.inf):
+    """NHWC depthwise convolution (multiplier 1) in float32, each output accumulated in the
+    mock's order: the bias, then every in-bounds tap by filter row, then column."""
+    n, height, width, channels = x.shape
+    _, kh, kw, _ = w.shape
+    left, right, top, bottom = pads
+    sw, sh = strides
+    out_h = (height + top + bottom - kh) // sh + 1
+    out_w = (width + left + right - kw) // sw + 1
+    out = np.empty((n, out_h, out_w, channels), np.float32)
+    for oy in range(out_h):
+        for ox in range(out_w):
+            acc = np.broadcast_to(b.astype(np.float32), (n, channels)).copy()
+            for ky in range(kh):
+                iy = oy * sh - top + ky
+                if not 0 <= iy < height:
+                    continue
+                for kx in range(kw):
+                    ix = ox * sw - left + kx
+                    if 0 <= ix < width:
+                        acc = acc + x[:, iy, ix, :] * w[0, ky, kx, :]
+            out[:, oy, ox, :] = np.minimum(np.maximum(acc, np.float32(low)), np.float32(high))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("x_shape", "kernel", "pads", "strides", "activation"),
+    [
+        ((1, 8, 21, 16), (3, 3), (1, 1, 1, 1), (1, 1), FuseCode.NONE),
+        ((1, 9, 23, 40), (3, 3), (0, 1, 0, 1), (2, 2), FuseCode.RELU6),
+        ((1, 10, 17, 12), (5, 5), (2, 2, 2, 2), (1, 1), FuseCode.RELU),
+        ((2, 11, 26, 9), (5, 5), (1, 2, 2, 1), (2, 2), FuseCode.NONE),
+    ],
+)
+def test_depthwise_float32_is_exact_in_accumulation_order(
+    x_shape, kernel, pads, strides, activation
+):
+    # The fp32 kernels (the four-pixel one for interior columns, the per-pixel one at the edges)
+    # add the bias and then each tap in one fixed order: the results are exactly those of that
+    # order in float32, whichever kernel computed a pixel and whatever the instruction set.
+    rng = np.random.default_rng(sum(x_shape))
+    x = random_float(rng, x_shape)
+    w = random_float(rng, (1, *kernel, x_shape[3]))
+    b = random_float(rng, x_shape[3])
+    low, high = {FuseCode.NONE: (-np.inf, np.inf), FuseCode.RELU: (0, np.inf)}.get(
+        activation, (0, 6)
+    )
+    expected = depthwise_float32_in_order(x, w, b, pads, strides, low, high)
+    scalars = conv_scalars(pads, strides, activation, None, None, extra=1)
+    result = build(DEPTHWISE, x, w, b, scalars, OpTester.default_code(x), expected.shape).run()[0]
+    np.testing.assert_array_equal(result, expected)

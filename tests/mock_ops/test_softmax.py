@@ -257,3 +257,33 @@ def test_log_softmax_requires_the_axis():
 def test_output_type_must_match_input():
     tester = OpTester(SOFTMAX).input(X).scalar(OperandCode.FLOAT32, 1.0)
     expect_bad_data(tester.output(OperandCode.TENSOR_FLOAT16, X.shape))
+
+
+@pytest.mark.parametrize("beta", [1.0, 0.5])
+@pytest.mark.parametrize(("shape", "axis"), [((4, 32000), -1), ((3, 1000, 5), 1), ((2, 37), -1)])
+def test_softmax_float32_within_ulps_of_the_exact_value(shape, axis, beta):
+    # fp32 SOFTMAX: float32 exponentials (within 1 ulp of expf) summed in double, then scaled by
+    # the reciprocal of the sum: within 4 ulps of the float64 result for every element, also on
+    # long lines (LLM logits) and along an outer (strided) axis; beta 1 (the argument x - max
+    # as an exact float pair) and another beta (the argument formed in double).
+    x = np.random.default_rng(7).normal(0, 4, shape).astype(np.float32)
+    result = softmax_tester(SOFTMAX, x, beta, axis).run()[0]
+    expected = softmax_reference(x, beta, axis).astype(np.float32)
+    bits = [v.view(np.int32).astype(np.int64) for v in (result, expected)]
+    assert np.abs(bits[0] - bits[1]).max() <= 4
+    np.testing.assert_allclose(result.sum(axis=axis), 1.0, rtol=1e-5)
+
+
+def test_softmax_float32_infinite_and_nan_inputs():
+    x = np.array(
+        [
+            [-np.inf, 0.0, 1.0, -np.inf, 2.0, 3.0, -1.0, 0.5, -np.inf],
+            [0.0, np.nan, 1.0] + [0.0] * 6,
+        ],
+        np.float32,
+    )
+    result = softmax_tester(SOFTMAX, x, 1.0).run()[0]
+    expected = softmax_reference(x[:1], 1.0, -1).astype(np.float32)
+    np.testing.assert_allclose(result[:1], expected, rtol=1e-6)
+    assert (result[0, [0, 3, 8]] == 0).all()
+    assert np.isnan(result[1]).all()

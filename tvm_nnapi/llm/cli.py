@@ -186,8 +186,13 @@ def _engine(
     else:
         weights = random_weights(specs, dtype, seed)
     # One TVM copy of the weights, shared by the engine (embed, decode) and, when resident, by
-    # the constants bound into prefill until its NNAPI subgraphs are compiled.
-    tensors = [tvm.runtime.tensor(w) for w in weights]
+    # the constants bound into prefill until its NNAPI subgraphs are compiled. Each numpy array
+    # is dropped as soon as it is copied, so the two sets never coexist (peak: the weights once
+    # plus one array, not twice the weights).
+    weights.reverse()
+    tensors = []
+    while weights:
+        tensors.append(tvm.runtime.tensor(weights.pop()))
     del weights
     executable = build_llm(
         mod,

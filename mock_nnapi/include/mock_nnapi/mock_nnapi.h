@@ -35,9 +35,11 @@ MOCK_NNAPI_EXPORT const char* MockNnapi_getBlasInfo(void);
 /*
  * Reads a process-wide counter by name. Names: models_finished, compilations_finished,
  * compilation_cache_hits, compilation_cache_misses, executions_started, executions_completed,
- * executions_failed, operations_executed, and live object counts live_models,
- * live_compilations, live_executions, live_events, live_memories, live_memory_descs,
- * live_bursts, live_objects (their sum). Returns ANEURALNETWORKS_BAD_DATA for an unknown name.
+ * executions_failed, operations_executed, temporary_bytes_peak (the most bytes of temporary
+ * operands one model run held at once: each is freed after its last reader), and live object
+ * counts live_models, live_compilations, live_executions, live_events, live_memories,
+ * live_memory_descs, live_bursts, live_objects (their sum). Returns ANEURALNETWORKS_BAD_DATA for
+ * an unknown name.
  */
 MOCK_NNAPI_EXPORT int MockNnapi_getCounter(const char* name, uint64_t* value);
 /* Number of times operations of the given OperationCode were executed. */

@@ -33,6 +33,7 @@ COUNTER_NAMES = (
     "executions_completed",
     "executions_failed",
     "operations_executed",
+    "temporary_bytes_peak",
     "live_models",
     "live_compilations",
     "live_executions",

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // DEPTHWISE_CONV_2D: per-channel 2-D convolution with a depth multiplier, as a direct NHWC loop
 // (it is not GEMM-shaped): every output pixel accumulates its valid filter taps over contiguous
-// channel blocks held in registers; rows of output pixels are split across threads.
+// channel blocks held in registers (fp32, multiplier 1, 3x3 and 5x5 filters at strides 1 and 2:
+// four adjacent pixels at a time, sharing their input loads); rows of output pixels are split
+// across threads.
 //
 // Inputs (NDK reference; Android's depthwise_conv_2d validation):
 //   Explicit padding, 11, 12 or 14 inputs: 0 input [N, H, W, C_in]; 1 filter [1, kH, kW, C_out];
@@ -280,6 +282,80 @@ struct FloatKernelArguments {
   float* output;
 };
 
+// Up to four horizontally adjacent output pixels for a filter width KW, horizontal stride S and
+// dilation 1: per filter row, the 3 * S + KW input vectors the four windows share are loaded once
+// and each filter vector once, for 4 * KW multiply-adds (instead of two loads per multiply-add).
+// `rows[r]` is column 0 of the input row of valid filter row r, `filters[r]` that filter row;
+// pixel i's window starts at input column ix0 + i * S. kGuarded: windows may cross the left or
+// right edge and fewer than four pixels may be wanted (`pixels`); out-of-bounds taps are skipped.
+// Taps are added in the same order as the per-pixel loop (bias first, then filter rows, then
+// columns, skipping those outside the input), so the results are identical to it.
+template <int KW, int S, bool kGuarded>
+__attribute__((always_inline)) inline void DepthwiseFourPixels(
+    const float* const* rows, const float* const* filters, size_t row_count, size_t channels,
+    const float* __restrict__ bias, float low1, float high1, int64_t ix0, int64_t width, int pixels,
+    float* __restrict__ out) {
+  constexpr int kInputs = 3 * S + KW;
+  bool column_ok[kInputs];
+  for (int j = 0; j < kInputs; ++j) column_ok[j] = !kGuarded || (ix0 + j >= 0 && ix0 + j < width);
+  bool tap_ok[4][KW];
+  for (int i = 0; i < 4; ++i) {
+    for (int kx = 0; kx < KW; ++kx) tap_ok[i][kx] = i < pixels && column_ok[i * S + kx];
+  }
+  const int64_t first = kGuarded ? std::max<int64_t>(ix0, 0) : ix0;
+  Float8 low, high;
+  for (int i = 0; i < 8; ++i) {
+    low[i] = low1;
+    high[i] = high1;
+  }
+  size_t c = 0;
+  for (; c + 8 <= channels; c += 8) {
+    const Float8 b = *reinterpret_cast<const Float8*>(bias + c);
+    Float8 acc0 = b, acc1 = b, acc2 = b, acc3 = b;
+    for (size_t r = 0; r < row_count; ++r) {
+      // Offsets from the first in-bounds column, so no pointer leaves the input.
+      const float* row = rows[r] + first * channels + c;
+      const float* f = filters[r] + c;
+      Float8 x[kInputs];
+      for (int j = 0; j < kInputs; ++j) {
+        if (column_ok[j]) {
+          x[j] = *reinterpret_cast<const Float8*>(row + (ix0 + j - first) * int64_t(channels));
+        } else {
+          x[j] = Float8{};
+        }
+      }
+      for (int kx = 0; kx < KW; ++kx) {
+        const Float8 w = *reinterpret_cast<const Float8*>(f + kx * channels);
+        if (!kGuarded || tap_ok[0][kx]) acc0 += x[kx] * w;
+        if (!kGuarded || tap_ok[1][kx]) acc1 += x[S + kx] * w;
+        if (!kGuarded || tap_ok[2][kx]) acc2 += x[2 * S + kx] * w;
+        if (!kGuarded || tap_ok[3][kx]) acc3 += x[3 * S + kx] * w;
+      }
+    }
+    acc0 = acc0 < low ? low : (acc0 > high ? high : acc0);
+    acc1 = acc1 < low ? low : (acc1 > high ? high : acc1);
+    acc2 = acc2 < low ? low : (acc2 > high ? high : acc2);
+    acc3 = acc3 < low ? low : (acc3 > high ? high : acc3);
+    *reinterpret_cast<Float8*>(out + c) = acc0;
+    if (!kGuarded || pixels > 1) *reinterpret_cast<Float8*>(out + channels + c) = acc1;
+    if (!kGuarded || pixels > 2) *reinterpret_cast<Float8*>(out + 2 * channels + c) = acc2;
+    if (!kGuarded || pixels > 3) *reinterpret_cast<Float8*>(out + 3 * channels + c) = acc3;
+  }
+  for (; c < channels; ++c) {
+    for (int i = 0; i < pixels; ++i) {
+      float acc = bias[c];
+      for (size_t r = 0; r < row_count; ++r) {
+        for (int kx = 0; kx < KW; ++kx) {
+          if (!tap_ok[i][kx]) continue;
+          acc +=
+              rows[r][(ix0 + i * S + kx) * int64_t(channels) + c] * filters[r][kx * channels + c];
+        }
+      }
+      out[i * channels + c] = std::min(std::max(acc, low1), high1);
+    }
+  }
+}
+
 MOCK_NNAPI_AVX2_CLONE void DepthwiseFloatRows(const FloatKernelArguments& a, size_t row_begin,
                                               size_t row_end) {
   const Geometry& g = *a.geometry;
@@ -306,10 +382,69 @@ MOCK_NNAPI_AVX2_CLONE void DepthwiseFloatRows(const FloatKernelArguments& a, siz
     low[i] = a.low;
     high[i] = a.high;
   }
+  // Output columns whose windows lie inside the input columns: [interior_begin, interior_end).
+  const int64_t interior_begin =
+      std::min<int64_t>(g.output.width, (int64_t{p.pad_left} + p.stride_w - 1) / p.stride_w);
+  const int64_t last_start = int64_t{g.input.width} - 1 - window_w + p.pad_left;
+  const int64_t interior_end = std::max<int64_t>(
+      interior_begin,
+      std::min<int64_t>(g.output.width, last_start < 0 ? 0 : last_start / p.stride_w + 1));
+  // The four-pixel kernel of the common filter widths and strides (dilation 1): 0 for none.
+  const int kw = static_cast<int>(g.filter_width);
+  int kernel = 0;
+  if (p.dilation_w == 1 && (kw == 3 || kw == 5) && (p.stride_w == 1 || p.stride_w == 2)) {
+    kernel = (kw == 3 ? 1 : 3) + (p.stride_w == 2 ? 1 : 0);
+  }
+  std::vector<const float*> row_inputs(g.filter_height);
+  std::vector<const float*> row_filters(g.filter_height);
   for (size_t row = row_begin; row < row_end; ++row) {
     const size_t n = row / g.output.height;
     const int64_t iy0 = int64_t(row % g.output.height) * p.stride_h - p.pad_top;
     const bool rows_inside = iy0 >= 0 && iy0 + window_h < g.input.height;
+    if (kernel != 0) {
+      // Every column four at a time: interior groups unguarded, edge groups guarded.
+      size_t valid_rows = 0;
+      for (uint32_t ky = 0; ky < g.filter_height; ++ky) {
+        const int64_t iy = iy0 + int64_t{ky} * p.dilation_h;
+        if (iy < 0 || iy >= g.input.height) continue;
+        row_inputs[valid_rows] = a.input + (n * g.input.height + iy) * g.input.width * channels;
+        row_filters[valid_rows] = a.filter + size_t{ky} * g.filter_width * channels;
+        ++valid_rows;
+      }
+      const float* const* rows = row_inputs.data();
+      const float* const* filters = row_filters.data();
+      const int64_t width = g.input.width;
+      for (int64_t ox = 0; ox < g.output.width; ox += 4) {
+        const int64_t ix0 = ox * p.stride_w - p.pad_left;
+        const int pixels = static_cast<int>(std::min<int64_t>(4, g.output.width - ox));
+        float* out = a.output + (row * g.output.width + ox) * channels;
+        const bool inside = ox >= interior_begin && ox + 4 <= interior_end;
+        // Calls inlined into this function, so compiled for each of its clones.
+#define MOCK_NNAPI_FOUR_PIXELS(KW, S)                                                             \
+  if (inside) {                                                                                   \
+    DepthwiseFourPixels<KW, S, false>(rows, filters, valid_rows, channels, a.bias, a.low, a.high, \
+                                      ix0, width, 4, out);                                        \
+  } else {                                                                                        \
+    DepthwiseFourPixels<KW, S, true>(rows, filters, valid_rows, channels, a.bias, a.low, a.high,  \
+                                     ix0, width, pixels, out);                                    \
+  }
+        switch (kernel) {
+          case 1:
+            MOCK_NNAPI_FOUR_PIXELS(3, 1)
+            break;
+          case 2:
+            MOCK_NNAPI_FOUR_PIXELS(3, 2)
+            break;
+          case 3:
+            MOCK_NNAPI_FOUR_PIXELS(5, 1)
+            break;
+          default:
+            MOCK_NNAPI_FOUR_PIXELS(5, 2)
+        }
+#undef MOCK_NNAPI_FOUR_PIXELS
+      }
+      continue;
+    }
     for (uint32_t ox = 0; ox < g.output.width; ++ox) {
       const int64_t ix0 = int64_t{ox} * p.stride_w - p.pad_left;
       size_t taps = 0;

@@ -26,6 +26,7 @@
 #include "axis_helpers.h"
 #include "common.h"
 #include "nnapi_work.h"
+#include "vector_math.h"
 
 namespace mock_nnapi {
 namespace {
@@ -282,8 +283,9 @@ void PoolFloat(int32_t operation, const Geometry& g, const PoolParameters& p, co
 
 // The same values for fp32 NHWC, a whole pixel of channels at a time (contiguous, so the loops
 // vectorise): each channel still sums its window in double, in the same (y, x) order.
-void PoolFloat32Nhwc(int32_t operation, const Geometry& g, const PoolParameters& p, const float* in,
-                     float* out) {
+// Carries AVX-512 and AVX2 clones on x86-64 (vector_math.h): the same operations on wider lanes.
+MOCK_NNAPI_SIMD_CLONES void PoolFloat32Nhwc(int32_t operation, const Geometry& g,
+                                            const PoolParameters& p, const float* in, float* out) {
   float low, high;
   FloatActivationRange(p.activation, &low, &high);
   const size_t channels = g.channels;

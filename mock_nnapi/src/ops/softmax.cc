@@ -12,8 +12,11 @@
 // 2 INT32 axis (required, range [-n, n)). out = x * beta - max - log(sum(exp(x * beta - max))).
 // Types: TENSOR_FLOAT32, TENSOR_FLOAT16.
 //
-// Both subtract the maximum of beta * x before exponentiating and accumulate in double.
-// Zero-sized inputs produce zero-sized outputs.
+// Both subtract the maximum of beta * x before exponentiating and accumulate in double. fp32
+// SOFTMAX computes each exponential in float32 with the vectorised e^x of vector_math.h (within
+// 1 ulp of e^x; its argument formed in double) and adds them in double (16 lanes, combined in a
+// fixed order), then scales by the double reciprocal of the sum; the other types and LOG_SOFTMAX
+// use double exp. Zero-sized inputs produce zero-sized outputs.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -22,6 +25,7 @@
 #include "axis_helpers.h"
 #include "common.h"
 #include "gemm.h"
+#include "vector_math.h"
 
 namespace mock_nnapi {
 namespace {
@@ -106,6 +110,117 @@ int Prepare(OperationContext& context) {
   return context.SetOutputShape(0, input.dimensions);
 }
 
+// y[0..16) = e^((x[0..16) - max) * beta), added to *sum. The argument is passed to the
+// exponential as a float and its rounding error, so that the exponential does not inherit that
+// rounding (which grows with the argument's magnitude: up to several ulps for arguments of -20
+// and below). beta = 1 (`unit_beta`): x - max exactly, as a float sum and its error (TwoSum, in
+// float); otherwise (x - max) * beta in double, split.
+__attribute__((always_inline)) inline void ExponentialV(const float* x, float max_value, float beta,
+                                                        bool unit_beta, float* y,
+                                                        vector_math::DoubleV* sum) {
+  using vector_math::DoubleV;
+  using vector_math::FloatV;
+  const FloatV value = *reinterpret_cast<const FloatV*>(x);
+  FloatV head, tail;
+  if (unit_beta) {
+    // Inputs more than 104 below the maximum give 0 anyway: raised to that bound, so that
+    // -inf inputs give 0 (TwoSum of infinities is NaN); NaN passes through.
+    const FloatV bound = FloatV{} + (max_value - 104.f);
+    FloatV a;
+    vector_math::Select(value < bound, bound, value, &a);
+    const FloatV b = FloatV{} - max_value;
+    head = a + b;
+    const FloatV b_part = head - a;
+    const FloatV a_part = head - b_part;
+    tail = (a - a_part) + (b - b_part);
+  } else {
+    // Clamped to where e^x is neither 0 nor infinite in float, so that head and tail are finite
+    // (-inf inputs give 0; NaN passes through).
+    const DoubleV low = DoubleV{} - 104.0;
+    const DoubleV unclamped = (__builtin_convertvector(value, DoubleV) - max_value) * beta;
+    DoubleV argument;
+    vector_math::Select(unclamped < low, low, unclamped, &argument);
+    head = __builtin_convertvector(argument, FloatV);
+    tail = __builtin_convertvector(argument - __builtin_convertvector(head, DoubleV), FloatV);
+  }
+  FloatV e;
+  vector_math::ExpV(head, tail, &e);
+  *reinterpret_cast<FloatV*>(y) = e;
+  *sum += __builtin_convertvector(e, DoubleV);
+}
+
+// One contiguous line of fp32 SOFTMAX: y = e^((x - max) * beta) / sum. Maximum and sum are taken
+// over 16 lanes (whole vectors, then the remainder as one vector padded with -inf), then combined
+// in lane order: the result does not depend on the instruction set.
+MOCK_NNAPI_SIMD_CLONES void SoftmaxLineFloat32(const float* __restrict__ x, float* __restrict__ y,
+                                               size_t count, float beta) {
+  using vector_math::DoubleV;
+  using vector_math::FloatV;
+  const bool unit_beta = beta == 1.f;
+  const float kLowest = -std::numeric_limits<float>::infinity();
+  constexpr size_t kLanes = vector_math::kLanes;
+  const size_t whole = count / kLanes * kLanes;
+  // The remainder, padded with -inf (no effect on the maximum; e^-inf = 0 for the sum).
+  float tail_in[kLanes], tail_out[kLanes];
+  for (size_t j = 0; j < kLanes; ++j) tail_in[j] = whole + j < count ? x[whole + j] : kLowest;
+  FloatV lane_max = FloatV{} + kLowest;
+  // lane_max = x > lane_max ? x : lane_max (NaN never becomes the maximum).
+  for (size_t i = 0; i <= whole; i += kLanes) {
+    const FloatV v = *reinterpret_cast<const FloatV*>(i < whole ? x + i : tail_in);
+    vector_math::Select(v > lane_max, v, lane_max, &lane_max);
+  }
+  float max_value = kLowest;
+  for (size_t l = 0; l < kLanes; ++l) max_value = lane_max[l] > max_value ? lane_max[l] : max_value;
+  // Two independent vectors per step: each exponential is a long chain of dependent
+  // operations, so one vector at a time leaves the SIMD units waiting on latency.
+  DoubleV sum0 = {}, sum1 = {};
+  size_t i = 0;
+  for (; i + 2 * kLanes <= whole; i += 2 * kLanes) {
+    ExponentialV(x + i, max_value, beta, unit_beta, y + i, &sum0);
+    ExponentialV(x + i + kLanes, max_value, beta, unit_beta, y + i + kLanes, &sum1);
+  }
+  for (; i < whole; i += kLanes) ExponentialV(x + i, max_value, beta, unit_beta, y + i, &sum0);
+  // Padding lanes (-inf) give e^-104 = 0 in float.
+  if (whole < count) ExponentialV(tail_in, max_value, beta, unit_beta, tail_out, &sum0);
+  const DoubleV lanes = sum0 + sum1;
+  double sum = 0.0;
+  for (size_t l = 0; l < kLanes; ++l) sum += lanes[l];
+  const double reciprocal = 1.0 / sum;
+  for (i = 0; i < whole; i += kLanes) {
+    FloatV* values = reinterpret_cast<FloatV*>(y + i);
+    *values =
+        __builtin_convertvector(__builtin_convertvector(*values, DoubleV) * reciprocal, FloatV);
+  }
+  for (i = whole; i < count; ++i) {
+    y[i] = static_cast<float>(static_cast<double>(tail_out[i - whole]) * reciprocal);
+  }
+}
+
+void RunSoftmaxFloat32(const OperationContext& context, uint32_t axis, float beta) {
+  const OperandInfo& input = context.Input(0);
+  const float* x = input.Data<float>();
+  float* y = context.Output(0).MutableData<float>();
+  const indexing::AxisSplit split = indexing::SplitAtAxis(input.dimensions, axis);
+  const size_t lines = split.outer * split.inner;
+  gemm::ParallelFor(lines, split.axis * 32, [&](size_t begin, size_t end) {
+    // Lines along an outer axis are strided: gathered into contiguous scratch first.
+    std::vector<float> in_line(split.inner == 1 ? 0 : split.axis);
+    std::vector<float> out_line(in_line.size());
+    for (size_t line = begin; line < end; ++line) {
+      const size_t outer = line / split.inner;
+      const size_t inner = line % split.inner;
+      const size_t base = outer * split.axis * split.inner + inner;
+      if (split.inner == 1) {
+        SoftmaxLineFloat32(x + base, y + base, split.axis, beta);
+        continue;
+      }
+      for (size_t i = 0; i < split.axis; ++i) in_line[i] = x[base + i * split.inner];
+      SoftmaxLineFloat32(in_line.data(), out_line.data(), split.axis, beta);
+      for (size_t i = 0; i < split.axis; ++i) y[base + i * split.inner] = out_line[i];
+    }
+  });
+}
+
 template <typename T>
 void Run(const OperationContext& context, uint32_t axis, double beta, bool log_softmax) {
   const OperandInfo& input = context.Input(0);
@@ -158,6 +273,10 @@ int Execute(OperationContext& context) {
   const bool log_softmax = context.type() == ANEURALNETWORKS_LOG_SOFTMAX;
   switch (input.type) {
     case ANEURALNETWORKS_TENSOR_FLOAT32:
+      if (!log_softmax) {
+        RunSoftmaxFloat32(context, axis, FloatScalar(context, 1));
+        return ANEURALNETWORKS_NO_ERROR;
+      }
       Run<float>(context, axis, beta, log_softmax);
       return ANEURALNETWORKS_NO_ERROR;
     case ANEURALNETWORKS_TENSOR_FLOAT16:
