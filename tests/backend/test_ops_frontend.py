@@ -85,6 +85,42 @@ def test_symbolic_batch_matches_llvm_and_runs_on_nnapi(case: Case):
     run_op_case(case)
 
 
+# ---- bugs: host operators whose arguments are symbolic dimensions (transformers) ----------------
+
+
+def _sequence_model(p: list[relax.Var]) -> relax.Expr:
+    """What BERT, GPT-2 and Llama imported from torch.export with a symbolic sequence length
+    have between their NNAPI subgraphs: int64 position ids from an ``arange(0, seq_len)``,
+    sliced up to the length (strided_slice, whose end is the tuple ``(seq_len,)``), on the
+    host, after one subgraph and before another."""
+    seq_len = p[0].ty.shape[1]
+    hidden = op.cumsum(op.nn.relu(p[0]), axis=1)  # a host operator after the first subgraph
+    steps = op.expand_dims(op.arange(0, seq_len, 1, dtype="int64"), [0])
+    positions = op.strided_slice(steps, [1], [0], [seq_len])
+    offsets = op.astype(positions, "float32")
+    hidden = op.nn.relu(op.add(hidden, offsets))
+    return op.multiply(op.sigmoid(op.add(hidden, offsets)), hidden)
+
+
+def test_host_operators_of_the_sequence_length_leave_the_model_partitionable():
+    """MergeCompositeFunctions crashed on both ("Could not find memo-ized group for expression of
+    type ir.Var": the TIR variable in the strided_slice's end and the arange's), so no model with
+    a symbolic sequence length partitioned. They are grouped as opaque host calls; the result
+    is the host build's."""
+    case = Case(
+        "sequence_length_host_operators",
+        _sequence_model,
+        [rand(1, 8)],
+        ["RELU", "ADD", "LOGISTIC", "MUL"],
+        symbolic={1: "seq_len"},
+        host_operators=5,  # cumsum, and the four int64 operators of the positions
+    )
+    report = run_op_case(case)
+    assert len(report.subgraphs) == 2
+    host = tvm_nnapi.offload_summary(report.module).host
+    assert host["relax.strided_slice"] == 1 and host["relax.arange"] == 1
+
+
 # ---- bugs: the match_cast bindings of TVM's ONNX frontend --------------------------------------
 
 
