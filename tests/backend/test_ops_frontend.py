@@ -144,6 +144,66 @@ def test_binding_the_sequence_length_binds_every_copy_in_a_merged_subgraph():
     assert summary.offloaded_flops == 6 * 8
 
 
+def _position_embedding_module(upper_bound: int | None, axis: int = 1) -> tvm.IRModule:
+    """BERT's embeddings: a [1, 64, 4] position table sliced up to the symbolic length on
+    ``axis`` (GPT-2's slices have negative axes), added to the input, layer-normed; with
+    ``tir_var_upper_bound`` as torch.export writes it for ``Dim(max=upper_bound)``."""
+    rng = np.random.default_rng(64)  # the same constants in every module it builds
+    table, gamma, beta = (c(rng.uniform(-1, 1, shape)) for shape in [(1, 64, 4), (4,), (4,)])
+    case = Case(
+        "position_embedding",
+        lambda p: op.nn.layer_norm(
+            op.add(
+                p[0],
+                op.strided_slice(table, [axis], [0], [p[0].ty.shape[1]]),
+            ),
+            gamma,
+            beta,
+            axes=[-1],
+        ),
+        [rand(1, 8, 4)],
+        [],
+        symbolic={1: "seq_len"},
+    )
+    mod = case.module()
+    if upper_bound is not None:
+        bounds = {"tir_var_lower_bound": {"seq_len": 1}, "tir_var_upper_bound": {"seq_len": 64}}
+        mod["main"] = mod["main"].with_attrs(bounds)
+    return mod
+
+
+@pytest.mark.parametrize("axis", [1, -2])
+def test_a_slice_up_to_a_bounded_length_keeps_the_shapes_known(axis: int):
+    """Sliced up to ``seq_len`` (<= 64 by the function's bounds), the table has the length
+    ``seq_len``, not ``min(seq_len, 64)``, so the add and the layer norm after it have known
+    shapes and run on NNAPI (BERT's embeddings stayed on the host, or failed in the codegen
+    with "needs a tensor with a known shape"). TVM 0.27 cannot build the slice on axis -2 for
+    llvm ("axis < src_tensor_dim (-2 vs. 3)"): its reference is the same slice on axis 1."""
+    from tvm_nnapi.tools.sources import bind_shapes
+
+    mod = _position_embedding_module(upper_bound=64, axis=axis)
+    report = tvm_nnapi.partition_with_report(mod)
+    assert tvm_nnapi.offload_summary(report.module).host_operators == 0, report.refusals
+    inputs = [rand(1, 8, 4)]
+    vm = relax.VirtualMachine(tvm_nnapi.build(report.module), tvm.cpu())
+    before = mock_nnapi.operation_count("STRIDED_SLICE")
+    result = vm["main"](*to_tvm(inputs)).numpy()
+    assert mock_nnapi.operation_count("STRIDED_SLICE") > before
+    # TVM cannot build the symbolic original either (LegalizeOps leaves the add of an unknown
+    # shape): the reference is the module with the length bound.
+    reference = bind_shapes(_position_embedding_module(upper_bound=64, axis=1), {"seq_len": 8})
+    expected = run_host(reference, "main", inputs)
+    np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_an_unbounded_slice_leaves_an_unknown_shape_on_the_host_with_its_reason():
+    report = tvm_nnapi.partition_with_report(_position_embedding_module(upper_bound=None))
+    host = tvm_nnapi.offload_summary(report.module).host
+    assert host["relax.add"] == 1, host
+    (refusal,) = [r for r in report.refusals if r.operator == "relax.add"]
+    assert refusal.kind == tvm_nnapi.RefusalKind.DYNAMIC_SHAPE and "unknown shape" in refusal.reason
+
+
 # ---- bugs: the match_cast bindings of TVM's ONNX frontend --------------------------------------
 
 
