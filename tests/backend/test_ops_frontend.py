@@ -732,6 +732,28 @@ OPERATOR_CASES = [
         rtol=0.0,
         atol=1e-6,
     ),
+    # broadcast_to: TILE of the unit axes (after a RESHAPE adding leading ones); the same-shape
+    # expand torch.export writes before a batched matmul is removed by the preparation
+    Case(
+        "broadcast_to_unit_axes",
+        lambda p: op.exp(op.broadcast_to(p[0], (2, 4, 3))),
+        [rand(2, 1, 3)],
+        ["TILE", "EXP"],
+    ),
+    Case(
+        "broadcast_to_higher_rank_int32",
+        lambda p: op.add(op.broadcast_to(p[0], (2, 3, 4)), p[1]),
+        [ints(3, 1), ints(2, 3, 4)],
+        ["RESHAPE", "TILE", "ADD"],
+    ),
+    Case(  # prepared away: the exp's input is x itself
+        "broadcast_to_the_same_symbolic_shape",
+        lambda p: op.exp(op.broadcast_to(p[0], p[0].ty.shape)),
+        [rand(1, 5, 3)],
+        ["EXP"],
+        ["TILE", "RESHAPE"],
+        symbolic={1: "seq_len"},
+    ),
     # scalar (rank-0 constant) operands of elementwise operators
     Case(
         "scalar_operands",

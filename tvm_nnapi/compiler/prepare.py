@@ -27,6 +27,8 @@ Per Relax function, in one walk over its bindings:
   pair is offloaded and the widening stays on the host;
 * ``take(x, astype(i, "int64"))`` of int32 indices ``i`` (a widened argmax: greedy decoding's
   embedding lookup) takes ``i`` itself, which NNAPI's GATHER reads.
+* a ``broadcast_to`` to the shape its input already has (torch.export's ``expand`` before a
+  batched matmul) is its input.
 
 Then, per function, strided slices proven in bounds (:func:`inbound_slices`): a slice up to a
 symbolic length, ``strided_slice(position_ids, [1], [0], [seq_len])`` of a [1, 128] buffer in
@@ -497,6 +499,8 @@ def prepare_function(func: relax.Function, mod: IRModule | None = None) -> relax
                 kept.append(relax.MatchCast(var, value, binding.ty))
                 continue
             folded = _fold_call(value)
+            if folded is None and isinstance(var, relax.DataflowVar):
+                folded = _identity_broadcast(value)
             if folded is not None:
                 known[var] = folded
                 changed = True
@@ -626,6 +630,22 @@ def _bindings(func: relax.Function) -> list[relax.Binding]:
     if not isinstance(body, relax.SeqExpr):
         return []
     return [b for block in body.blocks for b in block.bindings]
+
+
+def _identity_broadcast(value: relax.Expr) -> relax.Expr | None:
+    """The input of a broadcast_to to its own shape (torch.export's expand before a batched
+    matmul), or None."""
+    if not (
+        isinstance(value, relax.Call)
+        and str(getattr(value.op, "name", "")) == "relax.broadcast_to"
+        and isinstance(value.args[0].ty, relax.TensorType)
+        and value.args[0].ty.shape is not None
+        and isinstance(value.ty, relax.TensorType)
+        and value.ty.shape is not None
+    ):
+        return None
+    same = tvm_ffi.structural_equal(value.args[0].ty, value.ty)
+    return value.args[0] if same else None
 
 
 def _is_program(func: object) -> bool:
