@@ -754,6 +754,26 @@ OPERATOR_CASES = [
         ["TILE", "RESHAPE"],
         symbolic={1: "seq_len"},
     ),
+    # where with values of other shapes, broadcast inside the subgraph (an attention mask: a
+    # rank-0 0 and the lowest float32, at compile time; rows of variables, by TILE)
+    Case(
+        "where_rank0_constants_mask",
+        lambda p: op.where(op.greater(p[0], c(0.0)), c(np.float32(0)), c(np.finfo(np.float32).min)),
+        [rand(1, 1, 4, 4)],
+        ["SELECT"],
+    ),
+    Case(
+        "where_variable_rows",
+        lambda p: op.where(op.less(p[0], p[2]), p[1], p[2]),
+        [rand(2, 3), rand(3), rand(1, 3)],
+        ["SELECT", "RESHAPE", "TILE", "LESS"],
+    ),
+    Case(
+        "where_int32_row",
+        lambda p: op.where(op.greater(p[0], p[1]), p[1], c(np.array([7, -7, 0]), "int32")),
+        [ints(2, 3), ints(2, 3)],
+        ["SELECT", "GREATER"],
+    ),
     # scalar (rank-0 constant) operands of elementwise operators
     Case(
         "scalar_operands",
@@ -854,7 +874,8 @@ def test_onnx_clip_fuses_into_the_convolution_and_tensor_bounds_run_as_maximum()
     mod = from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
     assert "call_tir" in mod.script(show_meta=False)
     report = tvm_nnapi.partition_with_report(mod)
-    assert nnapi_operations(report) == Counter(CONV_2D=1, MAXIMUM=1)
+    # SELECT: the frontend's where(isnan(bound), -inf, bound), its -inf broadcast to the bound
+    assert nnapi_operations(report) == Counter(CONV_2D=1, MAXIMUM=1, SELECT=1)
     inputs = [rand(1, 3, 6, 6), rand(6, low=0.0, high=2.0)]
     vm = relax.VirtualMachine(tvm_nnapi.build(report.module), tvm.cpu())
     before = mock_nnapi.operation_count("CONV_2D")

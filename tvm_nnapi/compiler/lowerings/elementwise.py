@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 import tvm
+import tvm_ffi
 from tvm import relax
 from tvm.relax.dpl import DFPattern, is_op, wildcard
 from tvm.relax.transform import PatternCheckContext
@@ -29,6 +30,7 @@ from ..patterns import (
     check_tensors,
     dtype_of,
     single_op,
+    static_shape,
     tensor_info,
 )
 
@@ -369,27 +371,96 @@ def convert_astype(ctx: ConvertContext, call: relax.Call) -> int:
     return ctx.unary("CAST", ctx.operand(call.args[0]), call, "relax.astype")
 
 
+_SELECTABLE = {**FLOAT_FL3, "int32": FEATURE_LEVEL_3, "bool": FEATURE_LEVEL_3}
+# Values TILE can broadcast to the result's shape (a constant is materialized instead).
+_TILEABLE = {"float32": FEATURE_LEVEL_3, "float16": FEATURE_LEVEL_3, "int32": FEATURE_LEVEL_3}
+
+
+def _same_shape(a: relax.Expr, b: relax.Expr) -> bool:
+    ta, tb = tensor_info(a), tensor_info(b)
+    return (
+        ta is not None
+        and tb is not None
+        and ta.shape is not None
+        and tb.shape is not None
+        and tvm_ffi.structural_equal(ta.shape, tb.shape)
+    )
+
+
+def _broadcast_values(call: relax.Call) -> list[int]:
+    """The value operands (1, 2) of a where whose shape is not the result's."""
+    return [i for i in (1, 2) if not _same_shape(call.args[i], call)]
+
+
 def _check_where(
     call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
 ) -> CheckResult:
-    dtypes = {**FLOAT_FL3, "int32": FEATURE_LEVEL_3, "bool": FEATURE_LEVEL_3}
-    result = check_tensors(call, dtypes, options)
+    result = check_tensors(call, _SELECTABLE, options, inputs=[call.args[0]])
     if result is not None:
         return result
-    shapes = [a.ty.shape for a in (*call.args, call)]
-    if any(s is None for s in shapes) or len({str(s) for s in shapes}) != 1:
-        return (
-            RefusalKind.ATTRIBUTE,
-            "NNAPI SELECT needs the condition and both values in one shape",
-        )
     if dtype_of(call.args[0]) != "bool":
         return RefusalKind.DTYPE, "the condition must be a bool tensor"
+    if not _same_shape(call.args[0], call):
+        return (
+            RefusalKind.ATTRIBUTE,
+            "NNAPI SELECT does not broadcast; the condition must have the result's shape",
+        )
+    # A rank-0 constant is broadcast like any other; a rank-0 variable is refused (an NNAPI
+    # subgraph input of rank 0 is not fully specified).
+    result = check_tensors(call, _SELECTABLE, options, inputs=[call.args[1], call.args[2]])
+    if result is not None:
+        return result
+    broadcast = _broadcast_values(call)
+    if broadcast and static_shape(call) is None:
+        return (
+            RefusalKind.DYNAMIC_SHAPE,
+            "a value of another shape is broadcast for NNAPI SELECT, which needs the result's "
+            "shape at compile time",
+        )
+    dtype = dtype_of(call)
+    for index in broadcast:
+        if not isinstance(call.args[index], tvm.ir.Constant) and dtype not in _TILEABLE:
+            return RefusalKind.DTYPE, f"TILE cannot broadcast a {dtype} value for SELECT"
     return None
 
 
+def _where_operations(call: relax.Call) -> tuple[str, ...]:
+    """SELECT, after a RESHAPE and a TILE of each variable value of another shape (constants
+    are broadcast at compile time)."""
+    variables = [
+        i for i in _broadcast_values(call) if not isinstance(call.args[i], tvm.ir.Constant)
+    ]
+    return ("SELECT", "RESHAPE", "TILE") if variables else ("SELECT",)
+
+
 def convert_where(ctx: ConvertContext, call: relax.Call) -> int:
+    """SELECT(condition, a, b), whose three operands must have one shape: a constant value of
+    another shape is broadcast at compile time, a variable one by a RESHAPE (to the result's
+    rank) and a TILE."""
+    source = "relax.where"
+    dtype = ctx.dtype(call)
+    shape = static_shape(call)
+    operands = [ctx.operand(call.args[0])]
+    for index in (1, 2):
+        value_expr = call.args[index]
+        if index not in _broadcast_values(call):
+            operands.append(ctx.operand(value_expr))
+            continue
+        assert shape is not None
+        if isinstance(value_expr, tvm.ir.Constant):
+            array = np.broadcast_to(value_expr.value.numpy().astype(dtype), shape)
+            operands.append(ctx.constant(np.ascontiguousarray(array)))
+            continue
+        value_shape = [1] * (len(shape) - value_expr.ty.ndim) + [
+            int(d) for d in static_shape(value_expr) or []
+        ]
+        value = ctx.reshape(ctx.operand(value_expr), dtype, value_shape, source)
+        multiples = [want // have for want, have in zip(shape, value_shape, strict=True)]
+        tiled = ctx.output(call)
+        ctx.emit("TILE", [value, ctx.constant(np.array(multiples, np.int32))], [tiled], source)
+        operands.append(tiled)
     out = ctx.output(call)
-    ctx.emit("SELECT", [ctx.operand(a) for a in call.args], [out], "relax.where")
+    ctx.emit("SELECT", operands, [out], source)
     return out
 
 
@@ -445,5 +516,12 @@ LOWERINGS: list[Lowering] = [
         requires=_prelu_operations,
     ),
     single_op("relax.astype", 1, _check_astype, convert_astype, ("CAST",)),
-    single_op("relax.where", 3, _check_where, convert_where, ("SELECT",)),
+    single_op(
+        "relax.where",
+        3,
+        _check_where,
+        convert_where,
+        ("SELECT", "RESHAPE", "TILE"),
+        requires=_where_operations,
+    ),
 ]
