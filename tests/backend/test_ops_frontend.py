@@ -774,6 +774,21 @@ OPERATOR_CASES = [
         [ints(2, 3), ints(2, 3)],
         ["SELECT", "GREATER"],
     ),
+    # astype from bool (NNAPI's CAST takes none): SELECT of ones and zeros
+    Case(
+        "astype_from_bool",
+        lambda p: op.multiply(op.astype(op.greater(p[0], c(0.0)), "float32"), p[0]),
+        [rand(2, 5)],
+        ["SELECT", "GREATER", "MUL"],
+        ["CAST"],
+    ),
+    Case(
+        "astype_from_bool_to_int32",
+        lambda p: op.add(op.astype(op.less(p[0], p[1]), "int32"), p[1]),
+        [ints(3, 4), ints(3, 4)],
+        ["SELECT", "LESS", "ADD"],
+        ["CAST"],
+    ),
     # scalar (rank-0 constant) operands of elementwise operators
     Case(
         "scalar_operands",

@@ -364,10 +364,33 @@ _CASTABLE = {"float32": FEATURE_LEVEL_3, "float16": FEATURE_LEVEL_3, "int32": FE
 def _check_astype(
     call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
 ) -> CheckResult:
+    if dtype_of(call.args[0]) == "bool":
+        # NNAPI's CAST takes no bool: SELECT between constants of ones and zeros instead.
+        result = check_tensors(call, {"bool": FEATURE_LEVEL_3, **_CASTABLE}, options)
+        if result is None and dtype_of(call) == "bool":
+            return RefusalKind.DTYPE, "a cast from bool to bool"
+        if result is None and static_shape(call) is None:
+            return (
+                RefusalKind.DYNAMIC_SHAPE,
+                "a cast from bool is a SELECT of constants, which need a static shape",
+            )
+        return result
     return check_tensors(call, _CASTABLE, options)
 
 
+def _astype_operations(call: relax.Call) -> tuple[str, ...]:
+    return ("SELECT",) if dtype_of(call.args[0]) == "bool" else ("CAST",)
+
+
 def convert_astype(ctx: ConvertContext, call: relax.Call) -> int:
+    if dtype_of(call.args[0]) == "bool":
+        shape, dtype = static_shape(call), ctx.dtype(call)
+        assert shape is not None
+        ones = ctx.constant(np.ones(shape, dtype=dtype))
+        zeros = ctx.constant(np.zeros(shape, dtype=dtype))
+        out = ctx.output(call)
+        ctx.emit("SELECT", [ctx.operand(call.args[0]), ones, zeros], [out], "relax.astype")
+        return out
     return ctx.unary("CAST", ctx.operand(call.args[0]), call, "relax.astype")
 
 
@@ -515,7 +538,14 @@ LOWERINGS: list[Lowering] = [
         ("PRELU", "RESHAPE"),
         requires=_prelu_operations,
     ),
-    single_op("relax.astype", 1, _check_astype, convert_astype, ("CAST",)),
+    single_op(
+        "relax.astype",
+        1,
+        _check_astype,
+        convert_astype,
+        ("CAST", "SELECT"),
+        requires=_astype_operations,
+    ),
     single_op(
         "relax.where",
         3,
