@@ -859,6 +859,12 @@ def render_markdown(document: dict[str, Any], command: str) -> str:
         lines.append("None.")
     for r in errors:
         lines.append(f"- `{r['key']}` ({r['status']}): {_cell(r.get('error', ''))}")
+        if r["status"] == "host build error":
+            lines.append(
+                '  TVM\'s own `relax.build(module, "llvm")` of the imported module fails: there is '
+                "no host reference to compare with (not the backend's failure; the partition and "
+                "FLOPs above are measured)."
+            )
         static = r.get("static")
         if static:
             lines.append(f"  With its symbolic dimensions bound ({_static_text(r)}.")

@@ -115,13 +115,31 @@ def _contains_extern_func(expr: relax.Expr) -> bool:
     return bool(found)
 
 
-def _leaf_vars(expr: relax.Expr, leaves: list[relax.Var]) -> list[relax.Var]:
+def _leaf_vars(
+    expr: relax.Expr, leaves: list[relax.Var], defined: set[relax.Var]
+) -> list[relax.Var]:
+    """The variables of the function (``defined``: its parameters and bindings) that ``expr``
+    or the fields of its tuples are; symbolic dimensions (TIR variables) are not among them."""
     if isinstance(expr, relax.Var):
-        leaves.append(expr)
+        if expr in defined:
+            leaves.append(expr)
     elif isinstance(expr, relax.Tuple):
         for field in expr.fields:
-            _leaf_vars(field, leaves)
+            _leaf_vars(field, leaves, defined)
     return leaves
+
+
+def _uses_symbolic_values(expr: relax.Expr, defined: set[relax.Var]) -> bool:
+    """Whether ``expr`` (an argument: fields of tuples included) is or holds a TIR expression
+    of symbolic dimensions, e.g. the ``(seq_len,)`` end of a strided_slice or the end of an
+    arange; a ShapeExpr, which MergeCompositeFunctions can visit, does not count."""
+    if isinstance(expr, relax.Tuple):
+        return any(_uses_symbolic_values(field, defined) for field in expr.fields)
+    if isinstance(expr, relax.Var):
+        return expr not in defined
+    if isinstance(getattr(expr, "ty", None), tvm.ir.PrimType):
+        return bool(tvm.tirx.analysis.undefined_vars(expr))
+    return False
 
 
 def _substitute_leaves(expr: relax.Expr, mapping: dict[relax.Var, relax.Expr]) -> relax.Expr:
@@ -172,14 +190,18 @@ def _hide_opaque_calls(
     refusals: list[Refusal],
 ) -> tuple[relax.Function, dict[str, _OpaqueCall], dict[relax.Var, tvm.ir.Type]]:
     """Replace calls of packed functions (``call_dps_packed``/``call_pure_packed`` of an
-    ExternFunc, e.g. the KV-cache builtins of an LLM) by calls of placeholder functions, and
-    ``match_cast`` bindings (which the ONNX frontend writes for Compress, NonZero and run-time
+    ExternFunc, e.g. the KV-cache builtins of an LLM) and host operators with symbolic
+    dimensions among their arguments by calls of placeholder functions, and ``match_cast``
+    bindings (which the ONNX frontend writes for Compress, NonZero and run-time
     Squeeze/Unsqueeze axes).
 
     TVM 0.27's MergeCompositeFunctions cannot visit an ExternFunc ("Do not have a default for
-    relax.expr.ExternFunc"); the placeholders take the call's variable arguments so that the
-    grouping still sees the dataflow through them. :class:`_OpaqueCallRestorer` puts the
-    original calls back.
+    relax.expr.ExternFunc"), nor a TIR variable in a call's arguments ("Could not find
+    memo-ized group for expression of type ir.Var"), which a model with a symbolic sequence
+    length has in the host operators torch.export writes for it: the ``(seq_len,)`` end of a
+    strided_slice, the end of an arange. The placeholders take the call's variable arguments
+    so that the grouping still sees the dataflow through them. :class:`_OpaqueCallRestorer`
+    puts the original calls back.
 
     Nor can it visit a MatchCast binding ("Invalid type: relax.expr.MatchCast"): each becomes a
     plain binding of its value to the same variable (typed as the cast, so the symbolic
@@ -198,6 +220,7 @@ def _hide_opaque_calls(
     body = func.body
     if not isinstance(body, relax.SeqExpr):
         return func, opaque, casts
+    defined = {*func.params, *(b.var for block in body.blocks for b in block.bindings)}
     blocks = []
     for block in body.blocks:
         block_bindings = []
@@ -234,15 +257,25 @@ def _hide_opaque_calls(
                 and (
                     isinstance(value.op, relax.ExternFunc)
                     or any(_contains_extern_func(arg) for arg in value.args)
+                    or (
+                        isinstance(value.op, tvm.ir.Op)
+                        and any(_uses_symbolic_values(arg, defined) for arg in value.args)
+                    )
                 )
             ):
-                leaves = [v for arg in value.args for v in _leaf_vars(arg, [])]
+                leaves = [v for arg in value.args for v in _leaf_vars(arg, [], defined)]
                 name = f"__nnapi_opaque_call_{len(opaque)}"
                 params = [relax.Var(f"arg{i}", leaf.ty) for i, leaf in enumerate(leaves)]
                 result = relax.SeqExpr([], relax.Var("result", binding.var.ty))
                 placeholder = relax.Function(params, result, binding.var.ty, is_pure=False)
+                placeholder_var = builder.add_func(placeholder, name)
+                if placeholder_var.name_hint != name:  # the builder found an equal function
+                    raise ValueError(f"placeholder {name} for {binding.var.name} is not unique")
                 opaque[name] = (value, leaves)
-                call = relax.Call(builder.add_func(placeholder, name), leaves)
+                # Normalized (typed) here: MergeCompositeFunctions would fill the type in place,
+                # changing the structural hash of the function it has already recorded ("main
+                # ... does not appear in the de-duplication map").
+                call = builder.normalize(relax.Call(placeholder_var, leaves))
                 binding = relax.VarBinding(binding.var, call)
             block_bindings.append(binding)
         if isinstance(block, relax.DataflowBlock):

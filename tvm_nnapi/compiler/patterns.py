@@ -229,6 +229,13 @@ def check_tensors(
             )
         if tensor_type.ndim < 0:
             return RefusalKind.RANK, f"{role} has unknown rank"
+        if tensor_type.shape is None:
+            # e.g. TVM's result of adding (1, n, 64) and (1, min(n, 128), 64): NNAPI operands
+            # need their dimensions (symbolic ones included) to be known expressions.
+            return (
+                RefusalKind.DYNAMIC_SHAPE,
+                f"{role} has an unknown shape (rank {tensor_type.ndim})",
+            )
         if tensor_type.ndim > max_rank:
             return RefusalKind.RANK, f"{role} has rank {tensor_type.ndim} > {max_rank}"
         if tensor_type.ndim == 0 and not (

@@ -27,6 +27,18 @@ Per Relax function, in one walk over its bindings:
   pair is offloaded and the widening stays on the host;
 * ``take(x, astype(i, "int64"))`` of int32 indices ``i`` (a widened argmax: greedy decoding's
   embedding lookup) takes ``i`` itself, which NNAPI's GATHER reads.
+* a ``broadcast_to`` to the shape its input already has (torch.export's ``expand`` before a
+  batched matmul) is its input.
+
+Then, per function, strided slices proven in bounds (:func:`inbound_slices`): a slice up to a
+symbolic length, ``strided_slice(position_ids, [1], [0], [seq_len])`` of a [1, 128] buffer in
+a transformer, has the shape ``(1, min(seq_len, 128))`` in Relax, and every tensor computed
+from it an unknown shape; with the function's ``tir_var_upper_bound`` (torch.export's
+``Dim(max=...)``) proving ``seq_len <= 128`` it is the same slice marked ``assume_inbound``,
+of shape ``(1, seq_len)``, and its negative axes count from the front (TVM 0.27 cannot legalize
+a negative axis of a slice with symbolic bounds); the shape arguments after it are simplified
+under the same bounds (a reshape to ``(min(seq_len, 128),)`` is one to ``(seq_len,)``) and the
+types inferred again.
 
 The activation of a convolution or a matmul (relu, relu6, relu1 after its bias) is then fused
 by the patterns themselves (``nnapi.conv2d_bias_act``, ``nnapi.matmul_bias_t_act``): NNAPI's
@@ -41,11 +53,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import tvm
 import tvm_ffi
-from tvm import IRModule, relax
+from tvm import IRModule, relax, sym
+from tvm.relax.expr_functor import PyExprMutator, mutator
 
 from .ir_utils import substitute_vars
 
-__all__ = ["FOLDABLE", "prepare", "prepare_function"]
+__all__ = ["FOLDABLE", "inbound_slices", "prepare", "prepare_function"]
 
 
 def _static_shape(expr: relax.Expr) -> list[int] | None:
@@ -486,6 +499,8 @@ def prepare_function(func: relax.Function, mod: IRModule | None = None) -> relax
                 kept.append(relax.MatchCast(var, value, binding.ty))
                 continue
             folded = _fold_call(value)
+            if folded is None and isinstance(var, relax.DataflowVar):
+                folded = _identity_broadcast(value)
             if folded is not None:
                 known[var] = folded
                 changed = True
@@ -520,6 +535,119 @@ def prepare_function(func: relax.Function, mod: IRModule | None = None) -> relax
     )
 
 
+def _symbol_bounds(func: relax.Function) -> sym.Analyzer:
+    """An analyzer that knows the bounds the function's attributes give its symbolic dimensions
+    (``tir_var_lower_bound`` / ``tir_var_upper_bound``; a dimension is at least 0)."""
+    analyzer = sym.Analyzer()
+    attrs = func.attrs or {}
+    lower = attrs.get("tir_var_lower_bound", {}) or {}
+    upper = attrs.get("tir_var_upper_bound", {}) or {}
+    for var in relax.analysis.defined_symbolic_vars(func):
+        name = str(var)
+        low = int(lower[name]) if name in lower else 0
+        high = int(upper[name]) if name in upper else sym.ConstIntBound.POS_INF
+        analyzer.update(var, sym.ConstIntBound(low, high))
+    return analyzer
+
+
+def _inbound_slice(call: relax.Call, analyzer: sym.Analyzer) -> relax.Expr | None:
+    """The strided_slice ``call`` with ``assume_inbound`` and non-negative axes when its
+    bounds provably lie in its static axes (unit strides); None otherwise."""
+    if bool(call.attrs.assume_inbound) or len(call.args) not in (4, 5):
+        return None
+    data, axes, begin, end = call.args[:4]
+    strides = call.args[4] if len(call.args) == 5 else None
+    shape = data.ty.shape if isinstance(data.ty, relax.TensorType) else None
+    if shape is None or not all(isinstance(a, relax.Tuple) for a in (axes, begin, end)):
+        return None
+    rank = len(shape.values)
+    if strides is not None and not (
+        isinstance(strides, relax.Tuple)
+        and all(getattr(v, "value", None) == 1 for v in strides.fields)
+    ):
+        return None
+    normalized = []
+    for axis, first, last in zip(axes.fields, begin.fields, end.fields, strict=True):
+        if not hasattr(axis, "value") or not -rank <= int(axis.value) < rank:
+            return None
+        index = int(axis.value) % rank
+        size = shape.values[index]
+        if not (
+            analyzer.can_prove(first >= 0)
+            and analyzer.can_prove(first <= last)
+            and analyzer.can_prove(last <= size)
+        ):
+            return None
+        normalized.append(index)
+    return relax.op.strided_slice(
+        data, normalized, list(begin.fields), list(end.fields), None, assume_inbound=True
+    )
+
+
+@mutator
+class _InboundSlices(PyExprMutator):
+    def __init__(self, analyzer: sym.Analyzer) -> None:
+        super().__init__()
+        self.analyzer = analyzer
+        self.changed = False
+
+    def visit_shape_expr_(self, shape: relax.ShapeExpr) -> relax.Expr:
+        # A reshape to (min(seq_len, 128),) after the slice: (seq_len,) under the same bounds.
+        values = [self.analyzer.simplify(value) for value in shape.values]
+        if all(new.same_as(old) for new, old in zip(values, shape.values, strict=True)):
+            return shape
+        self.changed = True
+        return relax.ShapeExpr(values)
+
+    def visit_call_(self, call: relax.Call) -> relax.Expr:
+        call = super().visit_call_(call)
+        if isinstance(call, relax.Call) and str(getattr(call.op, "name", "")) == (
+            "relax.strided_slice"
+        ):
+            inbound = _inbound_slice(call, self.analyzer)
+            if inbound is not None:
+                self.changed = True
+                return inbound
+        return call
+
+
+def inbound_slices(func: relax.Function) -> relax.Function:
+    """``func`` with its strided slices proven in bounds marked so (see the module docstring)
+    and the types after them inferred again; the same object when there is none."""
+    if not any(
+        isinstance(b.value, relax.Call)
+        and str(getattr(b.value.op, "name", "")) == "relax.strided_slice"
+        for b in _bindings(func)
+    ):
+        return func
+    rewriter = _InboundSlices(_symbol_bounds(func))
+    result = rewriter.visit_expr(func)
+    return result if rewriter.changed else func
+
+
+def _bindings(func: relax.Function) -> list[relax.Binding]:
+    body = func.body
+    if not isinstance(body, relax.SeqExpr):
+        return []
+    return [b for block in body.blocks for b in block.bindings]
+
+
+def _identity_broadcast(value: relax.Expr) -> relax.Expr | None:
+    """The input of a broadcast_to to its own shape (torch.export's expand before a batched
+    matmul), or None."""
+    if not (
+        isinstance(value, relax.Call)
+        and str(getattr(value.op, "name", "")) == "relax.broadcast_to"
+        and isinstance(value.args[0].ty, relax.TensorType)
+        and value.args[0].ty.shape is not None
+        and isinstance(value.ty, relax.TensorType)
+        and value.ty.shape is not None
+    ):
+        return None
+    same = tvm_ffi.structural_equal(value.args[0].ty, value.ty)
+    return value.args[0] if same else None
+
+
 def _is_program(func: object) -> bool:
     if not isinstance(func, relax.Function):
         return False
@@ -535,7 +663,7 @@ def prepare(mod: IRModule, entry_functions: Sequence[str] | None = None) -> IRMo
     for gvar, func in mod.functions.items():
         if _is_program(func) and (not entry_functions or gvar.name_hint in entry_functions):
             # Twice: what the first walk folds (ONNX Clip's bounds) is merged by the second.
-            prepared = prepare_function(prepare_function(func, mod), mod)
+            prepared = inbound_slices(prepare_function(prepare_function(func, mod), mod))
             changed = changed or prepared is not func
             func = prepared
         functions[gvar] = func

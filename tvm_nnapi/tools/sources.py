@@ -176,8 +176,10 @@ def bind_shapes(
     functions = {}
     for gvar, func in mod.functions.items():
         if isinstance(func, relax.Function):
-            defined = {str(v): v for v in relax.analysis.defined_symbolic_vars(func)}
-            binding = {defined[name]: value for name, value in shapes.items() if name in defined}
+            # Every variable of a name: a merged NNAPI subgraph holds one per composite it
+            # inlined (MergeCompositeFunctions copies each with fresh variables).
+            defined = relax.analysis.defined_symbolic_vars(func)
+            binding = {v: shapes[str(v)] for v in defined if str(v) in shapes}
             if binding:
                 func = func.bind_symbolic_vars(binding)
                 used.update(str(v) for v in binding)

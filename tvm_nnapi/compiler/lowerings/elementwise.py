@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Elementwise operators: arithmetic, comparisons, logic, unary math, activations, casts.
 
-:data:`LOWERINGS` lists this family's records; :data:`REFUSED` the exact GELU, which has no
-NNAPI operation.
+:data:`LOWERINGS` lists this family's records (the exact GELU among them, from an erf
+approximation: :func:`convert_gelu`); :data:`REFUSED` is empty.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 import tvm
+import tvm_ffi
 from tvm import relax
 from tvm.relax.dpl import DFPattern, is_op, wildcard
 from tvm.relax.transform import PatternCheckContext
@@ -29,6 +30,7 @@ from ..patterns import (
     check_tensors,
     dtype_of,
     single_op,
+    static_shape,
     tensor_info,
 )
 
@@ -156,14 +158,57 @@ def convert_gelu_tanh(ctx: ConvertContext, call: relax.Call) -> int:
     return ctx.binary("MUL", half_x, one_plus, call, source)
 
 
-REFUSED = [
-    Refused(
-        "relax.nn.gelu",
-        1,
-        RefusalKind.ATTRIBUTE,
-        "the exact (erf) GELU has no NNAPI operation; its tanh form (gelu_tanh) is offloaded",
+# Abramowitz & Stegun, Handbook of Mathematical Functions, 7.1.26: for z >= 0,
+# erf(z) = 1 - t (a1 + t (a2 + t (a3 + t (a4 + t a5)))) exp(-z^2), t = 1 / (1 + p z),
+# with an absolute error below 1.5e-7.
+_ERF_P = 0.3275911
+_ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+
+
+def convert_gelu(ctx: ConvertContext, call: relax.Call) -> int:
+    """The exact GELU, 0.5 x (1 + erf(x / sqrt(2))), from NNAPI elementwise operations.
+
+    x erf(x / sqrt(2)) is even, so gelu(x) = 0.5 (x + |x|) - 0.5 |x| q(z) exp(-z^2) with
+    z = |x| / sqrt(2) and q the polynomial of A&S 7.1.26 (erf(z) = 1 - q(z) exp(-z^2)): no sign
+    is needed, and the negative side is the small product itself, not a difference of nearly
+    equal values. The absolute error is at most 0.5 |x| 1.5e-7 plus float32 rounding.
+    """
+    source = "relax.nn.gelu"
+    dtype = ctx.dtype(call)
+    x = ctx.operand(call.args[0])
+
+    def const(value: float) -> int:
+        return ctx.constant(np.array([value], dtype=dtype))
+
+    a = ctx.unary("ABS", x, call, source)
+    z = ctx.binary("MUL", a, const(1.0 / math.sqrt(2.0)), call, source)
+    denominator = ctx.binary(
+        "ADD", ctx.binary("MUL", z, const(_ERF_P), call, source), const(1.0), call, source
     )
-]
+    t = ctx.binary("DIV", const(1.0), denominator, call, source)
+    poly = ctx.binary("MUL", t, const(_ERF_A[-1]), call, source)
+    for coefficient in reversed(_ERF_A[:-1]):
+        poly = ctx.binary(
+            "MUL", ctx.binary("ADD", poly, const(coefficient), call, source), t, call, source
+        )
+    gauss = ctx.unary(
+        "EXP",
+        ctx.binary("MUL", ctx.binary("MUL", z, z, call, source), const(-1.0), call, source),
+        call,
+        source,
+    )
+    tail = ctx.binary(
+        "MUL",
+        ctx.binary("MUL", a, const(0.5), call, source),
+        ctx.binary("MUL", poly, gauss, call, source),
+        call,
+        source,
+    )
+    half_sum = ctx.binary("MUL", ctx.binary("ADD", x, a, call, source), const(0.5), call, source)
+    return ctx.binary("SUB", half_sum, tail, call, source)
+
+
+REFUSED: list[Refused] = []
 
 
 # ---- clip -> fused activations or MAXIMUM/MINIMUM ------------------------------------------------
@@ -319,34 +364,126 @@ _CASTABLE = {"float32": FEATURE_LEVEL_3, "float16": FEATURE_LEVEL_3, "int32": FE
 def _check_astype(
     call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
 ) -> CheckResult:
+    if dtype_of(call.args[0]) == "bool":
+        # NNAPI's CAST takes no bool: SELECT between constants of ones and zeros instead.
+        result = check_tensors(call, {"bool": FEATURE_LEVEL_3, **_CASTABLE}, options)
+        if result is None and dtype_of(call) == "bool":
+            return RefusalKind.DTYPE, "a cast from bool to bool"
+        if result is None and static_shape(call) is None:
+            return (
+                RefusalKind.DYNAMIC_SHAPE,
+                "a cast from bool is a SELECT of constants, which need a static shape",
+            )
+        return result
     return check_tensors(call, _CASTABLE, options)
 
 
+def _astype_operations(call: relax.Call) -> tuple[str, ...]:
+    return ("SELECT",) if dtype_of(call.args[0]) == "bool" else ("CAST",)
+
+
 def convert_astype(ctx: ConvertContext, call: relax.Call) -> int:
+    if dtype_of(call.args[0]) == "bool":
+        shape, dtype = static_shape(call), ctx.dtype(call)
+        assert shape is not None
+        ones = ctx.constant(np.ones(shape, dtype=dtype))
+        zeros = ctx.constant(np.zeros(shape, dtype=dtype))
+        out = ctx.output(call)
+        ctx.emit("SELECT", [ctx.operand(call.args[0]), ones, zeros], [out], "relax.astype")
+        return out
     return ctx.unary("CAST", ctx.operand(call.args[0]), call, "relax.astype")
+
+
+_SELECTABLE = {**FLOAT_FL3, "int32": FEATURE_LEVEL_3, "bool": FEATURE_LEVEL_3}
+# Values TILE can broadcast to the result's shape (a constant is materialized instead).
+_TILEABLE = {"float32": FEATURE_LEVEL_3, "float16": FEATURE_LEVEL_3, "int32": FEATURE_LEVEL_3}
+
+
+def _same_shape(a: relax.Expr, b: relax.Expr) -> bool:
+    ta, tb = tensor_info(a), tensor_info(b)
+    return (
+        ta is not None
+        and tb is not None
+        and ta.shape is not None
+        and tb.shape is not None
+        and tvm_ffi.structural_equal(ta.shape, tb.shape)
+    )
+
+
+def _broadcast_values(call: relax.Call) -> list[int]:
+    """The value operands (1, 2) of a where whose shape is not the result's."""
+    return [i for i in (1, 2) if not _same_shape(call.args[i], call)]
 
 
 def _check_where(
     call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
 ) -> CheckResult:
-    dtypes = {**FLOAT_FL3, "int32": FEATURE_LEVEL_3, "bool": FEATURE_LEVEL_3}
-    result = check_tensors(call, dtypes, options)
+    result = check_tensors(call, _SELECTABLE, options, inputs=[call.args[0]])
     if result is not None:
         return result
-    shapes = [a.ty.shape for a in (*call.args, call)]
-    if any(s is None for s in shapes) or len({str(s) for s in shapes}) != 1:
-        return (
-            RefusalKind.ATTRIBUTE,
-            "NNAPI SELECT needs the condition and both values in one shape",
-        )
     if dtype_of(call.args[0]) != "bool":
         return RefusalKind.DTYPE, "the condition must be a bool tensor"
+    if not _same_shape(call.args[0], call):
+        return (
+            RefusalKind.ATTRIBUTE,
+            "NNAPI SELECT does not broadcast; the condition must have the result's shape",
+        )
+    # A rank-0 constant is broadcast like any other; a rank-0 variable is refused (an NNAPI
+    # subgraph input of rank 0 is not fully specified).
+    result = check_tensors(call, _SELECTABLE, options, inputs=[call.args[1], call.args[2]])
+    if result is not None:
+        return result
+    broadcast = _broadcast_values(call)
+    if broadcast and static_shape(call) is None:
+        return (
+            RefusalKind.DYNAMIC_SHAPE,
+            "a value of another shape is broadcast for NNAPI SELECT, which needs the result's "
+            "shape at compile time",
+        )
+    dtype = dtype_of(call)
+    for index in broadcast:
+        if not isinstance(call.args[index], tvm.ir.Constant) and dtype not in _TILEABLE:
+            return RefusalKind.DTYPE, f"TILE cannot broadcast a {dtype} value for SELECT"
     return None
 
 
+def _where_operations(call: relax.Call) -> tuple[str, ...]:
+    """SELECT, after a RESHAPE and a TILE of each variable value of another shape (constants
+    are broadcast at compile time)."""
+    variables = [
+        i for i in _broadcast_values(call) if not isinstance(call.args[i], tvm.ir.Constant)
+    ]
+    return ("SELECT", "RESHAPE", "TILE") if variables else ("SELECT",)
+
+
 def convert_where(ctx: ConvertContext, call: relax.Call) -> int:
+    """SELECT(condition, a, b), whose three operands must have one shape: a constant value of
+    another shape is broadcast at compile time, a variable one by a RESHAPE (to the result's
+    rank) and a TILE."""
+    source = "relax.where"
+    dtype = ctx.dtype(call)
+    shape = static_shape(call)
+    operands = [ctx.operand(call.args[0])]
+    for index in (1, 2):
+        value_expr = call.args[index]
+        if index not in _broadcast_values(call):
+            operands.append(ctx.operand(value_expr))
+            continue
+        assert shape is not None
+        if isinstance(value_expr, tvm.ir.Constant):
+            array = np.broadcast_to(value_expr.value.numpy().astype(dtype), shape)
+            operands.append(ctx.constant(np.ascontiguousarray(array)))
+            continue
+        value_shape = [1] * (len(shape) - value_expr.ty.ndim) + [
+            int(d) for d in static_shape(value_expr) or []
+        ]
+        value = ctx.reshape(ctx.operand(value_expr), dtype, value_shape, source)
+        multiples = [want // have for want, have in zip(shape, value_shape, strict=True)]
+        tiled = ctx.output(call)
+        ctx.emit("TILE", [value, ctx.constant(np.array(multiples, np.int32))], [tiled], source)
+        operands.append(tiled)
     out = ctx.output(call)
-    ctx.emit("SELECT", [ctx.operand(a) for a in call.args], [out], "relax.where")
+    ctx.emit("SELECT", operands, [out], source)
     return out
 
 
@@ -378,6 +515,13 @@ LOWERINGS: list[Lowering] = [
         "relax.nn.gelu_tanh", 1, _dtype_check(FLOAT), convert_gelu_tanh, ("MUL", "ADD", "TANH")
     ),
     single_op(
+        "relax.nn.gelu",
+        1,
+        _dtype_check(FLOAT_FL3),
+        convert_gelu,
+        ("ABS", "MUL", "ADD", "DIV", "EXP", "SUB"),
+    ),
+    single_op(
         "relax.clip",
         3,
         _check_clip,
@@ -394,6 +538,20 @@ LOWERINGS: list[Lowering] = [
         ("PRELU", "RESHAPE"),
         requires=_prelu_operations,
     ),
-    single_op("relax.astype", 1, _check_astype, convert_astype, ("CAST",)),
-    single_op("relax.where", 3, _check_where, convert_where, ("SELECT",)),
+    single_op(
+        "relax.astype",
+        1,
+        _check_astype,
+        convert_astype,
+        ("CAST", "SELECT"),
+        requires=_astype_operations,
+    ),
+    single_op(
+        "relax.where",
+        3,
+        _check_where,
+        convert_where,
+        ("SELECT", "RESHAPE", "TILE"),
+        requires=_where_operations,
+    ),
 ]

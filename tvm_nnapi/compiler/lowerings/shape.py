@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Shape and data-movement operators: reshape family, permute_dims, concat, split,
-strided_slice, take, tile, pad, resize2d.
+strided_slice, take, tile, broadcast_to, pad, resize2d.
 
 Target shapes, slice bounds and split sizes may be symbolic: they are written as dimension
 expressions in inline TENSOR_INT32 operands and evaluated by the runtime per shape signature.
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import tvm
+import tvm_ffi
 from tvm import relax
 from tvm.relax.backend.utils import has_leaking_intermediate_variables
 from tvm.relax.dpl import is_op, wildcard
@@ -334,6 +335,87 @@ def convert_tile(ctx: ConvertContext, call: relax.Call) -> int:
     return out
 
 
+# ---- broadcast_to -> TILE (or a RESHAPE when nothing is repeated) --------------------------------
+
+
+def _target_dims(call: relax.Call) -> list:
+    """The dimensions a broadcast_to's shape argument gives (an expression, or in a composite
+    function a parameter whose type holds them)."""
+    shape = call.args[1]
+    if isinstance(shape, relax.ShapeExpr):
+        return list(shape.values)
+    values = getattr(shape.ty, "values", None)
+    return list(values) if values is not None else list(call.ty.shape.values)
+
+
+def _broadcast_multiples(call: relax.Call) -> list[int] | str:
+    """TILE's multiples for a broadcast_to (the input's dimensions padded in front with units),
+    or why there are none: a unit axis broadcast to a symbolic size."""
+    source = list(call.args[0].ty.shape.values)
+    target = _target_dims(call)
+    source = [tvm.tirx.IntImm("int64", 1)] * (len(target) - len(source)) + source
+    multiples = []
+    for axis, (have, want) in enumerate(zip(source, target, strict=True)):
+        if tvm_ffi.structural_equal(have, want):
+            multiples.append(1)
+        elif getattr(have, "value", None) == 1 and hasattr(want, "value"):
+            multiples.append(int(want.value))
+        else:
+            return f"axis {axis} of size {have} broadcast to {want}: TILE's multiples are constants"
+    return multiples
+
+
+def _check_broadcast_to(
+    call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
+) -> CheckResult:
+    dtypes = {k: FEATURE_LEVEL_3 for k in (*_FLOAT, "int32")}
+    result = check_tensors(call, dtypes, options, inputs=[call.args[0]])
+    if result is not None:
+        return result
+    multiples = _broadcast_multiples(call)
+    if isinstance(multiples, str):
+        return RefusalKind.DYNAMIC_SHAPE, multiples
+    if any(not hasattr(d, "value") for d in _target_dims(call)):
+        # In the subgraph the shape becomes a parameter, and the result's type (its shape the
+        # parameter) no longer says the dimensions outside it.
+        return RefusalKind.DYNAMIC_SHAPE, "a broadcast to a symbolic shape"
+    return None
+
+
+def _broadcast_to_operations(call: relax.Call) -> tuple[str, ...]:
+    """A RESHAPE adding the leading unit axes (or, nothing repeated, the only operation), then
+    TILE."""
+    multiples = _broadcast_multiples(call)
+    assert not isinstance(multiples, str)
+    operations = []
+    if call.args[0].ty.ndim != call.ty.ndim or all(m == 1 for m in multiples):
+        operations.append("RESHAPE")
+    if any(m != 1 for m in multiples):
+        operations.append("TILE")
+    return tuple(operations)
+
+
+def convert_broadcast_to(ctx: ConvertContext, call: relax.Call) -> int:
+    x_expr = call.args[0]
+    x = ctx.operand(x_expr)
+    multiples = _broadcast_multiples(call)
+    assert not isinstance(multiples, str)
+    dtype = ctx.dtype(x_expr)
+    # In a composite function the shape is a parameter, which is the call's type's shape.
+    target = ctx.builder.shape(_target_dims(call), ctx.shape_vars)
+    if all(m == 1 for m in multiples):
+        # The same tensor (torch.export's expand before a batched matmul): a RESHAPE to itself.
+        return ctx.reshape(x, dtype, target, "relax.broadcast_to")
+    shape: list[Dim] = ctx.shape(x_expr)
+    if len(shape) < len(target):
+        shape = [*([1] * (len(target) - len(shape))), *shape]
+        x = ctx.reshape(x, dtype, shape, "relax.broadcast_to")
+    out = ctx.tensor(dtype, target)
+    multiples_operand = ctx.constant(np.array(multiples, dtype=np.int32))
+    ctx.emit("TILE", [x, multiples_operand], [out], "relax.broadcast_to")
+    return out
+
+
 # ---- depth_to_space / space_to_depth: reshape, permute_dims, reshape -> DEPTH_TO_SPACE ... ------
 
 # The 6-D permutations TVM's ONNX frontend writes (NCHW), by ONNX operator and mode.
@@ -590,6 +672,14 @@ LOWERINGS: list[Lowering] = [
         convert_tile,
         ("TILE", "RESHAPE"),
         requires=_tile_operations,
+    ),
+    single_op(
+        "relax.broadcast_to",
+        2,
+        _check_broadcast_to,
+        convert_broadcast_to,
+        ("RESHAPE", "TILE"),
+        requires=_broadcast_to_operations,
     ),
     single_op(
         "relax.nn.pad",
