@@ -44,6 +44,7 @@ import json
 import math
 import os
 import platform
+import shlex
 import statistics
 import subprocess
 import sys
@@ -1072,7 +1073,8 @@ def markdown(elapsed: float) -> str:
     return "\n".join(lines)
 
 
-COMMAND_LINE = "".join(f" {a}" for a in sys.argv[1:])
+# Quoted as a shell would need it (an empty --openblas-coretype value stays visible as '').
+COMMAND_LINE = "".join(f" {shlex.quote(a)}" for a in sys.argv[1:])
 
 ANALYSIS_MARK = "<!-- analysis (kept when the table is regenerated) -->"
 
