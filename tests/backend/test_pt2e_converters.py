@@ -30,13 +30,11 @@ def test_an_unsupported_quantized_dtype_is_refused_naming_it():
         pt2e._quantize_per_tensor(node, _importer())
 
 
-@pytest.mark.parametrize("missing, what", [("scales", "scales"), ("zero_points", "zero points")])
-def test_per_channel_parameters_that_are_not_constants_are_refused(missing, what):
-    values = {"scales": np.full(4, 0.02, "float32"), "zero_points": np.zeros(4, "int64")}
-    del values[missing]
-    weight = relax.const(np.ones((4, 3), "int8"))
-    node = _node(
-        "dequantize_per_channel_7",
+def _per_channel_node(name: str, weight: relax.Expr) -> SimpleNamespace:
+    """A dequantize_per_channel node on axis 0 of an int8 weight, its scales and zero points
+    named as the program's constants."""
+    return _node(
+        name,
         weight,
         SimpleNamespace(name="scales"),
         SimpleNamespace(name="zero_points"),
@@ -45,6 +43,14 @@ def test_per_channel_parameters_that_are_not_constants_are_refused(missing, what
         127,
         "torch.int8",
     )
+
+
+@pytest.mark.parametrize("missing, what", [("scales", "scales"), ("zero_points", "zero points")])
+def test_per_channel_parameters_that_are_not_constants_are_refused(missing, what):
+    values = {"scales": np.full(4, 0.02, "float32"), "zero_points": np.zeros(4, "int64")}
+    del values[missing]
+    weight = relax.const(np.ones((4, 3), "int8"))
+    node = _per_channel_node("dequantize_per_channel_7", weight)
     convert = pt2e._dequantize_per_channel(values)
     with pytest.raises(ValueError, match=f"dequantize_per_channel_7: the per-channel {what}"):
         convert(node, _importer())
@@ -53,16 +59,7 @@ def test_per_channel_parameters_that_are_not_constants_are_refused(missing, what
 def test_per_channel_constants_become_a_dequantize_along_the_axis():
     values = {"scales": np.array([0.5, 0.25], "float32"), "zero_points": np.zeros(2, "int64")}
     weight = relax.const(np.array([[2, 4], [8, -8]], "int8"))
-    node = _node(
-        "dq",
-        weight,
-        SimpleNamespace(name="scales"),
-        SimpleNamespace(name="zero_points"),
-        0,
-        -128,
-        127,
-        "torch.int8",
-    )
+    node = _per_channel_node("dq", weight)
     importer = _importer()
     with importer.block_builder.function("main", []):
         out = pt2e._dequantize_per_channel(values)(node, importer)
