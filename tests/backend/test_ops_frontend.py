@@ -617,6 +617,41 @@ OPERATOR_CASES = [
         [rand(4, 6), rand(6)],
         ["FULLY_CONNECTED", "RESHAPE"],
     ),
+    # batched matmul with broadcast batch dimensions: BATCH_MATMUL does not broadcast, so a
+    # variable operand is reshaped to the common rank and its unit batch dimensions tiled
+    Case(
+        "matmul_broadcast_lower_rank",
+        lambda p: op.matmul(p[0], p[1]),
+        [rand(2, 4, 8, 16), rand(4, 16, 8)],
+        ["BATCH_MATMUL", "RESHAPE", "TILE"],
+    ),
+    Case(
+        "matmul_broadcast_unit_batch_dimensions",
+        lambda p: op.matmul(p[0], p[1]),
+        [rand(2, 1, 8, 16), rand(1, 3, 16, 8)],
+        ["BATCH_MATMUL", "TILE"],
+        ["RESHAPE"],
+    ),
+    Case(
+        "matmul_broadcast_transposed_right_side",
+        lambda p: op.matmul(p[0], op.permute_dims(p[1], [0, 1, 3, 2])),
+        [rand(2, 3, 8, 16), rand(1, 3, 8, 16)],
+        ["BATCH_MATMUL", "TILE"],
+        ["TRANSPOSE", "RESHAPE"],
+    ),
+    Case(
+        "matmul_broadcast_constant_right_side",
+        lambda p: op.matmul(p[0], c(rand(4, 16, 8))),
+        [rand(2, 4, 8, 16)],
+        ["BATCH_MATMUL"],
+        ["TILE", "RESHAPE"],
+    ),
+    Case(
+        "matmul_broadcast_matrix_left",
+        lambda p: op.matmul(p[0], p[1]),
+        [rand(8, 16), rand(3, 16, 8)],
+        ["BATCH_MATMUL", "RESHAPE", "TILE"],
+    ),
     # 1-D convolution and pooling, as 2-D on a unit height
     Case(
         "conv1d",
@@ -847,6 +882,20 @@ REFUSED_FORMS = {
         "int64",
     ),
 }
+
+
+def test_matmul_broadcasting_a_symbolic_batch_is_refused_with_its_reason():
+    case = Case(
+        "matmul_broadcast_symbolic_batch",
+        lambda p: op.matmul(p[0], c(rand(4, 16, 8))),
+        [rand(2, 4, 8, 16)],
+        [],
+        symbolic={0: "batch"},
+    )
+    refusals = tvm_nnapi.partition_with_report(case.module()).refusals
+    (refusal,) = [r for r in refusals if r.operator == "relax.matmul"]
+    assert refusal.kind == tvm_nnapi.RefusalKind.DYNAMIC_SHAPE, refusal
+    assert "does not broadcast batch dimensions" in refusal.reason
 
 
 @pytest.mark.parametrize("name", REFUSED_FORMS)
