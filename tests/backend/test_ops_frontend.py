@@ -965,8 +965,8 @@ def test_flops_of_1d_convolutions_and_tiles():
 
 def test_depth_to_space_in_crd_order_stays_on_the_host():
     # NNAPI's DEPTH_TO_SPACE has TensorFlow's (DCR) order; the CRD chain's rank-6 reshape and
-    # permutation stay on the host (the block-move check's "CRD" reason is recorded first, then
-    # replaced by the single reshape's rank refusal of the same binding).
+    # permutation stay on the host. The block-move check's "CRD" reason is conclusive: the
+    # single reshape's later rank refusal of the same binding does not replace it.
     case = Case(
         "depth_to_space_crd",
         lambda p: op.reshape(
@@ -980,4 +980,12 @@ def test_depth_to_space_in_crd_order_stays_on_the_host():
     assert "DEPTH_TO_SPACE" not in nnapi_operations(report)
     host = tvm_nnapi.offload_summary(report.module).host
     assert host["relax.permute_dims"] == 1 and host["relax.reshape"] == 2
-    assert any(r.kind == tvm_nnapi.RefusalKind.RANK for r in report.refusals)
+    (outer,) = [r for r in report.refusals if r.binding == "gv"]
+    assert outer.operator == "relax.reshape" and outer.kind == tvm_nnapi.RefusalKind.ATTRIBUTE
+    assert "CRD order" in outer.reason and "DCR order only" in outer.reason
+    # the chain's inner reshape and permutation keep their own rank refusals
+    inner = {r.operator: r.kind for r in report.refusals if r.binding != "gv"}
+    assert inner == {
+        "relax.reshape": tvm_nnapi.RefusalKind.RANK,
+        "relax.permute_dims": tvm_nnapi.RefusalKind.RANK,
+    }
