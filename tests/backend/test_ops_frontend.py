@@ -831,6 +831,25 @@ OPERATOR_CASES = [
         [rand(2, 3)],
         ["SUB", "DIV"],
     ),
+    # scalar (rank-0) variable operands: subgraph inputs, which NNAPI takes as [1] tensors
+    Case(
+        "scalar_variable_operands",
+        lambda p: op.multiply(op.add(p[0], p[1]), p[1]),
+        [rand(2, 3, 4), np.asarray(rand(1)[0])],
+        ["ADD", "MUL"],
+    ),
+    Case(
+        "scalar_variable_int32_maximum_and_comparison",
+        lambda p: op.astype(op.less(op.maximum(p[1], p[0]), p[1]), "int32"),
+        [ints(3, 4), np.asarray(ints(1)[0])],
+        ["MAXIMUM", "LESS"],
+    ),
+    Case(
+        "scalar_variable_where_value",
+        lambda p: op.where(op.greater(p[0], c(np.float32(0))), p[0], p[1]),
+        [rand(2, 5), np.asarray(rand(1)[0])],
+        ["SELECT", "RESHAPE", "TILE"],
+    ),
 ]
 
 

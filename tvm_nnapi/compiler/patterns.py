@@ -225,11 +225,14 @@ def check_tensors(
     max_rank: int = 4,
     allow_rank0_constants: bool = True,
     inputs: list[relax.Expr] | None = None,
+    allow_rank0_variables: bool = False,
 ) -> CheckResult:
     """Common checks: tensor operands, allowed dtypes (with their feature level), known rank.
 
     ``inputs`` defaults to the call's arguments; pass the tensor arguments explicitly for
-    operators whose other arguments are attributes (shapes, bounds).
+    operators whose other arguments are attributes (shapes, bounds). ``allow_rank0_variables``
+    accepts rank-0 variable inputs, for operators that broadcast them: no lowering produces a
+    rank-0 value, so such a value is a subgraph input, which the codegen declares as [1].
     """
     values = [*(call.args if inputs is None else inputs), call]
     for index, value in enumerate(values):
@@ -258,8 +261,10 @@ def check_tensors(
             )
         if tensor_type.ndim > max_rank:
             return RefusalKind.RANK, f"{role} has rank {tensor_type.ndim} > {max_rank}"
+        is_input = index < len(values) - 1
         if tensor_type.ndim == 0 and not (
-            allow_rank0_constants and isinstance(value, tvm.ir.Constant)
+            (allow_rank0_constants and isinstance(value, tvm.ir.Constant))
+            or (allow_rank0_variables and is_input and not isinstance(value, tvm.ir.Constant))
         ):
             return RefusalKind.RANK, f"{role} is a rank-0 tensor"
     return None
