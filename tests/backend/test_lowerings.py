@@ -317,6 +317,23 @@ def test_every_record_has_a_pattern_a_check_a_converter_and_its_operations():
         assert not unknown, f"{lowering.name} declares operations NNAPI lacks: {unknown}"
 
 
+def test_a_conclusive_refusal_is_not_replaced_by_a_later_generic_one():
+    from tvm_nnapi.compiler import patterns
+
+    kind = tvm_nnapi.RefusalKind
+    with patterns.collect_refusals() as collector:
+        patterns._record("relax.add", "lv", kind.ATTRIBUTE, "a fused form's reason")
+        patterns._record("relax.add", "lv", kind.RANK, "the single operator's reason")
+        patterns._record("relax.reshape", "gv", kind.ATTRIBUTE, "conclusive", conclusive=True)
+        patterns._record("relax.reshape", "gv", kind.RANK, "rank 6 > 4")
+    reasons = {key: r.reason for key, r in collector.refusals.items()}
+    assert reasons == {
+        ("lv", "relax.add"): "the single operator's reason",
+        ("gv", "relax.reshape"): "conclusive",
+    }
+    assert isinstance(patterns.Conclusive(kind.RANK, "r"), tuple)
+
+
 def test_pattern_names_are_unique():
     names = [lowering.name for lowering in lowerings.LOWERINGS]
     names += [single_op_name(refused.relax_op) for refused in lowerings.REFUSED]

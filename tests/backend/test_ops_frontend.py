@@ -617,6 +617,41 @@ OPERATOR_CASES = [
         [rand(4, 6), rand(6)],
         ["FULLY_CONNECTED", "RESHAPE"],
     ),
+    # batched matmul with broadcast batch dimensions: BATCH_MATMUL does not broadcast, so a
+    # variable operand is reshaped to the common rank and its unit batch dimensions tiled
+    Case(
+        "matmul_broadcast_lower_rank",
+        lambda p: op.matmul(p[0], p[1]),
+        [rand(2, 4, 8, 16), rand(4, 16, 8)],
+        ["BATCH_MATMUL", "RESHAPE", "TILE"],
+    ),
+    Case(
+        "matmul_broadcast_unit_batch_dimensions",
+        lambda p: op.matmul(p[0], p[1]),
+        [rand(2, 1, 8, 16), rand(1, 3, 16, 8)],
+        ["BATCH_MATMUL", "TILE"],
+        ["RESHAPE"],
+    ),
+    Case(
+        "matmul_broadcast_transposed_right_side",
+        lambda p: op.matmul(p[0], op.permute_dims(p[1], [0, 1, 3, 2])),
+        [rand(2, 3, 8, 16), rand(1, 3, 8, 16)],
+        ["BATCH_MATMUL", "TILE"],
+        ["TRANSPOSE", "RESHAPE"],
+    ),
+    Case(
+        "matmul_broadcast_constant_right_side",
+        lambda p: op.matmul(p[0], c(rand(4, 16, 8))),
+        [rand(2, 4, 8, 16)],
+        ["BATCH_MATMUL"],
+        ["TILE", "RESHAPE"],
+    ),
+    Case(
+        "matmul_broadcast_matrix_left",
+        lambda p: op.matmul(p[0], p[1]),
+        [rand(8, 16), rand(3, 16, 8)],
+        ["BATCH_MATMUL", "RESHAPE", "TILE"],
+    ),
     # 1-D convolution and pooling, as 2-D on a unit height
     Case(
         "conv1d",
@@ -796,6 +831,25 @@ OPERATOR_CASES = [
         [rand(2, 3)],
         ["SUB", "DIV"],
     ),
+    # scalar (rank-0) variable operands: subgraph inputs, which NNAPI takes as [1] tensors
+    Case(
+        "scalar_variable_operands",
+        lambda p: op.multiply(op.add(p[0], p[1]), p[1]),
+        [rand(2, 3, 4), np.asarray(rand(1)[0])],
+        ["ADD", "MUL"],
+    ),
+    Case(
+        "scalar_variable_int32_maximum_and_comparison",
+        lambda p: op.astype(op.less(op.maximum(p[1], p[0]), p[1]), "int32"),
+        [ints(3, 4), np.asarray(ints(1)[0])],
+        ["MAXIMUM", "LESS"],
+    ),
+    Case(
+        "scalar_variable_where_value",
+        lambda p: op.where(op.greater(p[0], c(np.float32(0))), p[0], p[1]),
+        [rand(2, 5), np.asarray(rand(1)[0])],
+        ["SELECT", "RESHAPE", "TILE"],
+    ),
 ]
 
 
@@ -847,6 +901,20 @@ REFUSED_FORMS = {
         "int64",
     ),
 }
+
+
+def test_matmul_broadcasting_a_symbolic_batch_is_refused_with_its_reason():
+    case = Case(
+        "matmul_broadcast_symbolic_batch",
+        lambda p: op.matmul(p[0], c(rand(4, 16, 8))),
+        [rand(2, 4, 8, 16)],
+        [],
+        symbolic={0: "batch"},
+    )
+    refusals = tvm_nnapi.partition_with_report(case.module()).refusals
+    (refusal,) = [r for r in refusals if r.operator == "relax.matmul"]
+    assert refusal.kind == tvm_nnapi.RefusalKind.DYNAMIC_SHAPE, refusal
+    assert "does not broadcast batch dimensions" in refusal.reason
 
 
 @pytest.mark.parametrize("name", REFUSED_FORMS)
@@ -916,8 +984,8 @@ def test_flops_of_1d_convolutions_and_tiles():
 
 def test_depth_to_space_in_crd_order_stays_on_the_host():
     # NNAPI's DEPTH_TO_SPACE has TensorFlow's (DCR) order; the CRD chain's rank-6 reshape and
-    # permutation stay on the host (the block-move check's "CRD" reason is recorded first, then
-    # replaced by the single reshape's rank refusal of the same binding).
+    # permutation stay on the host. The block-move check's "CRD" reason is conclusive: the
+    # single reshape's later rank refusal of the same binding does not replace it.
     case = Case(
         "depth_to_space_crd",
         lambda p: op.reshape(
@@ -931,4 +999,12 @@ def test_depth_to_space_in_crd_order_stays_on_the_host():
     assert "DEPTH_TO_SPACE" not in nnapi_operations(report)
     host = tvm_nnapi.offload_summary(report.module).host
     assert host["relax.permute_dims"] == 1 and host["relax.reshape"] == 2
-    assert any(r.kind == tvm_nnapi.RefusalKind.RANK for r in report.refusals)
+    (outer,) = [r for r in report.refusals if r.binding == "gv"]
+    assert outer.operator == "relax.reshape" and outer.kind == tvm_nnapi.RefusalKind.ATTRIBUTE
+    assert "CRD order" in outer.reason and "DCR order only" in outer.reason
+    # the chain's inner reshape and permutation keep their own rank refusals
+    inner = {r.operator: r.kind for r in report.refusals if r.binding != "gv"}
+    assert inner == {
+        "relax.reshape": tvm_nnapi.RefusalKind.RANK,
+        "relax.permute_dims": tvm_nnapi.RefusalKind.RANK,
+    }

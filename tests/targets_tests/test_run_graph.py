@@ -84,6 +84,25 @@ def test_run_graph_errors_name_the_argument_and_the_nnapi_call():
         run_graph(graph_json, constants, tvm.runtime.tensor(x), wrong_output)
 
 
+def test_a_rank_0_tensor_is_taken_for_an_input_of_one_element_only():
+    # The codegen declares a rank-0 subgraph input (a scalar operand) as a [1] tensor.
+    def tester(shape: tuple[int, ...]) -> OpTester:
+        return (
+            OpTester(OperationCode.ADD)
+            .input(np.ones(shape, np.float32))
+            .constant(np.array([10, 20, 30], np.float32))
+            .scalar(OperandCode.INT32, FuseCode.NONE)
+            .output(OperandCode.TENSOR_FLOAT32, (3,))
+        )
+
+    scalar = tvm.runtime.tensor(np.asarray(np.float32(2)))
+    out = tvm.runtime.empty((3,), "float32", tvm.cpu())
+    run_graph(*tester((1,)).graph(), scalar, out)
+    np.testing.assert_array_equal(out.numpy(), np.float32([12, 22, 32]))
+    with pytest.raises(ValueError, match="input 0 has rank 0, the graph expects 1"):
+        run_graph(*tester((3,)).graph(), scalar, out)
+
+
 def test_nnapi_stats_sums_the_subgraphs_of_an_executable():
     from tvm import relax
 

@@ -46,7 +46,11 @@ def lower_function(
     for index, param in enumerate(func.params):
         if isinstance(param.ty, relax.TensorType):
             with locating(symbol, param.name):
-                ctx.values[param] = builder.add_input(ctx.dtype(param), ctx.shape(param))
+                # A rank-0 value (a scalar operand of an elementwise operator) is declared as a
+                # [1] tensor: an NNAPI tensor of rank 0 is not fully specified, and [1] holds
+                # the same one element (the runtime takes a rank-0 tensor for it).
+                shape = ctx.shape(param) or [1]
+                ctx.values[param] = builder.add_input(ctx.dtype(param), shape)
         elif isinstance(param.ty, relax.ShapeType | tvm.ir.PrimType):
             # Shape information only (e.g. a reshape target), already in the operand shapes.
             builder.skip_arguments.append(index)

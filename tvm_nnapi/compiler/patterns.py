@@ -81,9 +81,19 @@ class PartitionOptions:
     prepare: bool = True
 
 
+class Conclusive(tuple[RefusalKind, str]):
+    """A check's refusal ``(kind, reason)`` that recognized its operator's form and says what
+    NNAPI lacks for it (e.g. depth_to_space in CRD order): a later refusal of the same binding
+    by a smaller pattern (one operator's rank limit, say) does not replace it in the report."""
+
+    def __new__(cls, kind: RefusalKind, reason: str) -> Conclusive:
+        return super().__new__(cls, (kind, reason))
+
+
 @dataclass
 class _Collector:
     refusals: dict[tuple[str, str], Refusal] = field(default_factory=dict)
+    conclusive: set[tuple[str, str]] = field(default_factory=set)
 
 
 _state = threading.local()
@@ -101,10 +111,20 @@ def collect_refusals() -> Iterator[_Collector]:
         _state.collector = previous
 
 
-def _record(operator: str, binding: str, kind: RefusalKind, reason: str) -> None:
+def _record(
+    operator: str, binding: str, kind: RefusalKind, reason: str, conclusive: bool = False
+) -> None:
+    """Keep a binding's last refusal, unless an earlier one is :class:`Conclusive` and this one
+    is not (the patterns are tried from the largest form to the single operator)."""
     collector = getattr(_state, "collector", None)
-    if collector is not None:
-        collector.refusals[(binding, operator)] = Refusal(operator, binding, kind, reason)
+    if collector is None:
+        return
+    key = (binding, operator)
+    if key in collector.conclusive and not conclusive:
+        return
+    collector.refusals[key] = Refusal(operator, binding, kind, reason)
+    if conclusive:
+        collector.conclusive.add(key)
 
 
 # A check returns None to accept, or (kind, reason) to refuse. It gets the matched root call, the
@@ -205,11 +225,14 @@ def check_tensors(
     max_rank: int = 4,
     allow_rank0_constants: bool = True,
     inputs: list[relax.Expr] | None = None,
+    allow_rank0_variables: bool = False,
 ) -> CheckResult:
     """Common checks: tensor operands, allowed dtypes (with their feature level), known rank.
 
     ``inputs`` defaults to the call's arguments; pass the tensor arguments explicitly for
-    operators whose other arguments are attributes (shapes, bounds).
+    operators whose other arguments are attributes (shapes, bounds). ``allow_rank0_variables``
+    accepts rank-0 variable inputs, for operators that broadcast them: no lowering produces a
+    rank-0 value, so such a value is a subgraph input, which the codegen declares as [1].
     """
     values = [*(call.args if inputs is None else inputs), call]
     for index, value in enumerate(values):
@@ -238,8 +261,10 @@ def check_tensors(
             )
         if tensor_type.ndim > max_rank:
             return RefusalKind.RANK, f"{role} has rank {tensor_type.ndim} > {max_rank}"
+        is_input = index < len(values) - 1
         if tensor_type.ndim == 0 and not (
-            allow_rank0_constants and isinstance(value, tvm.ir.Constant)
+            (allow_rank0_constants and isinstance(value, tvm.ir.Constant))
+            or (allow_rank0_variables and is_input and not isinstance(value, tvm.ir.Constant))
         ):
             return RefusalKind.RANK, f"{role} is a rank-0 tensor"
     return None
@@ -274,7 +299,8 @@ def _lowering_check(lowering: Lowering, options: PartitionOptions):
         if result is None:
             return True
         kind, reason = result
-        _record(lowering.relax_op, _binding_name(context, call), kind, reason)
+        binding = _binding_name(context, call)
+        _record(lowering.relax_op, binding, kind, reason, isinstance(result, Conclusive))
         return False
 
     return check

@@ -38,11 +38,16 @@ FLOAT = {"float32": FEATURE_LEVEL_1, "float16": FEATURE_LEVEL_3}
 FLOAT_FL3 = {"float32": FEATURE_LEVEL_3, "float16": FEATURE_LEVEL_3}
 
 
-def _dtype_check(dtypes: dict[str, int], output_dtypes: dict[str, int] | None = None):
-    """Accept the listed input dtypes (and output dtypes, if they differ), rank <= 4."""
+def _dtype_check(
+    dtypes: dict[str, int], output_dtypes: dict[str, int] | None = None, scalars: bool = False
+):
+    """Accept the listed input dtypes (and output dtypes, if they differ), rank <= 4; with
+    ``scalars``, rank-0 variable inputs too (a broadcasting operator: NNAPI broadcasts the [1]
+    tensor the codegen declares for one exactly like the scalar)."""
 
     def check(call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext) -> CheckResult:
-        result = check_tensors(call, {**dtypes, **(output_dtypes or {})}, options)
+        all_dtypes = {**dtypes, **(output_dtypes or {})}
+        result = check_tensors(call, all_dtypes, options, allow_rank0_variables=scalars)
         if result is not None:
             return result
         for arg in call.args:
@@ -428,9 +433,10 @@ def _check_where(
             RefusalKind.ATTRIBUTE,
             "NNAPI SELECT does not broadcast; the condition must have the result's shape",
         )
-    # A rank-0 constant is broadcast like any other; a rank-0 variable is refused (an NNAPI
-    # subgraph input of rank 0 is not fully specified).
-    result = check_tensors(call, _SELECTABLE, options, inputs=[call.args[1], call.args[2]])
+    # A rank-0 constant is broadcast like any other; a rank-0 variable is a subgraph input,
+    # which the codegen declares as [1], and is broadcast by a RESHAPE and a TILE.
+    values = [call.args[1], call.args[2]]
+    result = check_tensors(call, _SELECTABLE, options, inputs=values, allow_rank0_variables=True)
     if result is not None:
         return result
     broadcast = _broadcast_values(call)
@@ -489,21 +495,27 @@ def convert_where(ctx: ConvertContext, call: relax.Call) -> int:
 
 LOWERINGS: list[Lowering] = [
     *(
-        single_op(op, 2, _dtype_check(dtypes), convert_arithmetic, (nnapi,))
+        single_op(op, 2, _dtype_check(dtypes, scalars=True), convert_arithmetic, (nnapi,))
         for op, (nnapi, dtypes) in _ARITHMETIC.items()
     ),
     *(
-        single_op(op, 2, _dtype_check(dtypes), convert_binary, (nnapi,))
+        single_op(op, 2, _dtype_check(dtypes, scalars=True), convert_binary, (nnapi,))
         for op, (nnapi, dtypes) in _BINARY.items()
     ),
     *(
         single_op(
-            op, 2, _dtype_check(_COMPARABLE, {"bool": FEATURE_LEVEL_3}), convert_binary, (nnapi,)
+            op,
+            2,
+            _dtype_check(_COMPARABLE, {"bool": FEATURE_LEVEL_3}, scalars=True),
+            convert_binary,
+            (nnapi,),
         )
         for op, nnapi in _COMPARISONS.items()
     ),
     *(
-        single_op(op, 2, _dtype_check({"bool": FEATURE_LEVEL_3}), convert_binary, (nnapi,))
+        single_op(
+            op, 2, _dtype_check({"bool": FEATURE_LEVEL_3}, scalars=True), convert_binary, (nnapi,)
+        )
         for op, nnapi in _LOGICAL.items()
     ),
     *(

@@ -7,7 +7,9 @@ A plain 2-D right side [K, N] is transposed once (at compile time for constants,
 TRANSPOSE operation). FULLY_CONNECTED flattens its input to [batch, K]; a RESHAPE restores the
 leading dimensions (symbolic ones included). ``+ bias`` with a constant [N] vector is fused, and
 so is a following relu / relu6 / relu1 (FULLY_CONNECTED's fused activation).
-Batched right sides go to BATCH_MATMUL (feature level 6), with adj_y for a transposed operand.
+Batched right sides go to BATCH_MATMUL (feature level 6), with adj_y for a transposed operand;
+BATCH_MATMUL does not broadcast, so operands whose static batch dimensions differ are broadcast
+first (a constant at compile time, a variable by a RESHAPE to the common rank and a TILE).
 :func:`_matmul_operations` says which of these operations one match emits.
 """
 
@@ -19,7 +21,7 @@ from tvm import relax
 from tvm.relax.dpl import is_const, is_op, wildcard
 from tvm.relax.transform import PatternCheckContext
 
-from ..converters import ConvertContext, composite_calls, int_tuple
+from ..converters import ConvertContext, composite_calls, constant_value, int_tuple
 from ..patterns import (
     FEATURE_LEVEL_1,
     FEATURE_LEVEL_3,
@@ -89,10 +91,14 @@ def _check(call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
             result = RefusalKind.ATTRIBUTE, "a permuted 1-D right side"
     else:
         result = check_tensors(call, _BMM_DTYPES, options, inputs=[x, weight])
-        if result is None and x_type.ndim != w_type.ndim:
-            result = RefusalKind.ATTRIBUTE, "BATCH_MATMUL needs operands of the same rank"
-        if result is None and str(x_type.shape.values[:-2]) != str(w_type.shape.values[:-2]):
-            result = RefusalKind.ATTRIBUTE, "BATCH_MATMUL does not broadcast batch dimensions"
+        if result is None and x_type.ndim < 2:
+            result = RefusalKind.ATTRIBUTE, "a 1-D left side of a batched matmul"
+        if result is None and _batch_broadcast(x, weight) is None:
+            result = (
+                RefusalKind.DYNAMIC_SHAPE,
+                "BATCH_MATMUL does not broadcast batch dimensions; broadcasting symbolic or "
+                "differing symbolic batch dimensions needs their sizes at compile time",
+            )
     if result is None and "bias" in ctx.annotated_expr:
         bias = tensor_info(ctx.annotated_expr["bias"])
         if w_type.ndim != 2 or bias is None or bias.ndim != 1:
@@ -105,13 +111,51 @@ def _check(call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
     return result
 
 
+def _batch_dims(expr: relax.Expr) -> list:
+    return list(expr.ty.shape.values[:-2])
+
+
+def _batch_broadcast(x: relax.Expr, weight: relax.Expr) -> list[int] | None:
+    """The common batch dimensions of a batched matmul's operands when BATCH_MATMUL can take
+    them: [] when both have the same (possibly symbolic) batch dimensions and so need no
+    broadcast, the broadcast static shape when they differ and are all static, else None."""
+    x_batch, w_batch = _batch_dims(x), _batch_dims(weight)
+    if len(x_batch) == len(w_batch) and str(x_batch) == str(w_batch):
+        return []
+    if not all(isinstance(d, tvm.tirx.IntImm) for d in (*x_batch, *w_batch)):
+        return None
+    rank = max(len(x_batch), len(w_batch))
+    x_dims = [1] * (rank - len(x_batch)) + [int(d) for d in x_batch]
+    w_dims = [1] * (rank - len(w_batch)) + [int(d) for d in w_batch]
+    if any(a != b and 1 not in (a, b) for a, b in zip(x_dims, w_dims, strict=True)):
+        return None
+    return [max(a, b) for a, b in zip(x_dims, w_dims, strict=True)]
+
+
+def _broadcast_operations(x: relax.Expr, rhs: relax.Expr) -> list[str]:
+    """The RESHAPE (to the common rank) and TILE (of unit batch dimensions) that broadcast the
+    variable operands of a batched matmul; constants are broadcast at compile time (a permuted
+    right side is a variable of the composite, whatever it permutes)."""
+    batch = _batch_broadcast(x, rhs)
+    operations: list[str] = []
+    for expr in (x, rhs):
+        if not batch or isinstance(expr, tvm.ir.Constant):
+            continue
+        dims = [int(d) for d in _batch_dims(expr)]
+        if len(dims) < len(batch):
+            operations.append("RESHAPE")
+        if [1] * (len(batch) - len(dims)) + dims != batch:
+            operations.append("TILE")
+    return operations
+
+
 def _requires(transposed: bool):
     def operations(call: relax.Call) -> tuple[str, ...]:
         """What one matmul emits: BATCH_MATMUL, or FULLY_CONNECTED with a TRANSPOSE of a
         [K, N] right side that is not a constant and a RESHAPE back to more than 2 dimensions."""
         rhs = call.args[1]  # the weight, or (transposed) the permute_dims of the weight
         if rhs.ty.ndim > 2:
-            return ("BATCH_MATMUL",)
+            return ("BATCH_MATMUL", *dict.fromkeys(_broadcast_operations(call.args[0], rhs)))
         if rhs.ty.ndim == 1:  # one output unit, whose axis the result drops
             return ("FULLY_CONNECTED", "RESHAPE")
         operations = ["FULLY_CONNECTED"]
@@ -138,6 +182,10 @@ def convert_matmul(ctx: ConvertContext, composite: relax.Function) -> int:
     dtype = ctx.dtype(matmul)
     w_shape = ctx.shape(weight_expr)
     if len(w_shape) > 2:
+        batch = _batch_broadcast(x_expr, weight_expr)
+        if batch:
+            x = _broadcast(ctx, x_expr, x_expr, x, batch, source)
+            weight = _broadcast(ctx, weight_expr, rhs_expr, weight, batch, source)
         out = ctx.output(matmul)
         inputs = [x, weight, ctx.bool(False), ctx.bool(permute is not None)]
         ctx.emit("BATCH_MATMUL", inputs, [out], source)
@@ -172,6 +220,37 @@ def convert_matmul(ctx: ConvertContext, composite: relax.Function) -> int:
     return ctx.reshape(flat, dtype, out_shape, source)
 
 
+def _broadcast(
+    ctx: ConvertContext,
+    expr: relax.Expr,
+    matmul_arg: relax.Expr,
+    operand: int,
+    batch: list[int],
+    source: str,
+) -> int:
+    """``operand`` (of ``expr``) with its batch dimensions broadcast to ``batch``: at compile
+    time when the matmul's argument is a constant, else a RESHAPE to the common rank (leading
+    unit dimensions) and a TILE (as :func:`_broadcast_operations` declares)."""
+    shape = [int(d) for d in ctx.shape(expr)]
+    dims = [1] * (len(batch) - len(shape[:-2])) + shape[:-2]
+    target = [*batch, *shape[-2:]]
+    if dims == batch and len(shape) == len(target):
+        return operand
+    dtype = ctx.dtype(expr)
+    if isinstance(matmul_arg, tvm.ir.Constant):
+        array = np.broadcast_to(constant_value(expr).astype(dtype), target)
+        return ctx.constant(np.ascontiguousarray(array))
+    padded = [*dims, *shape[-2:]]
+    if len(padded) != len(shape):
+        operand = ctx.reshape(operand, dtype, padded, source)
+    if dims == batch:
+        return operand
+    multiples = [want // have for want, have in zip(target, padded, strict=True)]
+    tiled = ctx.tensor(dtype, target)
+    ctx.emit("TILE", [operand, ctx.constant(np.array(multiples, np.int32))], [tiled], source)
+    return tiled
+
+
 def _product(dims: list) -> int | str:
     if all(isinstance(d, int) for d in dims):
         return int(np.prod(dims))
@@ -192,6 +271,8 @@ def _lowering(with_bias: bool, transposed: bool, with_activation: bool = False) 
             *(() if with_bias or with_activation else ("BATCH_MATMUL",)),
             *(() if transposed else ("TRANSPOSE",)),
             "RESHAPE",
+            # A batched matmul broadcasts a variable operand's batch dimensions.
+            *(() if with_bias or with_activation else ("TILE",)),
         ),
         requires=_requires(transposed),
     )

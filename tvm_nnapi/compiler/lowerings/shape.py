@@ -26,6 +26,7 @@ from ..patterns import (
     FEATURE_LEVEL_6,
     FEATURE_LEVEL_7,
     CheckResult,
+    Conclusive,
     Lowering,
     PartitionOptions,
     RefusalKind,
@@ -497,7 +498,7 @@ def _check_block(
     if found is None:
         return RefusalKind.ATTRIBUTE, "this reshape / permute_dims / reshape is no block move"
     if found[0] == "CRD":
-        return (
+        return Conclusive(
             RefusalKind.ATTRIBUTE,
             "depth_to_space in CRD order: NNAPI's DEPTH_TO_SPACE takes the DCR order only",
         )

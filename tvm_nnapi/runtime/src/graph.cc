@@ -815,7 +815,17 @@ std::string Graph::Describe(const GraphOperation& operation) const {
 }
 
 std::vector<int64_t> Graph::BindSymbols(
-    const std::vector<std::vector<int64_t>>& input_shapes) const {
+    const std::vector<std::vector<int64_t>>& given_shapes) const {
+  // A rank-0 host value is declared to NNAPI as a [1] tensor (the codegen's add_input): the
+  // same one element, so a rank-0 tensor is taken for an input of shape [1].
+  std::vector<std::vector<int64_t>> input_shapes = given_shapes;
+  for (size_t i = 0; i < inputs.size() && i < input_shapes.size(); ++i) {
+    const std::vector<DimExpr>& declared = operands[inputs[i]].shape;
+    if (input_shapes[i].empty() && declared.size() == 1 && declared[0].is_constant() &&
+        declared[0].Evaluate({}) == 1) {
+      input_shapes[i] = {1};
+    }
+  }
   std::vector<int64_t> binding(symbols.size(), -1);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const GraphOperand& operand = operands[inputs[i]];

@@ -92,7 +92,8 @@ struct Graph {
   // Parses and validates; `constants_size` is the size of the accompanying constant blob.
   static Graph Parse(const std::string& json, uint64_t constants_size);
 
-  // Binds symbols from concrete input shapes; throws (naming the input) on a mismatch.
+  // Binds symbols from concrete input shapes; throws (naming the input) on a mismatch. A
+  // rank-0 shape is taken for an input declared [1] (a rank-0 value, declared as one element).
   std::vector<int64_t> BindSymbols(const std::vector<std::vector<int64_t>>& input_shapes) const;
   // Concrete shape of an operand under a binding.
   std::vector<int64_t> ConcreteShape(uint32_t operand, const std::vector<int64_t>& binding) const;
