@@ -118,9 +118,12 @@ class BlasThreads {
     static BlasThreads* state = new BlasThreads();  // never destroyed: used until exit
     return *state;
   }
-  // Whether the calling thread holds a scope or is a pool worker (its products run
-  // single-threaded; they never take OpenBLAS's threads).
-  static bool Nested() { return depth_ > 0 || loop_depth_ > 0 || pool_worker_; }
+  // Whether the calling thread holds a scope, is a pool worker or runs a ParallelFor body inline:
+  // its products run single-threaded (they never take OpenBLAS's threads).
+  static bool Nested() { return HoldsScope() || loop_depth_ > 0; }
+  // Whether the calling thread holds a scope or is a pool worker (whose job's owner holds one):
+  // its scopes never wait.
+  static bool HoldsScope() { return depth_ > 0 || pool_worker_; }
   static void MarkPoolWorker() { pool_worker_ = true; }
   // Marks the calling thread nested while a ParallelFor body runs on it without a scope (too
   // little work for threads): its products stay single-threaded, as in a pool job.
@@ -139,7 +142,7 @@ class BlasThreads {
   }
   void EnterSingle() {
     std::unique_lock<std::mutex> lock(mutex_);
-    if (!Nested()) idle_.wait(lock, [&] { return !threaded_ && waiting_ == 0; });
+    if (!HoldsScope()) idle_.wait(lock, [&] { return !threaded_ && waiting_ == 0; });
     ++depth_;
     if (single_++ == 0) {
       saved_ = scipy_openblas_get_num_threads();
@@ -202,7 +205,7 @@ class SingleThreadedBlas {
 // Whether a large matrix-matrix product goes to OpenBLAS's own threads rather than to the pool:
 // only with MOCK_NNAPI_GEMM_THREADING=blas (read on every large product, so one process can
 // alternate for an A/B measurement). Not the default: measured on this 2-core machine under load
-// (docs/performance.md), OpenBLAS's static split waits for its slowest thread and ran 2-12x
+// (docs/performance.md), OpenBLAS's static split waits for its slowest thread and ran 1.2-12x
 // slower than the pool's dynamic one.
 bool PreferThreadedBlas() {
   const char* mode = std::getenv("MOCK_NNAPI_GEMM_THREADING");
