@@ -4,7 +4,8 @@
 Covered: fp32 (ranks 2 to 4, inputs whose first dimension is not the batch), fp16, QUANT8_ASYMM
 and QUANT8_ASYMM_SIGNED with saturation and activation limits, a reduction long enough to need
 the chunked exact integer GEMM, weights as constants and as model inputs, dynamic output shapes,
-large outputs (GEMM blocks on the thread pool, sgemv), the BAD_DATA validation rules and
+large outputs (GEMM blocks on the thread pool, sgemv, one product threaded by OpenBLAS: the same
+bits run to run), the BAD_DATA validation rules and
 feature levels.
 """
 
@@ -256,6 +257,30 @@ def test_fully_connected_large_outputs(x_shape, w_shape):
     b = rng.uniform(-1, 1, w_shape[0]).astype(np.float32)
     result = fc_tester(x, w, b, FuseCode.RELU).run()[0]
     assert_close(result, np.maximum(reference(x, w, b), 0))
+
+
+def test_fully_connected_large_product_threaded_or_pooled(monkeypatch):
+    # 2^27 multiply-adds: by default (and with MOCK_NNAPI_GEMM_THREADING=pool) blocks of
+    # single-threaded OpenBLAS calls on the pool; with =blas one OpenBLAS call on its own threads.
+    # Each way gives the same bits run after run (OpenBLAS splits M and N statically, never K);
+    # the two ways round differently (K = 512 is too long for assert_close's criterion in
+    # an arbitrary order, so a tolerance for fp32 sums of 512 terms of magnitude <= 1).
+    rng = np.random.default_rng(9)
+    x = rng.uniform(-1, 1, (256, 512)).astype(np.float32)
+    w = rng.uniform(-1, 1, (1024, 512)).astype(np.float32)
+    b = rng.uniform(-1, 1, 1024).astype(np.float32)
+    results = {}
+    for mode in ("default", "pool", "blas", "default", "blas", "pool"):
+        if mode == "default":
+            monkeypatch.delenv("MOCK_NNAPI_GEMM_THREADING", raising=False)
+        else:
+            monkeypatch.setenv("MOCK_NNAPI_GEMM_THREADING", mode)
+        result = fc_tester(x, w, b).run()[0]
+        if mode in results:
+            np.testing.assert_array_equal(result, results[mode], err_msg=f"{mode}: run to run")
+        results[mode] = result
+        np.testing.assert_allclose(result, reference(x, w, b), rtol=1e-5, atol=1e-4)
+    np.testing.assert_array_equal(results["default"], results["pool"])
 
 
 @pytest.mark.parametrize(

@@ -100,38 +100,117 @@ void SgemmDirect(Transpose trans_a, Transpose trans_b, size_t m, size_t n, size_
 
 size_t DivideRoundingUp(size_t a, size_t b) { return (a + b - 1) / b; }
 
-// Limits OpenBLAS to one thread while it lives (nested: the previous setting comes back when the
-// last one ends). Every OpenBLAS call runs under one: the pool (ParallelFor) is the only source
-// of parallelism, so OpenBLAS's own helper threads, which spin for a while after each threaded
-// call, never compete with the pool's workers for the cores.
-class SingleThreadedBlas {
+// OpenBLAS's thread count is one process-wide setting, used in two ways:
+// - SingleThreadedBlas scopes limit OpenBLAS to one thread while they live (nested, and open in
+//   any number of threads at once: the previous setting comes back when the last one ends). Every
+//   OpenBLAS call of a pool job or of a small product runs under one, so OpenBLAS's own helper
+//   threads, which spin for a while after each threaded call, do not compete with the pool's
+//   workers for the cores.
+// - With MOCK_NNAPI_GEMM_THREADING=blas, a large product is threaded by OpenBLAS itself
+//   (RunThreaded), one at a time and only while no single-threaded scope is open. It waits for
+//   the open scopes to close and, from then on, new scopes wait for it, except nested ones (a
+//   thread that holds a scope, or a pool worker, whose job's owner holds one): they never wait,
+//   so nothing waits in a cycle. A large product always takes this path (never the pool when
+//   OpenBLAS's threads are busy): its bits do not depend on what other executions do.
+class BlasThreads {
  public:
-  SingleThreadedBlas() {
-    std::lock_guard<std::mutex> lock(Mutex());
-    if (Depth()++ == 0) {
-      Saved() = scipy_openblas_get_num_threads();
+  static BlasThreads& Get() {
+    static BlasThreads* state = new BlasThreads();  // never destroyed: used until exit
+    return *state;
+  }
+  // Whether the calling thread holds a scope, is a pool worker or runs a ParallelFor body inline:
+  // its products run single-threaded (they never take OpenBLAS's threads).
+  static bool Nested() { return HoldsScope() || loop_depth_ > 0; }
+  // Whether the calling thread holds a scope or is a pool worker (whose job's owner holds one):
+  // its scopes never wait.
+  static bool HoldsScope() { return depth_ > 0 || pool_worker_; }
+  static void MarkPoolWorker() { pool_worker_ = true; }
+  // Marks the calling thread nested while a ParallelFor body runs on it without a scope (too
+  // little work for threads): its products stay single-threaded, as in a pool job.
+  class InLoop {
+   public:
+    InLoop() { ++loop_depth_; }
+    ~InLoop() { --loop_depth_; }
+    InLoop(const InLoop&) = delete;
+    InLoop& operator=(const InLoop&) = delete;
+  };
+
+  // OpenBLAS's setting outside the scopes (OPENBLAS_NUM_THREADS, threadpoolctl).
+  int UserThreads() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return std::max(1, single_ > 0 ? saved_ : scipy_openblas_get_num_threads());
+  }
+  void EnterSingle() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!HoldsScope()) idle_.wait(lock, [&] { return !threaded_ && waiting_ == 0; });
+    ++depth_;
+    if (single_++ == 0) {
+      saved_ = scipy_openblas_get_num_threads();
       scipy_openblas_set_num_threads(1);
     }
   }
-  ~SingleThreadedBlas() {
-    std::lock_guard<std::mutex> lock(Mutex());
-    if (--Depth() == 0) scipy_openblas_set_num_threads(Saved());
+  void LeaveSingle() {
+    bool last = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      --depth_;
+      if (--single_ == 0) {
+        scipy_openblas_set_num_threads(saved_);
+        last = true;
+      }
+    }
+    if (last) idle_.notify_all();
+  }
+  template <typename Body>
+  void RunThreaded(const Body& body) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      ++waiting_;
+      idle_.wait(lock, [&] { return !threaded_ && single_ == 0; });
+      --waiting_;
+      threaded_ = true;
+    }
+    body();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      threaded_ = false;
+    }
+    idle_.notify_all();
   }
 
  private:
-  static std::mutex& Mutex() {
-    static std::mutex mutex;
-    return mutex;
-  }
-  static int& Depth() {
-    static int depth = 0;
-    return depth;
-  }
-  static int& Saved() {
-    static int saved = 1;
-    return saved;
-  }
+  static thread_local int depth_;         // scopes open on this thread
+  static thread_local int loop_depth_;    // ParallelFor bodies running here without a scope
+  static thread_local bool pool_worker_;  // a ThreadPool worker thread
+  std::mutex mutex_;
+  std::condition_variable idle_;  // signalled when the last scope or a threaded call ends
+  int single_ = 0;                // open single-threaded scopes (all threads)
+  int waiting_ = 0;               // large products waiting for OpenBLAS's threads
+  bool threaded_ = false;         // a threaded call is running
+  int saved_ = 1;                 // the setting before the first open scope
 };
+
+thread_local int BlasThreads::depth_ = 0;
+thread_local int BlasThreads::loop_depth_ = 0;
+thread_local bool BlasThreads::pool_worker_ = false;
+
+class SingleThreadedBlas {
+ public:
+  SingleThreadedBlas() { BlasThreads::Get().EnterSingle(); }
+  ~SingleThreadedBlas() { BlasThreads::Get().LeaveSingle(); }
+  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
+  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
+};
+
+// Whether a large matrix-matrix product goes to OpenBLAS's own threads rather than to the pool:
+// only with MOCK_NNAPI_GEMM_THREADING=blas (read on every large product, so one process can
+// alternate for an A/B measurement). Not the default: measured on this 2-core machine under load
+// (docs/performance.md), OpenBLAS's static split waits for its slowest thread and ran 1.2-12x
+// slower than the pool's dynamic one.
+bool PreferThreadedBlas() {
+  const char* mode = std::getenv("MOCK_NNAPI_GEMM_THREADING");
+  return mode != nullptr && std::strcmp(mode, "blas") == 0;
+}
 
 }  // namespace
 
@@ -139,10 +218,19 @@ void Sgemm(Transpose trans_a, Transpose trans_b, size_t m, size_t n, size_t k, f
            const float* a, size_t lda, const float* b, size_t ldb, float beta, float* c,
            size_t ldc) {
   if (m == 0 || n == 0) return;
-  const size_t threads = static_cast<size_t>(ThreadCount());
+  // Inside a pool job one thread; otherwise the user's setting (ThreadCount() reads 1 while any
+  // execution holds a single-threaded scope; this product's split does not depend on that).
+  const size_t threads =
+      BlasThreads::Nested() ? 1 : static_cast<size_t>(BlasThreads::Get().UserThreads());
   if (threads <= 1 || k == 0 || m * n * k < kParallelGemmWork) {
     SingleThreadedBlas single_threaded;
     SgemmDirect(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  // A large matrix-matrix product: one OpenBLAS call on its own threads (see BlasThreads).
+  if (m > 1 && n > 1 && PreferThreadedBlas()) {
+    BlasThreads::Get().RunThreaded(
+        [&] { SgemmDirect(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); });
     return;
   }
   // Split the larger output dimension into blocks computed by single-threaded OpenBLAS calls on
@@ -155,6 +243,10 @@ void Sgemm(Transpose trans_a, Transpose trans_b, size_t m, size_t n, size_t k, f
       std::min(extent, DivideRoundingUp(DivideRoundingUp(extent, threads * 4), 16) * 16);
   const size_t blocks = DivideRoundingUp(extent, step);
   const size_t block_work = (split_columns ? m : n) * step * k;
+  // Open here: ParallelFor runs the blocks on the caller without a scope of its own when
+  // ThreadCount() reads 1 (another execution's pool job), and its end could restore OpenBLAS's
+  // threads in the middle of the blocks.
+  SingleThreadedBlas single_threaded;
   ParallelFor(blocks, block_work, [&](size_t begin, size_t end) {
     for (size_t block = begin; block < end; ++block) {
       const size_t first = block * step;
@@ -291,6 +383,7 @@ class ThreadPool {
   }
 
   void WorkerLoop() {
+    BlasThreads::MarkPoolWorker();
     uint64_t seen = 0;
     for (;;) {
       std::shared_ptr<Job> job;
@@ -321,6 +414,7 @@ void ParallelFor(size_t count, size_t cost_per_item,
   size_t threads = std::min<size_t>(static_cast<size_t>(ThreadCount()), count);
   threads = std::min(threads, std::max<size_t>(1, work / kMinWorkPerThread));
   if (threads <= 1) {
+    BlasThreads::InLoop in_loop;
     body(0, count);
     return;
   }

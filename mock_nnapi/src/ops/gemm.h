@@ -33,10 +33,13 @@ enum class Transpose { kNo, kYes };
 // leading dimension lda) or A transposed (stored K x M); likewise for B. A single row or column
 // goes to sgemv (sgemm would pack the whole matrix operand for one vector). Large products
 // (matrix-vector ones too) are split into column (or row) blocks computed on the ParallelFor
-// pool. OpenBLAS itself always runs single-threaded: its helper threads spin for a while after
-// each threaded call and would compete with the pool's workers (and anyone else's) for the cores;
-// on a loaded machine its static split also waits for its slowest thread, while the pool's
-// dynamic one does not (docs/performance.md).
+// pool, with OpenBLAS single-threaded: its helper threads spin for a while after each threaded
+// call and would compete with the pool's workers (and anyone else's) for the cores; on a loaded
+// machine its static split also waits for its slowest thread, while the pool's dynamic one does
+// not (docs/performance.md). With MOCK_NNAPI_GEMM_THREADING=blas a large matrix-matrix product
+// (not inside a pool job) is one OpenBLAS call on OpenBLAS's own threads instead, one such call
+// at a time while no pool job runs (callers wait for each other; the bits depend only on the
+// shape and the thread count). Either way a product's result is the same run after run.
 // Multiply-adds (m * n * k) from which Sgemm splits one product over the pool.
 constexpr size_t kParallelGemmWork = size_t{1} << 21;
 
