@@ -202,6 +202,9 @@ class SingleThreadedBlas {
   SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
 };
 
+void ParallelForOn(size_t max_threads, size_t count, size_t cost_per_item,
+                   const std::function<void(size_t begin, size_t end)>& body);
+
 // Whether a large matrix-matrix product goes to OpenBLAS's own threads rather than to the pool:
 // only with MOCK_NNAPI_GEMM_THREADING=blas (read on every large product, so one process can
 // alternate for an A/B measurement). Not the default: measured on this 2-core machine under load
@@ -218,10 +221,7 @@ void Sgemm(Transpose trans_a, Transpose trans_b, size_t m, size_t n, size_t k, f
            const float* a, size_t lda, const float* b, size_t ldb, float beta, float* c,
            size_t ldc) {
   if (m == 0 || n == 0) return;
-  // Inside a pool job one thread; otherwise the user's setting (ThreadCount() reads 1 while any
-  // execution holds a single-threaded scope; this product's split does not depend on that).
-  const size_t threads =
-      BlasThreads::Nested() ? 1 : static_cast<size_t>(BlasThreads::Get().UserThreads());
+  const size_t threads = static_cast<size_t>(ThreadCount());
   if (threads <= 1 || k == 0 || m * n * k < kParallelGemmWork) {
     SingleThreadedBlas single_threaded;
     SgemmDirect(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
@@ -243,11 +243,11 @@ void Sgemm(Transpose trans_a, Transpose trans_b, size_t m, size_t n, size_t k, f
       std::min(extent, DivideRoundingUp(DivideRoundingUp(extent, threads * 4), 16) * 16);
   const size_t blocks = DivideRoundingUp(extent, step);
   const size_t block_work = (split_columns ? m : n) * step * k;
-  // Open here: ParallelFor runs the blocks on the caller without a scope of its own when
-  // ThreadCount() reads 1 (another execution's pool job), and its end could restore OpenBLAS's
-  // threads in the middle of the blocks.
+  // Every block single-threaded, also when they all run here (the pool busy with another
+  // execution's job); the blocks are spread over `threads` threads, decided above, as the scope
+  // makes ThreadCount() read 1 from here on.
   SingleThreadedBlas single_threaded;
-  ParallelFor(blocks, block_work, [&](size_t begin, size_t end) {
+  ParallelForOn(threads, blocks, block_work, [&](size_t begin, size_t end) {
     for (size_t block = begin; block < end; ++block) {
       const size_t first = block * step;
       const size_t size = std::min(step, extent - first);
@@ -319,7 +319,10 @@ std::string BlasInfoJson() {
          ", \"threads\": " + std::to_string(ThreadCount()) + "}";
 }
 
-int ThreadCount() { return std::max(1, scipy_openblas_get_num_threads()); }
+int ThreadCount() {
+  // Not OpenBLAS's current setting: it reads 1 while any execution holds a single-threaded scope.
+  return BlasThreads::Nested() ? 1 : BlasThreads::Get().UserThreads();
+}
 
 namespace {
 
@@ -405,13 +408,12 @@ class ThreadPool {
   size_t workers_ = 0;
 };
 
-}  // namespace
-
-void ParallelFor(size_t count, size_t cost_per_item,
-                 const std::function<void(size_t begin, size_t end)>& body) {
+// ParallelFor with the thread count decided by the caller.
+void ParallelForOn(size_t max_threads, size_t count, size_t cost_per_item,
+                   const std::function<void(size_t begin, size_t end)>& body) {
   if (count == 0) return;
   const size_t work = count * std::max<size_t>(1, cost_per_item);
-  size_t threads = std::min<size_t>(static_cast<size_t>(ThreadCount()), count);
+  size_t threads = std::min(max_threads, count);
   threads = std::min(threads, std::max<size_t>(1, work / kMinWorkPerThread));
   if (threads <= 1) {
     BlasThreads::InLoop in_loop;
@@ -428,6 +430,13 @@ void ParallelFor(size_t count, size_t cost_per_item,
   };
   SingleThreadedBlas single_threaded;
   if (!ThreadPool::Get().Run(used_chunks, threads - 1, run_chunk)) body(0, count);
+}
+
+}  // namespace
+
+void ParallelFor(size_t count, size_t cost_per_item,
+                 const std::function<void(size_t begin, size_t end)>& body) {
+  ParallelForOn(static_cast<size_t>(ThreadCount()), count, cost_per_item, body);
 }
 
 std::vector<float> HalfToFloat(const Half* data, size_t count) {
