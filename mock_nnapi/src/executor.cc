@@ -129,6 +129,7 @@ class ModelRun : public OperationContext::OutputAllocator {
       if (!cost_only_) {
         OperationContext execute_context(operation.type, OperationPhase::kExecute, inputs, outputs,
                                          this);
+        execute_context.SetDerivedConstants(&model_.derived_constants(), op_index);
         const int executed = registration->execute(execute_context);
         if (executed != ANEURALNETWORKS_NO_ERROR) return ANEURALNETWORKS_OP_FAILED;
         if (g_operation_faults_armed.load(std::memory_order_relaxed)) {

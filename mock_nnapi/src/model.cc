@@ -161,6 +161,7 @@ OperandInfo Model::StaticOperandInfo(uint32_t index) const {
   info.omitted = operand.lifetime == OperandLifetime::kNoValue;
   info.data = const_cast<uint8_t*>(ConstantData(operand));
   info.length = info.data ? operand.value_length : 0;
+  info.constant = info.data != nullptr;
   if (operand.lifetime == OperandLifetime::kModelReference) info.model = operand.referenced_model;
   return info;
 }

@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "derived_constants.h"
 #include "object_counter.h"
 #include "operation.h"
 
@@ -108,6 +109,8 @@ class Model : public CountedObject<Model> {
   // Runs the operation's validate step on the model's operand types (used at addOperation,
   // by getSupportedOperationsForDevices and at finish).
   int ValidateOperation(const Operation& operation, int64_t* feature_level) const;
+  // What the operations derived from their constant inputs (filled while the model runs).
+  DerivedConstants& derived_constants() const { return derived_; }
 
  private:
   int SortIntoRunOrder();
@@ -125,6 +128,7 @@ class Model : public CountedObject<Model> {
   bool relaxed_ = false;
   bool finished_ = false;
   bool invalid_ = false;
+  mutable DerivedConstants derived_;
 };
 
 }  // namespace mock_nnapi

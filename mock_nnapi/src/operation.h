@@ -27,10 +27,13 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "check.h"
+#include "derived_constants.h"
 #include "operand_types.h"
 
 namespace mock_nnapi {
@@ -55,6 +58,8 @@ struct OperandInfo {
   const ChannelQuantization* channel_quant = nullptr;
   // Omitted optional operand (setOperandValue(NULL, 0)).
   bool omitted = false;
+  // A constant (setOperandValue / setOperandValueFromMemory): its value is the same in every run.
+  bool constant = false;
   uint8_t* data = nullptr;
   size_t length = 0;
   // A MODEL operand's referenced model (setOperandValueFromModel), seen by IF and WHILE in every
@@ -127,6 +132,26 @@ class OperationContext {
   // Prepare: fixes the shape of output i (and its quantisation when the operation defines it).
   int SetOutputShape(uint32_t i, const Dimensions& dimensions);
 
+  // Execute: data derived from this operation's constant inputs (see derived_constants.h), built
+  // by `build` (returning std::unique_ptr<T>, or nullptr to decline) the first time the operation
+  // runs in its model and kept while the model lives; `bytes` is its size against the model's
+  // budget. nullptr when declined or outside a model run: the kernel then computes without it,
+  // with the same results. `build` may read only constant inputs (OperandInfo::constant) and the
+  // operation's static shapes, and `key` tells apart the entries of one operation.
+  template <typename T, typename Build>
+  const T* Derived(uint32_t key, size_t bytes, Build&& build) const {
+    if (derived_ == nullptr) return nullptr;
+    std::shared_ptr<const void> entry = derived_->GetOrBuild(
+        operation_index_, key, bytes,
+        [&]() -> std::shared_ptr<const void> { return std::shared_ptr<const T>(build()); });
+    return static_cast<const T*>(entry.get());  // kept alive by the store
+  }
+  // The executor: where Derived keeps this operation's entries.
+  void SetDerivedConstants(DerivedConstants* store, uint32_t operation_index) {
+    derived_ = store;
+    operation_index_ = operation_index;
+  }
+
   // Validate: the operation needs at least `level`.
   void RequireFeatureLevel(int64_t level) {
     if (level > min_feature_level) min_feature_level = level;
@@ -140,6 +165,8 @@ class OperationContext {
   std::vector<OperandInfo*> inputs_;
   std::vector<OperandInfo*> outputs_;
   OutputAllocator* allocator_;
+  DerivedConstants* derived_ = nullptr;
+  uint32_t operation_index_ = 0;
 };
 
 struct OperationRegistration {

@@ -21,6 +21,8 @@ enum class Counter {
   kOperationsExecuted,
   // The most bytes of temporaries one model run held at once (a maximum, not a sum).
   kTemporaryBytesPeak,
+  // Entries built in the models' DerivedConstants stores (weights packed or converted once).
+  kDerivedConstantsBuilt,
 };
 
 void Increment(Counter counter, uint64_t amount = 1);

@@ -550,3 +550,50 @@ def test_temporaries_are_freed_after_their_last_reader():
     peak = control.counter("temporary_bytes_peak")
     temporary = int(np.prod(shape)) * 4
     assert peak == 2 * temporary, f"{peak} bytes of temporaries held at once"
+
+
+def test_constant_weights_are_converted_once_per_model():
+    """A float16 FULLY_CONNECTED's constant weights and bias are converted to float once, on the
+    model's first run, and kept for later runs and other compilations of the model (the
+    DerivedConstants store); weights fed as a model input are converted on every run. Both give
+    the same values."""
+    import mock_nnapi
+    from mock_nnapi import control
+
+    rng = np.random.default_rng(1)
+    x_value = rng.standard_normal((3, 8)).astype(np.float16)
+    w_value = rng.standard_normal((5, 8)).astype(np.float16)
+    b_value = rng.standard_normal(5).astype(np.float16)
+
+    def build(weights_constant: bool):
+        model = mock_nnapi.Model()
+        x = model.add_operand(OperandCode.TENSOR_FLOAT16, x_value.shape)
+        if weights_constant:
+            w = model.add_constant(OperandCode.TENSOR_FLOAT16, w_value)
+        else:
+            w = model.add_operand(OperandCode.TENSOR_FLOAT16, w_value.shape)
+        b = model.add_constant(OperandCode.TENSOR_FLOAT16, b_value)
+        out = model.add_operand(OperandCode.TENSOR_FLOAT16, (3, 5))
+        activation = model.add_scalar(OperandCode.INT32, 0)
+        model.add_operation(OperationCode.FULLY_CONNECTED, [x, w, b, activation], [out])
+        model.identify_inputs_and_outputs([x] if weights_constant else [x, w], [out])
+        model.finish()
+        return model
+
+    constant_model = build(True)
+    control.reset_counters()
+    results = []
+    for _ in range(2):  # two compilations of one model, two runs each
+        compilation = mock_nnapi.Compilation(constant_model).finish()
+        for _ in range(2):
+            results.append(mock_nnapi.Execution(compilation).compute([x_value])[0])
+    assert control.counter("derived_constants_built") == 2  # the weights and the bias, once
+    input_model = build(False)
+    compilation = mock_nnapi.Compilation(input_model).finish()
+    for _ in range(2):
+        results.append(mock_nnapi.Execution(compilation).compute([x_value, w_value])[0])
+    assert control.counter("derived_constants_built") == 3  # only the second model's bias
+    for result in results[1:]:
+        np.testing.assert_array_equal(result, results[0])
+    expected = x_value.astype(np.float32) @ w_value.astype(np.float32).T + b_value
+    np.testing.assert_allclose(results[0].astype(np.float32), expected, rtol=2e-3, atol=2e-3)

@@ -34,6 +34,7 @@ COUNTER_NAMES = (
     "executions_failed",
     "operations_executed",
     "temporary_bytes_peak",
+    "derived_constants_built",
     "live_models",
     "live_compilations",
     "live_executions",

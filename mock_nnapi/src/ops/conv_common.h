@@ -22,6 +22,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "common.h"
@@ -382,6 +384,24 @@ class FloatValues {
  public:
   FloatValues() = default;
   explicit FloatValues(const OperandInfo& operand) { Assign(operand); }
+  // Input `input` of the operation; a constant is converted once per model and kept
+  // (OperationContext::Derived, entry key `input`).
+  FloatValues(const OperationContext& context, uint32_t input) {
+    const OperandInfo& operand = context.Input(input);
+    if (operand.constant && operand.type != ANEURALNETWORKS_TENSOR_FLOAT32) {
+      const size_t count = ElementCount(operand.dimensions).value_or(0);
+      const std::vector<float>* converted =
+          context.Derived<std::vector<float>>(input, count * sizeof(float), [&] {
+            FloatValues values(operand);
+            return std::make_unique<std::vector<float>>(std::move(values.storage_));
+          });
+      if (converted != nullptr) {
+        data_ = converted->data();
+        return;
+      }
+    }
+    Assign(operand);
+  }
   void Assign(const OperandInfo& operand) {
     const size_t count = ElementCount(operand.dimensions).value_or(0);
     switch (operand.type) {

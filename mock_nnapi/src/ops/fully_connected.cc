@@ -131,7 +131,7 @@ int Execute(OperationContext& context) {
                           input_size, num_units, activation, output.MutableData<float>());
       return ANEURALNETWORKS_NO_ERROR;
     case ANEURALNETWORKS_TENSOR_FLOAT16: {
-      const conv::FloatValues x(input), w(weights), b(bias);
+      const conv::FloatValues x(input), w(context, kWeights), b(context, kBias);
       std::vector<float> out(batch * num_units);
       FullyConnectedFloat(x.data(), w.data(), b.data(), batch, input_size, num_units, activation,
                           out.data());
@@ -139,7 +139,7 @@ int Execute(OperationContext& context) {
       return ANEURALNETWORKS_NO_ERROR;
     }
     default: {  // TENSOR_QUANT8_ASYMM(_SIGNED)
-      const conv::FloatValues x(input), w(weights);
+      const conv::FloatValues x(input), w(context, kWeights);
       std::vector<int32_t> accumulators(batch * num_units);
       gemm::IntegerGemm(gemm::Transpose::kNo, gemm::Transpose::kYes, batch, num_units, input_size,
                         x.data(), input_size, conv::MaxAbsOffset(input), w.data(), input_size,
