@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "../json.h"
+#include "../statistics.h"
 
 namespace mock_nnapi {
 namespace gemm {
@@ -338,54 +339,74 @@ class ThreadPool {
 
   // Runs body(chunk) for every chunk in [0, chunks) on the caller and up to `helpers` workers.
   // Returns false (nothing run) when another job holds the pool.
+  //
+  // Each participant (the caller, workers 1..helpers) owns an equal contiguous share of the
+  // chunks and runs it first, then takes what is left of the others' shares: on an idle machine
+  // a thread runs the same chunks every time (a product's weight blocks stay in the cache of the
+  // core that read them last), on a loaded one nobody waits for a thread the OS runs late.
   bool Run(size_t chunks, size_t helpers, const std::function<void(size_t)>& body) {
     std::unique_lock<std::mutex> busy(run_mutex_, std::try_to_lock);
     if (!busy.owns_lock()) return false;
-    auto job = std::make_shared<Job>();
+    auto job = std::make_shared<Job>(chunks, helpers + 1);
     job->body = &body;
-    job->chunks = chunks;
-    job->helpers = helpers;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       while (workers_ < helpers) {
-        std::thread(&ThreadPool::WorkerLoop, this).detach();
         ++workers_;
+        std::thread(&ThreadPool::WorkerLoop, this, workers_).detach();
       }
       job_ = job;
       ++generation_;
     }
     wake_.notify_all();
-    Work(*job);
+    Increment(Counter::kPoolJobs);
+    Work(*job, 0);
     std::unique_lock<std::mutex> lock(job->mutex);
     job->done.wait(lock, [&] { return job->finished == job->chunks; });
     return true;
   }
 
  private:
-  struct Job {
-    const std::function<void(size_t)>* body = nullptr;
-    size_t chunks = 0;
-    size_t helpers = 0;
+  // One participant's share of the chunks: [next, end) not yet claimed.
+  struct Share {
     std::atomic<size_t> next{0};
-    std::atomic<size_t> joined{0};
+    size_t end = 0;
+  };
+  struct Job {
+    Job(size_t chunk_count, size_t participant_count)
+        : chunks(chunk_count), participants(participant_count), shares(new Share[participants]) {
+      for (size_t i = 0; i < participants; ++i) {
+        shares[i].next = chunks * i / participants;
+        shares[i].end = chunks * (i + 1) / participants;
+      }
+    }
+    const std::function<void(size_t)>* body = nullptr;
+    const size_t chunks;
+    const size_t participants;  // the caller and the workers 1..participants-1
+    std::unique_ptr<Share[]> shares;
     std::mutex mutex;
     std::condition_variable done;
     size_t finished = 0;  // guarded by mutex
   };
 
-  // Claims and runs chunks until none is left. Once every chunk is claimed nobody touches the
-  // body again, so a late worker holding an old job only finds the counter exhausted.
-  static void Work(Job& job) {
-    for (;;) {
-      const size_t chunk = job.next.fetch_add(1);
-      if (chunk >= job.chunks) return;
-      (*job.body)(chunk);
-      std::lock_guard<std::mutex> lock(job.mutex);
-      if (++job.finished == job.chunks) job.done.notify_all();
+  // Participant `slot` claims and runs chunks, its own share first, until none is left. Once
+  // every chunk is claimed nobody touches the body again, so a late worker holding an old job
+  // only finds the shares exhausted.
+  static void Work(Job& job, size_t slot) {
+    for (size_t i = 0; i < job.participants; ++i) {
+      Share& share = job.shares[(slot + i) % job.participants];
+      for (;;) {
+        const size_t chunk = share.next.fetch_add(1);
+        if (chunk >= share.end) break;
+        (*job.body)(chunk);
+        std::lock_guard<std::mutex> lock(job.mutex);
+        if (++job.finished == job.chunks) job.done.notify_all();
+      }
     }
   }
 
-  void WorkerLoop() {
+  // Worker `index` (1, 2, ...) takes part in the jobs that want at least `index` helpers.
+  void WorkerLoop(size_t index) {
     BlasThreads::MarkPoolWorker();
     uint64_t seen = 0;
     for (;;) {
@@ -396,7 +417,7 @@ class ThreadPool {
         seen = generation_;
         job = job_;
       }
-      if (job && job->joined.fetch_add(1) < job->helpers) Work(*job);
+      if (job && index < job->participants) Work(*job, index);
     }
   }
 
