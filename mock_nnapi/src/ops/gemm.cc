@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -327,6 +328,23 @@ int ThreadCount() {
 
 namespace {
 
+// How long an idle worker, and a caller waiting for a job's last chunks, poll before sleeping on
+// a condition variable: a model's next operation usually hands out its job within microseconds,
+// and waking a sleeping thread takes tens of microseconds (more in a virtual machine), as long as
+// a small product takes. The poll yields the CPU between checks.
+constexpr auto kPollBeforeSleeping = std::chrono::microseconds(100);
+
+// Polls `ready` for up to kPollBeforeSleeping; returns its last answer.
+template <typename Ready>
+bool PollFor(const Ready& ready) {
+  const auto deadline = std::chrono::steady_clock::now() + kPollBeforeSleeping;
+  while (!ready()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
 // A persistent pool of worker threads that run the chunks of one job at a time. Chunks are
 // claimed through an atomic counter, so the caller (which claims chunks too) never waits for a
 // worker that has not started: it only waits for chunks that are already running.
@@ -356,13 +374,16 @@ class ThreadPool {
         std::thread(&ThreadPool::WorkerLoop, this, workers_).detach();
       }
       job_ = job;
-      ++generation_;
+      generation_.store(generation_.load() + 1);
     }
     wake_.notify_all();
     Increment(Counter::kPoolJobs);
     Work(*job, 0);
-    std::unique_lock<std::mutex> lock(job->mutex);
-    job->done.wait(lock, [&] { return job->finished == job->chunks; });
+    const auto all_finished = [&] { return job->finished.load() == job->chunks; };
+    if (!PollFor(all_finished)) {
+      std::unique_lock<std::mutex> lock(job->mutex);
+      job->done.wait(lock, all_finished);
+    }
     return true;
   }
 
@@ -384,9 +405,9 @@ class ThreadPool {
     const size_t chunks;
     const size_t participants;  // the caller and the workers 1..participants-1
     std::unique_ptr<Share[]> shares;
-    std::mutex mutex;
+    std::atomic<size_t> finished{0};
+    std::mutex mutex;  // taken to signal `done` (the last chunk) and to sleep on it
     std::condition_variable done;
-    size_t finished = 0;  // guarded by mutex
   };
 
   // Participant `slot` claims and runs chunks, its own share first, until none is left. Once
@@ -399,8 +420,10 @@ class ThreadPool {
         const size_t chunk = share.next.fetch_add(1);
         if (chunk >= share.end) break;
         (*job.body)(chunk);
-        std::lock_guard<std::mutex> lock(job.mutex);
-        if (++job.finished == job.chunks) job.done.notify_all();
+        if (job.finished.fetch_add(1) + 1 == job.chunks) {
+          std::lock_guard<std::mutex> lock(job.mutex);  // the caller sleeps, or sees the count
+          job.done.notify_all();
+        }
       }
     }
   }
@@ -410,11 +433,13 @@ class ThreadPool {
     BlasThreads::MarkPoolWorker();
     uint64_t seen = 0;
     for (;;) {
+      const auto new_job = [&] { return generation_.load() != seen; };
+      PollFor(new_job);
       std::shared_ptr<Job> job;
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return generation_ != seen; });
-        seen = generation_;
+        wake_.wait(lock, new_job);
+        seen = generation_.load();
         job = job_;
       }
       if (job && index < job->participants) Work(*job, index);
@@ -422,10 +447,10 @@ class ThreadPool {
   }
 
   std::mutex run_mutex_;  // one job at a time
-  std::mutex mutex_;      // guards job_, generation_, workers_
+  std::mutex mutex_;      // guards job_, workers_ and changes of generation_
   std::condition_variable wake_;
   std::shared_ptr<Job> job_;
-  uint64_t generation_ = 0;
+  std::atomic<uint64_t> generation_{0};  // polled by idle workers
   size_t workers_ = 0;
 };
 
