@@ -1,13 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
-"""packed_gemm: the mock's own GEMM for constant fp32 weights (CONV_2D, GROUPED_CONV_2D), against
-a float64 reference and against itself.
+"""packed_gemm: the mock's own GEMM for constant fp32 weights (CONV_2D, GROUPED_CONV_2D, small
+FULLY_CONNECTED weights), against a float64 reference and against itself.
 
 Covered: M, N and K that are not multiples of the kernels' blocks (8 or 6 or 4 rows, panels of
 32 columns), K = 1, N = 1, zero and non-zero biases, every fused activation, receptive fields
 read in place and assembled at the padding (the same bits), the same bits whatever the thread
 count and between the AVX-512 and AVX2 kernels, the OpenBLAS path (weights fed as inputs, or
-MOCK_NNAPI_PACKED_GEMM=0) within fp32 rounding, and the DerivedConstants store declining the
-packed weights (packed for each run instead: the same bits).
+MOCK_NNAPI_PACKED_GEMM=0) within fp32 rounding, the DerivedConstants store declining the packed
+weights (packed for each run instead: the same bits), and which FULLY_CONNECTED products are
+packed (two or more rows, weights of at most 12 MiB).
 
 Operands stay small (|x| <= 1, short reductions) so that other machines' kernels (the arm64
 device job compares its outputs with the x86 mock's under assert_close's fp32 criterion) agree.
@@ -29,6 +30,7 @@ from mock_nnapi import FuseCode, PaddingCode
 from .helpers import FUSED_ACTIVATIONS
 from .op_tester import assert_close
 from .test_conv_2d import random_float, run_float_conv
+from .test_fully_connected import fc_tester, reference
 
 # (input NHWC, filter [C_out, kH, kW, C_in], padding, strides (w, h), dilations, groups)
 CONV_CASES = {
@@ -129,6 +131,73 @@ def test_declined_packed_weights_are_packed_per_run_with_the_same_bits(monkeypat
     declined, _ = run_float_conv(x, w, b, PaddingCode.SAME)
     assert control.counter("derived_constants_built") == 0
     np.testing.assert_array_equal(declined, kept)
+
+
+FC_CASES = [
+    ((2, 1), (1, 1)),
+    ((3, 7), (33, 7)),
+    ((9, 64), (31, 64)),
+    ((17, 40), (70, 40)),
+    ((2, 3, 20), (65, 20)),
+    ((120, 24), (96, 24)),
+]
+
+
+@pytest.mark.parametrize("x_shape,w_shape", FC_CASES, ids=[f"{x}x{w}" for x, w in FC_CASES])
+def test_packed_fully_connected_float32(x_shape, w_shape):
+    rng = np.random.default_rng(x_shape[0] * 100 + w_shape[0])
+    x = random_float(rng, x_shape)
+    w = random_float(rng, w_shape)
+    b = random_float(rng, w_shape[0])
+    result = fc_tester(x, w, b).run()[0]
+    assert_close(result, reference(x, w, b))
+    as_inputs = fc_tester(x, w, b, weights_as_inputs=True).run()[0]
+    assert_close(as_inputs, reference(x, w, b))
+
+
+@pytest.mark.parametrize("activation", list(FUSED_ACTIVATIONS))
+def test_packed_fully_connected_activations(activation):
+    rng = np.random.default_rng(15)
+    x = rng.uniform(-1, 1, (5, 8)).astype(np.float32)
+    w = rng.uniform(-0.4, 0.4, (45, 8)).astype(np.float32)
+    b = rng.uniform(-1, 1, 45).astype(np.float32)
+    result = fc_tester(x, w, b, activation).run()[0]
+    assert_close(result, FUSED_ACTIVATIONS[activation](reference(x, w, b)))
+
+
+def test_fully_connected_declined_weights_same_bits(monkeypatch):
+    from mock_nnapi import control
+
+    rng = np.random.default_rng(16)
+    x = random_float(rng, (6, 30))
+    w = random_float(rng, (50, 30))
+    b = random_float(rng, 50)
+    control.reset_counters()
+    kept = fc_tester(x, w, b, FuseCode.RELU6).run()[0]
+    assert control.counter("derived_constants_built") == 1  # the packed weights
+    monkeypatch.setenv("MOCK_NNAPI_DERIVED_BUDGET_BYTES", "0")
+    control.reset_counters()
+    declined = fc_tester(x, w, b, FuseCode.RELU6).run()[0]
+    assert control.counter("derived_constants_built") == 0
+    np.testing.assert_array_equal(declined, kept)
+    assert_close(kept, np.clip(reference(x, w, b), 0, 6))
+
+
+def test_fully_connected_packs_only_small_weights_and_several_rows():
+    # One row stays a matrix-vector product on sgemv, and weights above 12 MiB (an LLM's) get no
+    # second copy: neither builds a packed matrix.
+    from mock_nnapi import control
+
+    rng = np.random.default_rng(19)
+    cases = [((1, 48), (70, 48), 0), ((2, 48), (70, 48), 1), ((2, 4), (3 * 2**20 + 1, 4), 0)]
+    for x_shape, w_shape, built in cases:
+        x = random_float(rng, x_shape)
+        w = random_float(rng, w_shape)
+        b = random_float(rng, w_shape[0])
+        control.reset_counters()
+        result = fc_tester(x, w, b).run()[0]
+        assert control.counter("derived_constants_built") == built, (x_shape, w_shape)
+        assert_close(result, reference(x, w, b))
 
 
 # Runs in a fresh process (the thread count and the kernel are chosen when the library loads):
