@@ -751,8 +751,16 @@ def _assert_within_one_step(ours: np.ndarray, reference: np.ndarray, what: str) 
 
 
 def int8_conv_row(layer: dict, rng) -> None:
+    ours, reference, label, flops = int8_conv_case(layer, rng)
+    _assert_within_one_step(ours(), reference().transpose(0, 2, 3, 1), label)
+    t_ours, t_ref, ratio = side_by_side(ours, reference, ARGS.rounds)
+    record(Row("int8", label, "ort QLinearConv", t_ours, t_ref, ratio, 0.5, flops, "GOP/s"))
+
+
+def int8_conv_case(layer: dict, rng):
     """CONV_2D / DEPTHWISE_CONV_2D: uint8 activations (TENSOR_QUANT8_ASYMM), int8 weights per
-    output channel (TENSOR_QUANT8_SYMM_PER_CHANNEL), int32 bias, vs QLinearConv (u8s8)."""
+    output channel (TENSOR_QUANT8_SYMM_PER_CHANNEL), int32 bias, vs QLinearConv (u8s8).
+    (mock run, onnxruntime run (NCHW output), label, operations)."""
     from onnx import TensorProto, helper, numpy_helper
 
     m = mock()
@@ -827,12 +835,7 @@ def int8_conv_row(layer: dict, rng) -> None:
     reference = bound_run(session, {"X": x_nchw}, "Y", y_nchw)
     name = "DEPTHWISE_CONV_2D" if depthwise else "CONV_2D"
     label = f"{name} {h}x{w}x{c_in} {kh}x{kw}/s{s}" + (f"/d{d}" if d > 1 else "") + f" -> {c_out}"
-    _assert_within_one_step(ours(), reference().transpose(0, 2, 3, 1), label)
-    t_ours, t_ref, ratio = side_by_side(ours, reference, ARGS.rounds)
-    flops = 2.0 * out_h * out_w * c_out * taps
-    record(
-        Row("int8", f"{label} u8s8", "ort QLinearConv", t_ours, t_ref, ratio, 0.5, flops, "GOP/s")
-    )
+    return ours, reference, f"{label} u8s8", 2.0 * out_h * out_w * c_out * taps
 
 
 def int8_fc_shapes() -> list[tuple[str, int, int, int]]:
@@ -859,9 +862,17 @@ def int8_fc_shapes() -> list[tuple[str, int, int, int]]:
 
 
 def int8_fc_row(label: str, m_rows: int, k: int, n: int, rng) -> None:
+    ours, reference, shape = int8_fc_case(label, m_rows, k, n, rng)
+    _assert_within_one_step(ours(), reference(), shape)
+    t_ours, t_ref, ratio = side_by_side(ours, reference, ARGS.rounds)
+    work = 2.0 * m_rows * n * k
+    record(Row("int8", shape, "ort QGemm", t_ours, t_ref, ratio, 0.5, work, "GOP/s"))
+
+
+def int8_fc_case(label: str, m_rows: int, k: int, n: int, rng):
     """FULLY_CONNECTED on TENSOR_QUANT8_ASYMM (uint8 activations and weights: NNAPI's
     FULLY_CONNECTED takes weights of the input's type) vs onnxruntime's QGemm on the same uint8
-    operands (transB=1, int32 bias, uint8 output)."""
+    operands (transB=1, int32 bias, uint8 output). (mock run, onnxruntime run, label)."""
     from onnx import TensorProto, helper, numpy_helper
 
     m = mock()
@@ -911,11 +922,7 @@ def int8_fc_row(label: str, m_rows: int, k: int, n: int, rng) -> None:
         initializers,
     )
     reference = bound_run(session, {"A": x}, "Y", np.empty((m_rows, n), np.uint8))
-    shape = f"FULLY_CONNECTED {m_rows}x{k}.({n}x{k})^T {label} u8u8"
-    _assert_within_one_step(ours(), reference(), shape)
-    t_ours, t_ref, ratio = side_by_side(ours, reference, ARGS.rounds)
-    work = 2.0 * m_rows * n * k
-    record(Row("int8", shape, "ort QGemm", t_ours, t_ref, ratio, 0.5, work, "GOP/s"))
+    return ours, reference, f"FULLY_CONNECTED {m_rows}x{k}.({n}x{k})^T {label} u8u8"
 
 
 def int8_rows() -> None:
