@@ -50,6 +50,9 @@ constexpr size_t kPatchTileBytes = size_t{128} << 10;
 // Largest im2col matrix built whole for one GEMM over all output pixels.
 constexpr size_t kWholePatchBytes = size_t{16} << 20;
 
+// Fewest output pixels in a tile of the quantised convolution.
+constexpr size_t kMinQuantizedTileRows = 64;
+
 bool IsGrouped(const OperationContext& context) {
   return context.type() == ANEURALNETWORKS_GROUPED_CONV_2D;
 }
@@ -543,33 +546,53 @@ void ConvolveQuantized(const Geometry& g, const float* input, float max_abs_inpu
   const bool pointwise = g.filter_height == 1 && g.filter_width == 1 && p.stride_w == 1 &&
                          p.stride_h == 1 && p.pad_left == 0 && p.pad_top == 0 && p.pad_right == 0 &&
                          p.pad_bottom == 0;
-  // Tiles whose patch and accumulators stay in cache, and enough of them to share out.
+  // Tiles whose patch and accumulators stay in cache, and enough of them to share out; at least
+  // kMinQuantizedTileRows rows, since each tile's GEMM packs the whole filter again.
   const size_t by_patch = pointwise ? rows : kPatchTileBytes / (depth * sizeof(float));
   const size_t by_accumulators = kPatchTileBytes / (out_channels * sizeof(int32_t));
   const size_t by_threads = (rows + 4 * gemm::ThreadCount() - 1) / (4 * gemm::ThreadCount());
-  const size_t tile_rows =
-      std::min(rows, std::max<size_t>(16, std::min({by_patch, by_accumulators, by_threads})));
+  const size_t tile_rows = std::min(
+      rows, std::max(kMinQuantizedTileRows, std::min({by_patch, by_accumulators, by_threads})));
   const size_t tiles = (rows + tile_rows - 1) / tile_rows;
+  // Uninitialised scratch: every element is written before it is read.
+  auto products = [&](size_t first, size_t count, float* patch, int32_t* accumulators) {
+    for (uint32_t group = 0; group < g.groups; ++group) {
+      const float* channels = input + group * in_group_channels;
+      const float* a = channels + first * g.input.channels;
+      size_t lda = g.input.channels;
+      if (!pointwise) {
+        FillPatchRows(g, channels, first, count, patch);
+        a = patch;
+        lda = depth;
+      }
+      gemm::IntegerGemm(gemm::Transpose::kNo, gemm::Transpose::kYes, count, group_out, depth, a,
+                        lda, max_abs_input, filter + group * group_out * depth, depth,
+                        max_abs_filter, accumulators + group * group_out, out_channels);
+    }
+  };
+  if (tiles == 1) {
+    // One tile: its GEMM on the calling thread, where Sgemm shares a large product out over the
+    // pool, then the requantisation in blocks of rows over the pool.
+    std::unique_ptr<float[]> patch(pointwise ? nullptr : new float[rows * depth]);
+    std::unique_ptr<int32_t[]> accumulators(new int32_t[rows * out_channels]);
+    products(0, rows, patch.get(), accumulators.get());
+    const size_t block = std::max<size_t>(1, 16384 / out_channels);
+    gemm::ParallelFor((rows + block - 1) / block, block * out_channels * 4,
+                      [&](size_t begin, size_t end) {
+                        const size_t first = begin * block;
+                        const size_t count = std::min(rows, end * block) - first;
+                        requantization.Rows(accumulators.get() + first * out_channels, count,
+                                            out + first * out_channels);
+                      });
+    return;
+  }
   gemm::ParallelFor(tiles, tile_rows * depth * out_channels, [&](size_t begin, size_t end) {
-    // Uninitialised scratch: every element is written before it is read.
     std::unique_ptr<float[]> patch(pointwise ? nullptr : new float[tile_rows * depth]);
     std::unique_ptr<int32_t[]> accumulators(new int32_t[tile_rows * out_channels]);
     for (size_t t = begin; t < end; ++t) {
       const size_t first = t * tile_rows;
       const size_t count = std::min(tile_rows, rows - first);
-      for (uint32_t group = 0; group < g.groups; ++group) {
-        const float* channels = input + group * in_group_channels;
-        const float* a = channels + first * g.input.channels;
-        size_t lda = g.input.channels;
-        if (!pointwise) {
-          FillPatchRows(g, channels, first, count, patch.get());
-          a = patch.get();
-          lda = depth;
-        }
-        gemm::IntegerGemm(gemm::Transpose::kNo, gemm::Transpose::kYes, count, group_out, depth, a,
-                          lda, max_abs_input, filter + group * group_out * depth, depth,
-                          max_abs_filter, accumulators.get() + group * group_out, out_channels);
-      }
+      products(first, count, patch.get(), accumulators.get());
       requantization.Rows(accumulators.get(), count, out + first * out_channels);
     }
   });
