@@ -26,6 +26,8 @@ constexpr size_t kDoubleLanes = 8;
 typedef double Double8 __attribute__((vector_size(8 * kDoubleLanes), aligned(8), may_alias));
 typedef int64_t Long8 __attribute__((vector_size(8 * kDoubleLanes), aligned(8), may_alias));
 typedef int32_t Int8 __attribute__((vector_size(4 * kDoubleLanes), aligned(4), may_alias));
+typedef uint8_t Bytes32 __attribute__((vector_size(32), aligned(1), may_alias));
+typedef uint8_t Bytes16 __attribute__((vector_size(16), aligned(1), may_alias));
 typedef uint8_t ByteV __attribute__((vector_size(kLanes), aligned(1), may_alias));
 typedef int8_t SignedByteV __attribute__((vector_size(kLanes), aligned(1), may_alias));
 
@@ -83,9 +85,14 @@ MOCK_NNAPI_INLINE void RequantizeRowsImpl(const int32_t* accumulators, size_t ro
       RequantizeV(row + c, bias + c, multipliers + c, zero, lowest, highest, &halves[0]);
       RequantizeV(row + c + kDoubleLanes, bias + c + kDoubleLanes, multipliers + c + kDoubleLanes,
                   zero, lowest, highest, &halves[1]);
-      IntV values;
-      std::memcpy(&values, halves, sizeof(values));
-      const QV narrow = __builtin_convertvector(values, QV);
+      // The low byte of each lane (the value: it is in Q's range), picked by a byte shuffle
+      // (little-endian): GCC 12 narrows int32 vectors with __builtin_convertvector lane by lane.
+      Bytes32 bytes[2];
+      std::memcpy(bytes, halves, sizeof(bytes));
+      const Bytes16 picked = __builtin_shufflevector(bytes[0], bytes[1], 0, 4, 8, 12, 16, 20, 24,
+                                                     28, 32, 36, 40, 44, 48, 52, 56, 60);
+      QV narrow;
+      std::memcpy(&narrow, &picked, sizeof(narrow));
       std::memcpy(target + c, &narrow, sizeof(narrow));
     }
     for (; c < channels; ++c) {
