@@ -14,6 +14,16 @@ median of the per-round ratios, robust to other load on a shared machine):
 - conv: every distinct CONV_2D / DEPTHWISE_CONV_2D layer of MobileNetV2, MobileNetV3-Large and
   EfficientNet-B0 (bench/conv_shapes.json, recorded from torchvision by ``--record-shapes``) vs
   onnxruntime's CPU provider; goal >= 0.8x;
+- int8: the same conv layers quantised (uint8 activations TENSOR_QUANT8_ASYMM, int8 filters per
+  output channel TENSOR_QUANT8_SYMM_PER_CHANNEL, int32 bias) vs onnxruntime's QLinearConv (u8s8),
+  and FULLY_CONNECTED (uint8 activations and weights: NNAPI's FULLY_CONNECTED takes weights of
+  the input's type) vs onnxruntime's QGemm on the same operands, at every projection of
+  TinyLlama-1.1B and Llama-2-7B for decode (1 token) and a prefill of 128 tokens; goal >= 0.5x;
+- fp16: the mock's relaxed fp32 (relaxComputationFloat32toFloat16, on a GPU device of the
+  snapdragon-8-gen-2 profile, whose fp32 outputs the mock rounds to fp16) and TENSOR_FLOAT16
+  models vs the same model in fp32 on the same device, for the largest and smallest pointwise,
+  3x3 and depthwise conv layers and TinyLlama-1.1B's projections (decode and 128 tokens);
+  ratio = fp32 time / its time, goal >= 1/1.5x;
 - memory-bound: pooling, elementwise and softmax vs numpy; goal >= 1/1.5x;
 - networks: the three networks built by tvm_nnapi (NNAPI subgraphs on the mock) vs torch eager;
   goal >= 1/1.2x; the tiny-llama prefill of the NNAPI build vs the host llvm build
@@ -30,9 +40,10 @@ number here is a host measurement.
     python bench/performance.py                 # everything; writes docs/performance.md
     python bench/performance.py --quick         # small shapes, seconds (a smoke test of this code)
     python bench/performance.py --only gemm,conv --rounds 7
+    python bench/performance.py --only int8,fp16 --openblas-coretype ''
     python bench/performance.py --record-shapes # re-enumerate the conv layers (needs torch)
 
-Needs numpy; onnxruntime and onnx for the conv and overhead rows, torch and torchvision (the
+Needs numpy; onnxruntime and onnx for the conv, int8 and overhead rows, torch and torchvision (the
 `models` extra) for the networks; a missing library skips its rows with a message.
 """
 
