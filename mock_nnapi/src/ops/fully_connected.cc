@@ -27,6 +27,17 @@
 namespace mock_nnapi {
 namespace fully_connected {
 
+// Clones of the integer kernel: its int16 multiply-adds have 512-bit forms only with AVX-512BW
+// (part of x86-64-v4); vector_math.h's AVX-512F clone would run them on 256 bits.
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define MOCK_NNAPI_INT16_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#endif
+#endif
+#ifndef MOCK_NNAPI_INT16_CLONES
+#define MOCK_NNAPI_INT16_CLONES
+#endif
+
 // acc[b * num_units + j] = sum over i of x[b * k + i] * (w[j * k + i] - w_zero) for the units j in
 // [begin, end) and the `batch` rows b: exact int32 sums of int16 products (the caller checks that
 // no sum can overflow), in loops GCC vectorises (multiply-add of int16 pairs). Each weight row is
@@ -49,13 +60,13 @@ inline void IntegerDotRowsImpl(const int16_t* __restrict__ x, size_t batch, cons
   }
 }
 
-MOCK_NNAPI_SIMD_CLONES
+MOCK_NNAPI_INT16_CLONES
 void IntegerDotRows(const int16_t* x, size_t batch, const uint8_t* w, size_t k, int16_t w_zero,
                     size_t num_units, size_t begin, size_t end, int32_t* acc) {
   IntegerDotRowsImpl(x, batch, w, k, w_zero, num_units, begin, end, acc);
 }
 
-MOCK_NNAPI_SIMD_CLONES
+MOCK_NNAPI_INT16_CLONES
 void IntegerDotRows(const int16_t* x, size_t batch, const int8_t* w, size_t k, int16_t w_zero,
                     size_t num_units, size_t begin, size_t end, int32_t* acc) {
   IntegerDotRowsImpl(x, batch, w, k, w_zero, num_units, begin, end, acc);
