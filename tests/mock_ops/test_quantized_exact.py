@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The quantised CONV_2D / GROUPED_CONV_2D / FULLY_CONNECTED kernels give exactly the mock's
-defined result, element for element (not within one step): the exact integer sum of the
-offset-subtracted products plus the bias, times the real multiplier
+"""The quantised CONV_2D / GROUPED_CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED kernels give
+exactly the mock's defined result, element for element (not within one step): the exact integer
+sum of the offset-subtracted products plus the bias, times the real multiplier
 double(float(input_scale * filter_scale)) / output_scale, rounded half away from zero, plus the
 output zero point, clamped to the activation's range.
 
@@ -9,7 +9,9 @@ Covered: FULLY_CONNECTED at every batch the direct path on the quantised weights
 and beyond it (the exact float GEMM), reductions of odd lengths and one past float's exact
 integers, multipliers of exactly 0.5 (every odd sum is a tie); CONV_2D pointwise, padded 3x3,
 strided, grouped and NCHW, per-tensor and per-channel, output maps larger than one tile of the
-tiled kernel; constant weights and the same weights as model inputs give identical bits.
+tiled kernel; DEPTHWISE_CONV_2D with multiplier 1 (the fp32 kernel, exact on such integers),
+dilation and multiplier 2; constant weights and the same weights as model inputs give identical
+bits.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from .test_fully_connected import fc_tester
 ACTIVATION_RANGES = {FuseCode.NONE: None, FuseCode.RELU: (0, None), FuseCode.RELU6: (0, 6)}
 
 
-def multiplier(x_scale: float, w_scale: float, out_scale: float) -> np.float64:
+def multiplier_of(x_scale: float, w_scale: float, out_scale: float) -> np.float64:
     """conv::OutputMultipliers: the float product of the scales, divided in double."""
     return np.float64(np.float32(x_scale) * np.float32(w_scale)) / np.float64(np.float32(out_scale))
 
@@ -80,7 +82,7 @@ def fc_case(dtype_name, batch, k, units, *, ties=False, activation=FuseCode.NONE
     sums = (x.astype(np.int64) - x_zp) @ (w.astype(np.int64) - w_zp).T + b
     out_zp = int(info.min) + 128
     expected = requantized(
-        sums, multiplier(x_scale, w_scale, out_scale), out_scale, out_zp, dtype, activation
+        sums, multiplier_of(x_scale, w_scale, out_scale), out_scale, out_zp, dtype, activation
     )
 
     def run(weights_as_inputs):
@@ -199,7 +201,7 @@ def conv_case(case, dtype_name, per_channel, *, nchw=False, ties=False, seed=0):
     taps = w_shape[1] * w_shape[2] * w_shape[3]
     out_scale = 1.0 if ties else float(x_scale * 0.01 * 150 * np.sqrt(taps))
     out_zp = int(info.min) + 120
-    multipliers = np.array([multiplier(x_scale, s, out_scale) for s in w_scales])
+    multipliers = np.array([multiplier_of(x_scale, s, out_scale) for s in w_scales])
     expected = requantized(sums, multipliers, out_scale, out_zp, dtype)
     op = OperationCode.GROUPED_CONV_2D if groups else OperationCode.CONV_2D
     scalars = conv_scalars(
@@ -256,3 +258,67 @@ def test_conv_quantized_constant_and_input_filters_agree(case, per_channel):
     constant = run(False)
     np.testing.assert_array_equal(constant, run(True))
     np.testing.assert_array_equal(constant, expected)
+
+
+# ---- DEPTHWISE_CONV_2D --------------------------------------------------------------------------
+
+DEPTHWISE_CASES = {
+    # (x shape NHWC, kernel, multiplier, explicit pads (l, r, t, b), strides (w, h), dilations)
+    "3x3_padded_c40": ((1, 17, 19, 40), (3, 3), 1, (1, 1, 1, 1), (1, 1), (1, 1)),
+    "5x5_stride2": ((1, 15, 14, 24), (5, 5), 1, (2, 2, 2, 2), (2, 2), (1, 1)),
+    "dilated": ((2, 11, 12, 7), (3, 3), 1, (0, 0, 0, 0), (1, 1), (2, 2)),
+    "multiplier2": ((1, 8, 9, 5), (3, 3), 2, (1, 1, 1, 1), (1, 1), (1, 1)),
+}
+
+
+@pytest.mark.parametrize("dtype_name", list(QUANT_TYPES))
+@pytest.mark.parametrize("per_channel", [False, True], ids=["per_tensor", "per_channel"])
+@pytest.mark.parametrize("case", list(DEPTHWISE_CASES))
+def test_depthwise_quantized_is_exact(case, dtype_name, per_channel):
+    from .test_depthwise_conv_2d import depthwise_reference
+
+    dtype, code = QUANT_TYPES[dtype_name]
+    info = np.iinfo(dtype)
+    x_shape, kernel, multiplier, pads, strides, dilations = DEPTHWISE_CASES[case]
+    rng = np.random.default_rng(len(case))
+    c_out = x_shape[3] * multiplier
+    x = rng.integers(info.min, info.max + 1, x_shape, dtype=dtype)
+    x_scale, x_zp = 0.05, int(info.max) - 2  # offsets up to 253
+    w_shape = (1, *kernel, c_out)
+    if per_channel:
+        w = rng.integers(-127, 128, w_shape, dtype=np.int8)
+        w_scales = rng.uniform(0.002, 0.02, c_out).astype(np.float32)
+        w_offsets = w.astype(np.int64)
+        w_quant, channel_quant, filter_code, b_scale = None, (3, w_scales.tolist()), PER_CHANNEL, 0
+    else:
+        w = rng.integers(info.min, info.max + 1, w_shape, dtype=dtype)
+        w_zp = int(info.min) + 1
+        w_scales = np.full(c_out, 0.01, np.float32)
+        w_offsets = w.astype(np.int64) - w_zp
+        w_quant, channel_quant, filter_code = (0.01, w_zp), None, code
+        b_scale = float(np.float32(x_scale) * np.float32(0.01))
+    b = rng.integers(-2000, 2000, c_out).astype(np.int32)
+    sums = depthwise_reference(
+        x.astype(np.int64) - x_zp, w_offsets, b, pads, strides, dilations, multiplier
+    )
+    out_scale = float(x_scale * 0.01 * 150 * np.sqrt(kernel[0] * kernel[1]))
+    out_zp = int(info.min) + 120
+    multipliers = np.array([multiplier_of(x_scale, s, out_scale) for s in w_scales])
+    expected = requantized(sums, multipliers, out_scale, out_zp, dtype)
+    scalars = conv_scalars(pads, strides, FuseCode.NONE, False, dilations, extra=multiplier)
+    result = build(
+        OperationCode.DEPTHWISE_CONV_2D,
+        x,
+        w,
+        b,
+        scalars,
+        code,
+        expected.shape,
+        x_quant=(x_scale, x_zp),
+        w_quant=w_quant,
+        channel_quant=channel_quant,
+        b_scale=b_scale,
+        out_quant=(out_scale, out_zp),
+        filter_code=filter_code,
+    ).run()[0]
+    np.testing.assert_array_equal(result, expected)
