@@ -306,19 +306,25 @@ def test_depthwise_quantized_is_exact(case, dtype_name, per_channel):
     multipliers = np.array([multiplier_of(x_scale, s, out_scale) for s in w_scales])
     expected = requantized(sums, multipliers, out_scale, out_zp, dtype)
     scalars = conv_scalars(pads, strides, FuseCode.NONE, False, dilations, extra=multiplier)
-    result = build(
-        OperationCode.DEPTHWISE_CONV_2D,
-        x,
-        w,
-        b,
-        scalars,
-        code,
-        expected.shape,
-        x_quant=(x_scale, x_zp),
-        w_quant=w_quant,
-        channel_quant=channel_quant,
-        b_scale=b_scale,
-        out_quant=(out_scale, out_zp),
-        filter_code=filter_code,
-    ).run()[0]
+
+    def run(weights_as_inputs):
+        return build(
+            OperationCode.DEPTHWISE_CONV_2D,
+            x,
+            w,
+            b,
+            scalars,
+            code,
+            expected.shape,
+            x_quant=(x_scale, x_zp),
+            w_quant=w_quant,
+            channel_quant=channel_quant,
+            b_scale=b_scale,
+            out_quant=(out_scale, out_zp),
+            filter_code=filter_code,
+            weights_as_inputs=weights_as_inputs,
+        ).run()[0]
+
+    result = run(False)
     np.testing.assert_array_equal(result, expected)
+    np.testing.assert_array_equal(run(True), result)  # the filter as a model input

@@ -524,7 +524,7 @@ int Execute(OperationContext& context) {
   const OperandInfo& output = context.Output(0);
   const Parameters& p = geometry.params;
   const conv::NhwcFloatInput in(input, p.nchw);
-  const conv::FloatValues weights(filter);
+  const conv::FloatValues weights(context, 1);  // constant fp16/quantised filters converted once
   if (!IsQuantizedType(input.type)) {
     const conv::FloatValues bias_values(bias);
     conv::FloatOutput out(output, geometry.output, p.nchw);
