@@ -12,7 +12,7 @@
 #include <system_error>
 
 #include "ops/control_flow.h"
-#include "ops/vector_convert.h"
+#include "ops/gemm.h"
 #include "statistics.h"
 #include "trace.h"
 
@@ -321,7 +321,7 @@ class RelaxedPrecisionObserver : public ExecutionObserver {
     if (operation_index < rounded_.size() && rounded_[operation_index]) {
       for (const OperandInfo* output : outputs) {
         if (output->type != ANEURALNETWORKS_TENSOR_FLOAT32 || output->data == nullptr) continue;
-        vector_convert::RoundToHalf(output->MutableData<float>(), output->length / sizeof(float));
+        gemm::RoundToHalf(output->MutableData<float>(), output->length / sizeof(float));
       }
     }
     if (next_ != nullptr) next_->OnOperation(operation_index, inputs, outputs);

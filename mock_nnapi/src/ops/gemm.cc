@@ -492,14 +492,38 @@ void ParallelFor(size_t count, size_t cost_per_item,
   ParallelForOn(static_cast<size_t>(ThreadCount()), count, cost_per_item, body);
 }
 
+// Elements per block of the fp16 conversions shared out over the pool.
+constexpr size_t kConvertBlock = 16384;
+
 std::vector<float> HalfToFloat(const Half* data, size_t count) {
   std::vector<float> out(count);
-  vector_convert::HalfToFloat(reinterpret_cast<const uint16_t*>(data), count, out.data());
+  const uint16_t* in = reinterpret_cast<const uint16_t*>(data);
+  ParallelFor((count + kConvertBlock - 1) / kConvertBlock, kConvertBlock * 2,
+              [&](size_t begin, size_t end) {
+                const size_t first = begin * kConvertBlock;
+                const size_t last = std::min(count, end * kConvertBlock);
+                vector_convert::HalfToFloat(in + first, last - first, out.data() + first);
+              });
   return out;
 }
 
 void FloatToHalf(const float* data, size_t count, Half* out) {
-  vector_convert::FloatToHalf(data, count, reinterpret_cast<uint16_t*>(out));
+  uint16_t* bits = reinterpret_cast<uint16_t*>(out);
+  ParallelFor((count + kConvertBlock - 1) / kConvertBlock, kConvertBlock * 2,
+              [&](size_t begin, size_t end) {
+                const size_t first = begin * kConvertBlock;
+                const size_t last = std::min(count, end * kConvertBlock);
+                vector_convert::FloatToHalf(data + first, last - first, bits + first);
+              });
+}
+
+void RoundToHalf(float* data, size_t count) {
+  ParallelFor((count + kConvertBlock - 1) / kConvertBlock, kConvertBlock * 2,
+              [&](size_t begin, size_t end) {
+                const size_t first = begin * kConvertBlock;
+                const size_t last = std::min(count, end * kConvertBlock);
+                vector_convert::RoundToHalf(data + first, last - first);
+              });
 }
 
 }  // namespace gemm
