@@ -385,17 +385,22 @@ std::unique_ptr<PackedFilter> PackFilter(const Geometry& g, const float* filter,
   return packed;
 }
 
-// The packed filter of an fp32 convolution whose filter and bias are constants (null otherwise:
-// the OpenBLAS path): packed on the model's first run and kept (OperationContext::Derived), or
-// packed for this run only when the store declines it, which computes the same bits.
+// The packed filter of an fp32 or fp16 convolution whose filter and bias are constants (null
+// otherwise: the OpenBLAS path): packed on the model's first run and kept
+// (OperationContext::Derived), or packed for this run only when the store declines it, which
+// computes the same bits.
 class PackedFilterFor {
  public:
   PackedFilterFor(const OperationContext& context, const Geometry& g, const float* filter,
                   const float* bias) {
     const OperandInfo& filter_operand = context.Input(1);
     const OperandInfo& bias_operand = context.Input(2);
-    if (filter_operand.type != ANEURALNETWORKS_TENSOR_FLOAT32 || !filter_operand.constant ||
-        !bias_operand.constant || !packed_gemm::Enabled()) {
+    // fp16 filters too (converted once by conv::FloatValues): the fp16 model then computes what
+    // the fp32 one does, rounded.
+    const bool float_filter = filter_operand.type == ANEURALNETWORKS_TENSOR_FLOAT32 ||
+                              filter_operand.type == ANEURALNETWORKS_TENSOR_FLOAT16;
+    if (!float_filter || !filter_operand.constant || !bias_operand.constant ||
+        !packed_gemm::Enabled()) {
       return;
     }
     const size_t depth = size_t{g.filter_height} * g.filter_width * (g.input.channels / g.groups);
