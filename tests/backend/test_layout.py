@@ -203,3 +203,19 @@ def test_option_off_keeps_nchw() -> None:
     result = vm["main"](*to_tvm([x])).numpy()
     assert mock_nnapi.operation_count("TRANSPOSE") == before
     np.testing.assert_allclose(result, run_host(mod, "main", [x]), rtol=1e-5, atol=1e-5)
+
+
+def test_bindings_outside_dataflow_blocks_are_left_as_they_are() -> None:
+    builder = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType([1, 3, 6, 6], "float32"))
+    with builder.function("main", [x]):
+        y = builder.emit(op.nn.relu(op.nn.conv2d(x, c(rand(4, 3, 1, 1)))))
+        builder.emit_func_output(y)
+    mod = builder.get()
+    prepared = prepare(mod)
+    assert set(conv_layouts(prepared)) == {"NCHW"}
+    x_value = rand(1, 3, 6, 6)
+    vm = relax.VirtualMachine(tvm_nnapi.build(mod), tvm.cpu())
+    np.testing.assert_allclose(
+        vm["main"](*to_tvm([x_value])).numpy(), run_host(mod, "main", [x_value]), atol=1e-5
+    )

@@ -120,6 +120,7 @@ class _ToNhwc(PyExprMutator):
         self.nchw: dict[relax.Var, relax.Var] = {}
         # NCHW tensor of the new graph -> its transpose to NHWC (a convolution's input).
         self.transposed: dict[relax.Expr, relax.Var] = {}
+        self.in_dataflow = False
 
     def _as_nchw(self, var: relax.Var) -> relax.Var:
         if var not in self.nchw:
@@ -212,8 +213,18 @@ class _ToNhwc(PyExprMutator):
             return _pool_nhwc(value, self.nhwc[first])
         return None
 
+    def visit_dataflow_block_(self, block: relax.DataflowBlock) -> relax.BindingBlock:
+        self.in_dataflow = True
+        try:
+            return super().visit_dataflow_block_(block)
+        finally:
+            self.in_dataflow = False
+
     def visit_var_binding_(self, binding: relax.VarBinding) -> None:
         var = binding.var
+        if not self.in_dataflow:  # only dataflow blocks are rewritten (partition makes them)
+            super().visit_var_binding_(binding)
+            return
         rewritten = self._rewrite(binding.value)
         if rewritten is None:
             super().visit_var_binding_(binding)
