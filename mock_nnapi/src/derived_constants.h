@@ -23,6 +23,9 @@ class DerivedConstants {
  public:
   // Bytes one model may keep derived at most; an entry that would pass it is declined.
   static constexpr size_t kBudgetBytes = size_t{256} << 20;
+  // kBudgetBytes, or less: MOCK_NNAPI_DERIVED_BUDGET_BYTES (a decimal byte count, read when an
+  // entry is first asked for), so that tests can check the kernels' declined paths.
+  static size_t BudgetBytes();
 
   // The entry (operation, key): built by `build` on first use when `bytes` fits the budget, else
   // declined (nullptr, also on later calls). `build` runs under the store's lock, once.

@@ -28,6 +28,7 @@ constexpr NamedCounter kCounterNames[] = {
     {"operations_executed", Counter::kOperationsExecuted},
     {"temporary_bytes_peak", Counter::kTemporaryBytesPeak},
     {"derived_constants_built", Counter::kDerivedConstantsBuilt},
+    {"pool_jobs", Counter::kPoolJobs},
 };
 constexpr size_t kCounterCount = sizeof(kCounterNames) / sizeof(kCounterNames[0]);
 constexpr int32_t kOperationSlots = static_cast<int32_t>(std::size(nnapi_common::kOperations));

@@ -23,6 +23,8 @@ enum class Counter {
   kTemporaryBytesPeak,
   // Entries built in the models' DerivedConstants stores (weights packed or converted once).
   kDerivedConstantsBuilt,
+  // ParallelFor jobs that ran on the pool (on more than one thread).
+  kPoolJobs,
 };
 
 void Increment(Counter counter, uint64_t amount = 1);

@@ -308,3 +308,24 @@ def test_fully_connected_feature_levels(feature_level_devices, dtype, out_scale,
         out_quant=(out_scale, 0),
     )
     assert required_feature_level(tester, feature_level_devices) == level
+
+
+def test_fully_connected_large_product_runs_on_the_pool():
+    """A product above the split threshold (2^21 multiply-adds) runs on the thread pool when
+    OpenBLAS may use two threads or more (the pool_jobs counter): the split must not read the
+    thread count from OpenBLAS's setting inside its own single-threaded scope (where it is 1)."""
+    from mock_nnapi import control
+
+    if control.blas_info()["threads"] < 2:
+        pytest.skip(
+            "OpenBLAS runs one thread here (one CPU, or OPENBLAS_NUM_THREADS=1): "
+            "run with OPENBLAS_NUM_THREADS=2"
+        )
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-0.25, 0.25, (64, 256)).astype(np.float32)
+    w = rng.uniform(-0.25, 0.25, (512, 256)).astype(np.float32)
+    b = rng.uniform(-0.25, 0.25, 512).astype(np.float32)
+    control.reset_counters()
+    result = fc_tester(x, w, b).run()[0]
+    assert control.counter("pool_jobs") >= 1
+    np.testing.assert_allclose(result, reference(x, w, b), rtol=1e-5, atol=1e-5)

@@ -35,6 +35,7 @@ COUNTER_NAMES = (
     "operations_executed",
     "temporary_bytes_peak",
     "derived_constants_built",
+    "pool_jobs",
     "live_models",
     "live_compilations",
     "live_executions",

@@ -27,11 +27,15 @@
 // must be smaller than the effective filter size (GROUPED_CONV_2D: the filter size).
 // Quantised inputs are padded with their zero point; accumulation is exact in int32 and
 // requantised with a real multiplier (within one step of Android's fixed-point result).
+// fp32 with a constant filter and bias runs on packed_gemm (the filter packed once per model,
+// see PackedFilter); otherwise on OpenBLAS's sgemm.
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "conv_common.h"
 #include "gemm.h"
+#include "packed_gemm.h"
 
 namespace mock_nnapi {
 namespace {
@@ -355,15 +359,154 @@ void ForEachPatchTile(const Geometry& g, const float* input, Gemm&& gemm, Finish
   });
 }
 
+// An fp32 filter and its bias packed for packed_gemm, one matrix per group ([group_out, depth]
+// rows of the filter as B^T).
+struct PackedFilter {
+  std::vector<packed_gemm::PackedMatrix> groups;
+};
+
+// Its DerivedConstants key (conv::FloatValues uses the input indices).
+constexpr uint32_t kPackedFilterKey = 0x100;
+
+std::unique_ptr<PackedFilter> PackFilter(const Geometry& g, const float* filter,
+                                         const float* bias) {
+  const size_t group_out = g.output.channels / g.groups;
+  const size_t depth = size_t{g.filter_height} * g.filter_width * (g.input.channels / g.groups);
+  auto packed = std::make_unique<PackedFilter>();
+  packed->groups.reserve(g.groups);
+  for (uint32_t group = 0; group < g.groups; ++group) {
+    packed->groups.emplace_back(gemm::Transpose::kYes, depth, group_out,
+                                filter + group * group_out * depth, depth,
+                                bias + group * group_out);
+  }
+  return packed;
+}
+
+// The packed filter of an fp32 convolution whose filter and bias are constants (null otherwise:
+// the OpenBLAS path): packed on the model's first run and kept (OperationContext::Derived), or
+// packed for this run only when the store declines it, which computes the same bits.
+class PackedFilterFor {
+ public:
+  PackedFilterFor(const OperationContext& context, const Geometry& g, const float* filter,
+                  const float* bias) {
+    const OperandInfo& filter_operand = context.Input(1);
+    const OperandInfo& bias_operand = context.Input(2);
+    if (filter_operand.type != ANEURALNETWORKS_TENSOR_FLOAT32 || !filter_operand.constant ||
+        !bias_operand.constant || !packed_gemm::Enabled()) {
+      return;
+    }
+    const size_t depth = size_t{g.filter_height} * g.filter_width * (g.input.channels / g.groups);
+    const size_t bytes =
+        g.groups * packed_gemm::PackedMatrix::Bytes(depth, g.output.channels / g.groups);
+    packed_ = context.Derived<PackedFilter>(kPackedFilterKey, bytes,
+                                            [&] { return PackFilter(g, filter, bias); });
+    if (packed_ == nullptr) {
+      own_ = PackFilter(g, filter, bias);
+      packed_ = own_.get();
+    }
+  }
+  const PackedFilter* get() const { return packed_; }
+
+ private:
+  std::unique_ptr<PackedFilter> own_;
+  const PackedFilter* packed_ = nullptr;
+};
+
+// The rows of one group's im2col matrix (see FillPatchRows) for packed_gemm, read from the input
+// in place: a receptive field inside the input is one segment per filter row (groups == 1,
+// dilation_w == 1) or per filter tap, at fixed offsets from its first tap. A block of rows of
+// which one crosses the padding is assembled in the scratch (FillPatchRows), whose segments
+// follow each other. Either way the products are summed in the filter's (ky, kx, channel) order,
+// so both give the same bits.
+class ReceptiveFields : public packed_gemm::RowSource {
+ public:
+  ReceptiveFields(const Geometry& g, const float* channels)
+      : RowSource(SegmentCount(g), SegmentLength(g)), g_(g), channels_(channels) {
+    const Parameters& p = g.params;
+    const size_t row_stride = size_t{g.input.width} * g.input.channels;
+    for (uint32_t ky = 0; ky < g.filter_height; ++ky) {
+      const uint32_t taps = segments() / g.filter_height;
+      for (uint32_t kx = 0; kx < taps; ++kx) {
+        image_offsets_.push_back(ky * p.dilation_h * row_stride +
+                                 size_t{kx} * p.dilation_w * g.input.channels);
+        patch_offsets_.push_back(image_offsets_.size() * segment_length() - segment_length());
+      }
+    }
+  }
+
+  const size_t* Rows(size_t first, size_t count, float* scratch,
+                     const float** rows) const override {
+    const Parameters& p = g_.params;
+    const int64_t last_y = int64_t{g_.filter_height - 1} * p.dilation_h;
+    const int64_t last_x = int64_t{g_.filter_width - 1} * p.dilation_w;
+    size_t ox = first % g_.output.width;
+    size_t oy = (first / g_.output.width) % g_.output.height;
+    size_t n = first / (size_t{g_.output.width} * g_.output.height);
+    for (size_t r = 0; r < count; ++r) {
+      const int64_t iy = int64_t(oy) * p.stride_h - p.pad_top;
+      const int64_t ix = int64_t(ox) * p.stride_w - p.pad_left;
+      if (iy < 0 || ix < 0 || iy + last_y >= g_.input.height || ix + last_x >= g_.input.width) {
+        FillPatchRows(g_, channels_, first, count, scratch);
+        for (size_t i = 0; i < count; ++i) rows[i] = scratch + i * depth();
+        return patch_offsets_.data();
+      }
+      rows[r] = channels_ + ((n * g_.input.height + iy) * g_.input.width + ix) * g_.input.channels;
+      if (++ox == g_.output.width) {
+        ox = 0;
+        if (++oy == g_.output.height) {
+          oy = 0;
+          ++n;
+        }
+      }
+    }
+    return image_offsets_.data();
+  }
+
+ private:
+  static bool RowRuns(const Geometry& g) { return g.groups == 1 && g.params.dilation_w == 1; }
+  static size_t SegmentCount(const Geometry& g) {
+    return size_t{g.filter_height} * (RowRuns(g) ? 1 : g.filter_width);
+  }
+  static size_t SegmentLength(const Geometry& g) {
+    return (RowRuns(g) ? g.filter_width : 1) * size_t{g.input.channels / g.groups};
+  }
+
+  const Geometry& g_;
+  const float* channels_;
+  std::vector<size_t> image_offsets_;
+  std::vector<size_t> patch_offsets_;
+};
+
 // out[r, c] = activation(sum over the receptive field of patch[r, :] * filter[c, :] + bias[c]).
-// The bias is written first and the GEMM accumulates onto it (beta = 1).
+// With a packed filter, packed_gemm computes it (the bias folded in, the clamp on store);
+// otherwise the bias is written first and OpenBLAS's sgemm accumulates onto it (beta = 1).
 void ConvolveFloat(const Geometry& g, const float* input, const float* filter, const float* bias,
-                   int32_t activation, float* output) {
+                   const PackedFilter* packed, int32_t activation, float* output) {
   const size_t out_channels = g.output.channels;
   const size_t group_out = out_channels / g.groups;
   const size_t depth = size_t{g.filter_height} * g.filter_width * (g.input.channels / g.groups);
   float low, high;
   FloatActivationRange(activation, &low, &high);
+  if (packed != nullptr) {  // no im2col matrix: the receptive fields are read in place
+    const Parameters& p = g.params;
+    const size_t in_group_channels = g.input.channels / g.groups;
+    const size_t rows = size_t{g.output.batches} * g.output.height * g.output.width;
+    const bool pointwise = g.filter_height == 1 && g.filter_width == 1 && p.stride_w == 1 &&
+                           p.stride_h == 1 && p.pad_left == 0 && p.pad_top == 0 &&
+                           p.pad_right == 0 && p.pad_bottom == 0;
+    for (uint32_t group = 0; group < g.groups; ++group) {
+      const float* channels = input + group * in_group_channels;
+      float* out = output + group * group_out;
+      if (pointwise) {
+        packed_gemm::Multiply(rows, channels, g.input.channels, packed->groups[group], low, high,
+                              out, out_channels);
+      } else {
+        packed_gemm::Multiply(rows, ReceptiveFields(g, channels), packed->groups[group], low, high,
+                              out, out_channels);
+      }
+    }
+    return;
+  }
   ForEachPatchTile(
       g, input,
       [&](uint32_t group, size_t first, size_t rows, const float* patch, size_t patch_stride) {
@@ -413,8 +556,9 @@ int Execute(OperationContext& context) {
   if (!IsQuantizedType(input.type)) {
     const conv::FloatValues bias_values(bias);
     conv::FloatOutput out(output, geometry.output, p.nchw);
-    ConvolveFloat(geometry, in.data(), weights.data(), bias_values.data(), p.activation,
-                  out.data());
+    const PackedFilterFor packed(context, geometry, weights.data(), bias_values.data());
+    ConvolveFloat(geometry, in.data(), weights.data(), bias_values.data(), packed.get(),
+                  p.activation, out.data());
     out.Finish(nullptr, ANEURALNETWORKS_FUSED_NONE);
     return ANEURALNETWORKS_NO_ERROR;
   }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "../json.h"
+#include "../statistics.h"
 
 namespace mock_nnapi {
 namespace gemm {
@@ -326,6 +328,23 @@ int ThreadCount() {
 
 namespace {
 
+// How long an idle worker, and a caller waiting for a job's last chunks, poll before sleeping on
+// a condition variable: a model's next operation usually hands out its job within microseconds,
+// and waking a sleeping thread takes tens of microseconds (more in a virtual machine), as long as
+// a small product takes. The poll yields the CPU between checks.
+constexpr auto kPollBeforeSleeping = std::chrono::microseconds(100);
+
+// Polls `ready` for up to kPollBeforeSleeping; returns its last answer.
+template <typename Ready>
+bool PollFor(const Ready& ready) {
+  const auto deadline = std::chrono::steady_clock::now() + kPollBeforeSleeping;
+  while (!ready()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
 // A persistent pool of worker threads that run the chunks of one job at a time. Chunks are
 // claimed through an atomic counter, so the caller (which claims chunks too) never waits for a
 // worker that has not started: it only waits for chunks that are already running.
@@ -338,73 +357,100 @@ class ThreadPool {
 
   // Runs body(chunk) for every chunk in [0, chunks) on the caller and up to `helpers` workers.
   // Returns false (nothing run) when another job holds the pool.
+  //
+  // Each participant (the caller, workers 1..helpers) owns an equal contiguous share of the
+  // chunks and runs it first, then takes what is left of the others' shares: on an idle machine
+  // a thread runs the same chunks every time (a product's weight blocks stay in the cache of the
+  // core that read them last), on a loaded one nobody waits for a thread the OS runs late.
   bool Run(size_t chunks, size_t helpers, const std::function<void(size_t)>& body) {
     std::unique_lock<std::mutex> busy(run_mutex_, std::try_to_lock);
     if (!busy.owns_lock()) return false;
-    auto job = std::make_shared<Job>();
+    auto job = std::make_shared<Job>(chunks, helpers + 1);
     job->body = &body;
-    job->chunks = chunks;
-    job->helpers = helpers;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       while (workers_ < helpers) {
-        std::thread(&ThreadPool::WorkerLoop, this).detach();
         ++workers_;
+        std::thread(&ThreadPool::WorkerLoop, this, workers_).detach();
       }
       job_ = job;
-      ++generation_;
+      generation_.store(generation_.load() + 1);
     }
     wake_.notify_all();
-    Work(*job);
-    std::unique_lock<std::mutex> lock(job->mutex);
-    job->done.wait(lock, [&] { return job->finished == job->chunks; });
+    Increment(Counter::kPoolJobs);
+    Work(*job, 0);
+    const auto all_finished = [&] { return job->finished.load() == job->chunks; };
+    if (!PollFor(all_finished)) {
+      std::unique_lock<std::mutex> lock(job->mutex);
+      job->done.wait(lock, all_finished);
+    }
     return true;
   }
 
  private:
-  struct Job {
-    const std::function<void(size_t)>* body = nullptr;
-    size_t chunks = 0;
-    size_t helpers = 0;
+  // One participant's share of the chunks: [next, end) not yet claimed.
+  struct Share {
     std::atomic<size_t> next{0};
-    std::atomic<size_t> joined{0};
-    std::mutex mutex;
+    size_t end = 0;
+  };
+  struct Job {
+    Job(size_t chunk_count, size_t participant_count)
+        : chunks(chunk_count), participants(participant_count), shares(new Share[participants]) {
+      for (size_t i = 0; i < participants; ++i) {
+        shares[i].next = chunks * i / participants;
+        shares[i].end = chunks * (i + 1) / participants;
+      }
+    }
+    const std::function<void(size_t)>* body = nullptr;
+    const size_t chunks;
+    const size_t participants;  // the caller and the workers 1..participants-1
+    std::unique_ptr<Share[]> shares;
+    std::atomic<size_t> finished{0};
+    std::mutex mutex;  // taken to signal `done` (the last chunk) and to sleep on it
     std::condition_variable done;
-    size_t finished = 0;  // guarded by mutex
   };
 
-  // Claims and runs chunks until none is left. Once every chunk is claimed nobody touches the
-  // body again, so a late worker holding an old job only finds the counter exhausted.
-  static void Work(Job& job) {
-    for (;;) {
-      const size_t chunk = job.next.fetch_add(1);
-      if (chunk >= job.chunks) return;
-      (*job.body)(chunk);
-      std::lock_guard<std::mutex> lock(job.mutex);
-      if (++job.finished == job.chunks) job.done.notify_all();
+  // Participant `slot` claims and runs chunks, its own share first, until none is left. Once
+  // every chunk is claimed nobody touches the body again, so a late worker holding an old job
+  // only finds the shares exhausted.
+  static void Work(Job& job, size_t slot) {
+    for (size_t i = 0; i < job.participants; ++i) {
+      Share& share = job.shares[(slot + i) % job.participants];
+      for (;;) {
+        const size_t chunk = share.next.fetch_add(1);
+        if (chunk >= share.end) break;
+        (*job.body)(chunk);
+        if (job.finished.fetch_add(1) + 1 == job.chunks) {
+          std::lock_guard<std::mutex> lock(job.mutex);  // the caller sleeps, or sees the count
+          job.done.notify_all();
+        }
+      }
     }
   }
 
-  void WorkerLoop() {
+  // Worker `index` (1, 2, ...) takes part in the jobs that want at least `index` helpers.
+  void WorkerLoop(size_t index) {
     BlasThreads::MarkPoolWorker();
     uint64_t seen = 0;
     for (;;) {
+      const auto new_job = [&] { return generation_.load() != seen; };
+      PollFor(new_job);
       std::shared_ptr<Job> job;
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return generation_ != seen; });
-        seen = generation_;
+        wake_.wait(lock, new_job);
+        seen = generation_.load();
         job = job_;
       }
-      if (job && job->joined.fetch_add(1) < job->helpers) Work(*job);
+      if (job && index < job->participants) Work(*job, index);
     }
   }
 
   std::mutex run_mutex_;  // one job at a time
-  std::mutex mutex_;      // guards job_, generation_, workers_
+  std::mutex mutex_;      // guards job_, workers_ and changes of generation_
   std::condition_variable wake_;
   std::shared_ptr<Job> job_;
-  uint64_t generation_ = 0;
+  std::atomic<uint64_t> generation_{0};  // polled by idle workers
   size_t workers_ = 0;
 };
 

@@ -65,9 +65,12 @@ std::string BlasInfoJson();
 // Calls body(begin, end) over [0, count) split into contiguous ranges, in parallel when the work
 // (count * cost_per_item, in rough multiply-adds) is large enough to pay for threads.
 //
-// Ranges are handed out dynamically to a persistent pool and to the calling thread, which keeps
-// taking ranges itself: a worker that the OS schedules late (a loaded machine) delays nothing it
-// has not started. While the body runs, OpenBLAS is limited to one thread, so kernels that call
+// Ranges go to a persistent pool and to the calling thread: each thread first runs its own
+// contiguous share (the same ranges every time, so data stays in the cache of the core that read
+// it), then takes what is left of the others' shares, so a worker that the OS schedules late (a
+// loaded machine) delays nothing it has not started. Idle workers, and the caller waiting for the
+// last ranges, poll for 100 microseconds before they sleep (a model's operations follow each
+// other closely). While the body runs, OpenBLAS is limited to one thread, so kernels that call
 // Sgemm on their own range do not oversubscribe the cores (OpenBLAS splits work statically and
 // waits for every thread it started).
 void ParallelFor(size_t count, size_t cost_per_item,
