@@ -30,10 +30,16 @@ def test_explain_json_for_a_cnn_counts_operations_and_flops(capsys):
 
 def test_feature_level_changes_the_partition():
     mod = load_model("mobilenet_v2_small")
-    old = explain(mod, __import__("tvm_nnapi").PartitionOptions(feature_level=28))
+    options = __import__("tvm_nnapi").PartitionOptions
+    # NCHW convolutions need feature level 3 (the layout operand).
+    old = explain(mod, options(feature_level=28, nhwc=False))
     kinds = {refusal["kind"] for refusal in old.refusals}
     assert "feature level too low" in kinds
     assert old.flop_share < 0.5
+    # Made NHWC by the graph preparation (compiler/layout.py), they need feature level 1 and
+    # the input's TRANSPOSE level 2.
+    nhwc = explain(mod, options(feature_level=28))
+    assert nhwc.refusals == [] and nhwc.flop_share == 1.0
 
 
 def test_python_and_tvmscript_files(tmp_path, capsys):

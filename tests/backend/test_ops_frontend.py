@@ -446,9 +446,10 @@ def test_mobilenet_v2_batch_norms_fold_into_its_convolutions():
     after = nnapi_operations(report)
     assert len(report.subgraphs) == 1 and report.refusals == []
     # Every batch norm is in its convolution's filter and bias, every relu6 in its fused
-    # activation: the ADDs left are the 10 residual connections.
+    # activation: the ADDs left are the 10 residual connections. NHWC from the input's
+    # TRANSPOSE on (compiler/layout.py).
     assert after == Counter(
-        CONV_2D=35, DEPTHWISE_CONV_2D=17, ADD=10, MEAN=1, RESHAPE=1, FULLY_CONNECTED=1
+        TRANSPOSE=1, CONV_2D=35, DEPTHWISE_CONV_2D=17, ADD=10, MEAN=1, RESHAPE=1, FULLY_CONNECTED=1
     )
     assert report.original is mod and "batch_norm" in mod.script(show_meta=False)
     image = np.random.default_rng(0).standard_normal(info["input_shape"]).astype(np.float32)
@@ -957,8 +958,9 @@ def test_onnx_clip_fuses_into_the_convolution_and_tensor_bounds_run_as_maximum()
     mod = from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
     assert "call_tir" in mod.script(show_meta=False)
     report = tvm_nnapi.partition_with_report(mod)
-    # SELECT: the frontend's where(isnan(bound), -inf, bound), its -inf broadcast to the bound
-    assert nnapi_operations(report) == Counter(CONV_2D=1, MAXIMUM=1, SELECT=1)
+    # SELECT: the frontend's where(isnan(bound), -inf, bound), its -inf broadcast to the bound;
+    # the convolution in NHWC between two TRANSPOSEs (compiler/layout.py)
+    assert nnapi_operations(report) == Counter(TRANSPOSE=2, CONV_2D=1, MAXIMUM=1, SELECT=1)
     inputs = [rand(1, 3, 6, 6), rand(6, low=0.0, high=2.0)]
     vm = relax.VirtualMachine(tvm_nnapi.build(report.module), tvm.cpu())
     before = mock_nnapi.operation_count("CONV_2D")

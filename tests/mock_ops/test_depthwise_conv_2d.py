@@ -433,6 +433,7 @@ def depthwise_float32_in_order(x, w, b, pads, strides, low=-np.inf, high=np.inf)
         ((1, 9, 23, 40), (3, 3), (0, 1, 0, 1), (2, 2), FuseCode.RELU6),
         ((1, 10, 17, 12), (5, 5), (2, 2, 2, 2), (1, 1), FuseCode.RELU),
         ((2, 11, 26, 9), (5, 5), (1, 2, 2, 1), (2, 2), FuseCode.NONE),
+        ((1, 7, 19, 56), (5, 5), (2, 2, 2, 2), (1, 1), FuseCode.RELU6),  # 16-lane blocks, 8 left
     ],
 )
 def test_depthwise_float32_is_exact_in_accumulation_order(

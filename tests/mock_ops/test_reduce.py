@@ -89,6 +89,50 @@ def test_float32(op, shape, axes, keep_dims):
     assert_close(reduce_tester(op, x, axes, keep_dims).run()[0], expected)
 
 
+def sequential_reference(op, x, axes, keep_dims):
+    """Each output the float64 sum of its inputs in row-major input order (the mock's order),
+    divided by their count for MEAN, rounded once to float32."""
+    normalised = sorted({a % x.ndim for a in axes})
+    kept = [d for d in range(x.ndim) if d not in normalised]
+    moved = np.transpose(x.astype(np.float64), kept + normalised)
+    rows = moved.reshape(int(np.prod([x.shape[d] for d in kept])), -1)
+    sums = np.cumsum(rows, axis=1)[:, -1]  # cumsum adds in order (np.sum is pairwise)
+    if op == MEAN:
+        sums = sums / rows.shape[1]
+    shape = (
+        [1 if d in normalised else x.shape[d] for d in range(x.ndim)]
+        if keep_dims
+        else [x.shape[d] for d in kept]
+    )
+    return sums.astype(np.float32).reshape(shape or [1])
+
+
+@pytest.mark.parametrize("op", [MEAN, SUM], ids=op_name)
+@pytest.mark.parametrize(
+    ("shape", "axes"),
+    [
+        ((1, 7, 9, 40), [1, 2]),  # NHWC global average pooling: rows of channels
+        ((2, 5, 6, 33), [-3, -2]),
+        ((1, 40, 7, 9), [2, 3]),  # NCHW: runs of pixels
+        ((3, 1, 1, 17), [1, 2]),  # unit dimensions on both sides of the run
+        ((4, 6, 1, 5), [0, 2]),
+        ((2, 3, 4, 5), [0, 2]),  # no trailing run of reduced dimensions: rows of 5
+        ((2, 3, 4, 1), [1, 2, 3]),  # the innermost dimension a unit
+        ((1000,), [0]),
+    ],
+)
+@pytest.mark.parametrize("keep_dims", [False, True])
+def test_float32_sums_by_runs_equal_the_per_element_order(op, shape, axes, keep_dims):
+    # One input in five is +-1e20, which absorbs the small ones added while it is in the sum
+    # (in double), so that another order of the additions gives other results (bit for bit).
+    rng = np.random.default_rng(sum(shape))
+    x = rng.uniform(-1, 1, shape).astype(np.float32)
+    x[rng.uniform(size=shape) < 0.2] = 1e20
+    x *= rng.choice([-1, 1], shape).astype(np.float32)
+    result = reduce_tester(op, x, axes, keep_dims).run()[0]
+    np.testing.assert_array_equal(result, sequential_reference(op, x, axes, keep_dims))
+
+
 @pytest.mark.parametrize("value", [2, 7, -1])
 def test_mean_keep_dims_is_positive_int32(value):
     x = np.arange(12, dtype=np.float32).reshape(3, 4)

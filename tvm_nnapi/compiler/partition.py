@@ -413,7 +413,7 @@ def partition_with_report(
     options = options or PartitionOptions()
     original = mod
     if options.prepare:
-        mod = prepare(mod, entry_functions)
+        mod = prepare(mod, entry_functions, nhwc=options.nhwc)
     mod = prepare_lowerings(relax.transform.ConvertToDataflow(min_size=1)(mod))
     with collect_refusals() as collector:
         mod = relax.transform.FuseOpsByPattern(

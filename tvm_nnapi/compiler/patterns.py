@@ -79,6 +79,10 @@ class PartitionOptions:
     relax_fp32_to_fp16: bool = False
     # Fold constants, batch norms into convolutions and nested clips first (compiler/prepare.py).
     prepare: bool = True
+    # With prepare: NCHW convolutions, and the elementwise operators and poolings between them,
+    # in NHWC (compiler/layout.py): one transpose where a chain starts and one where it ends,
+    # instead of two per convolution inside the NNAPI implementation.
+    nhwc: bool = True
 
 
 class Conclusive(tuple[RefusalKind, str]):

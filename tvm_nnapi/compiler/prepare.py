@@ -57,6 +57,7 @@ from tvm import IRModule, relax, sym
 from tvm.relax.expr_functor import PyExprMutator, mutator
 
 from .ir_utils import substitute_vars
+from .layout import nhwc_convolutions
 
 __all__ = ["FOLDABLE", "inbound_slices", "prepare", "prepare_function"]
 
@@ -655,15 +656,19 @@ def _is_program(func: object) -> bool:
     return "Composite" not in attrs and "Codegen" not in attrs and "Primitive" not in attrs
 
 
-def prepare(mod: IRModule, entry_functions: Sequence[str] | None = None) -> IRModule:
+def prepare(
+    mod: IRModule, entry_functions: Sequence[str] | None = None, nhwc: bool = True
+) -> IRModule:
     """The module with its Relax functions (those named, if given) prepared; ``mod`` itself is
-    not changed."""
+    not changed. ``nhwc``: then NCHW convolutions become NHWC (:mod:`.layout`)."""
     functions = {}
     changed = False
     for gvar, func in mod.functions.items():
         if _is_program(func) and (not entry_functions or gvar.name_hint in entry_functions):
             # Twice: what the first walk folds (ONNX Clip's bounds) is merged by the second.
             prepared = inbound_slices(prepare_function(prepare_function(func, mod), mod))
+            if nhwc:
+                prepared = nhwc_convolutions(prepared)
             changed = changed or prepared is not func
             func = prepared
         functions[gvar] = func

@@ -86,7 +86,7 @@ def fold_batch_norm_into_conv(mod: tvm.IRModule) -> tvm.IRModule:
     ``FoldConstant``, computed with NumPy instead of compiling a kernel per folded expression,
     which takes about 20 s for one of these networks.
     """
-    return prepare(mod)
+    return prepare(mod, nhwc=False)
 
 
 def torchvision_model(

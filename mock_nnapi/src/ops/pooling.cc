@@ -228,6 +228,18 @@ int Prepare(OperationContext& context) {
   return context.SetOutputShape(0, out);
 }
 
+// The in-bounds input range [begin, end) of the window of output index `index` along one axis.
+struct PoolWindow {
+  size_t begin, end;
+};
+
+inline PoolWindow WindowAlong(size_t index, int32_t stride, int32_t pad_head, int32_t filter,
+                              uint32_t size) {
+  const int64_t start = static_cast<int64_t>(index) * stride - pad_head;
+  return {static_cast<size_t>(std::max<int64_t>(start, 0)),
+          static_cast<size_t>(std::min<int64_t>(start + filter, size))};
+}
+
 // Calls body(output_offset, window) for every output element, where window(visit) calls
 // visit(input_offset) for every in-bounds element of the pooling window.
 template <typename Body>
@@ -237,17 +249,13 @@ void ForEachWindow(const Geometry& g, const PoolParameters& p, Body&& body) {
   };
   for (size_t b = 0; b < g.batches; ++b) {
     for (size_t oy = 0; oy < g.out_height; ++oy) {
-      const int64_t y0 = static_cast<int64_t>(oy) * p.stride_h - p.pad_top;
-      const size_t y_begin = static_cast<size_t>(std::max<int64_t>(y0, 0));
-      const size_t y_end = static_cast<size_t>(std::min<int64_t>(y0 + p.filter_h, g.height));
+      const PoolWindow rows = WindowAlong(oy, p.stride_h, p.pad_top, p.filter_h, g.height);
       for (size_t ox = 0; ox < g.out_width; ++ox) {
-        const int64_t x0 = static_cast<int64_t>(ox) * p.stride_w - p.pad_left;
-        const size_t x_begin = static_cast<size_t>(std::max<int64_t>(x0, 0));
-        const size_t x_end = static_cast<size_t>(std::min<int64_t>(x0 + p.filter_w, g.width));
+        const PoolWindow cols = WindowAlong(ox, p.stride_w, p.pad_left, p.filter_w, g.width);
         for (size_t c = 0; c < g.channels; ++c) {
           auto window = [&](auto&& visit) {
-            for (size_t y = y_begin; y < y_end; ++y) {
-              for (size_t x = x_begin; x < x_end; ++x) {
+            for (size_t y = rows.begin; y < rows.end; ++y) {
+              for (size_t x = cols.begin; x < cols.end; ++x) {
                 visit(offset(b, y, x, c, g.height, g.width));
               }
             }
@@ -293,19 +301,15 @@ MOCK_NNAPI_SIMD_CLONES void PoolFloat32Nhwc(int32_t operation, const Geometry& g
   std::vector<float> maxima(channels);
   for (size_t b = 0; b < g.batches; ++b) {
     for (size_t oy = 0; oy < g.out_height; ++oy) {
-      const int64_t y0 = static_cast<int64_t>(oy) * p.stride_h - p.pad_top;
-      const size_t y_begin = static_cast<size_t>(std::max<int64_t>(y0, 0));
-      const size_t y_end = static_cast<size_t>(std::min<int64_t>(y0 + p.filter_h, g.height));
+      const PoolWindow rows = WindowAlong(oy, p.stride_h, p.pad_top, p.filter_h, g.height);
       for (size_t ox = 0; ox < g.out_width; ++ox) {
-        const int64_t x0 = static_cast<int64_t>(ox) * p.stride_w - p.pad_left;
-        const size_t x_begin = static_cast<size_t>(std::max<int64_t>(x0, 0));
-        const size_t x_end = static_cast<size_t>(std::min<int64_t>(x0 + p.filter_w, g.width));
+        const PoolWindow cols = WindowAlong(ox, p.stride_w, p.pad_left, p.filter_w, g.width);
         float* __restrict__ dst = out + ((b * g.out_height + oy) * g.out_width + ox) * channels;
         if (operation == ANEURALNETWORKS_MAX_POOL_2D) {
           float* __restrict__ m = maxima.data();
           std::fill(m, m + channels, -std::numeric_limits<float>::infinity());
-          for (size_t y = y_begin; y < y_end; ++y) {
-            for (size_t x = x_begin; x < x_end; ++x) {
+          for (size_t y = rows.begin; y < rows.end; ++y) {
+            for (size_t x = cols.begin; x < cols.end; ++x) {
               const float* __restrict__ src = in + ((b * g.height + y) * g.width + x) * channels;
               for (size_t c = 0; c < channels; ++c) m[c] = std::max(m[c], src[c]);
             }
@@ -316,8 +320,8 @@ MOCK_NNAPI_SIMD_CLONES void PoolFloat32Nhwc(int32_t operation, const Geometry& g
         const bool l2 = operation == ANEURALNETWORKS_L2_POOL_2D;
         double* __restrict__ sum = sums.data();
         std::fill(sum, sum + channels, 0.0);
-        for (size_t y = y_begin; y < y_end; ++y) {
-          for (size_t x = x_begin; x < x_end; ++x) {
+        for (size_t y = rows.begin; y < rows.end; ++y) {
+          for (size_t x = cols.begin; x < cols.end; ++x) {
             const float* __restrict__ src = in + ((b * g.height + y) * g.width + x) * channels;
             if (l2) {
               for (size_t c = 0; c < channels; ++c) {
@@ -329,7 +333,7 @@ MOCK_NNAPI_SIMD_CLONES void PoolFloat32Nhwc(int32_t operation, const Geometry& g
             }
           }
         }
-        const double count = static_cast<double>((y_end - y_begin) * (x_end - x_begin));
+        const double count = static_cast<double>((rows.end - rows.begin) * (cols.end - cols.begin));
         for (size_t c = 0; c < channels; ++c) {
           double result = sum[c] / count;
           if (l2) result = std::sqrt(result);

@@ -18,10 +18,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "axis_helpers.h"
 #include "common.h"
+#include "vector_math.h"
 
 namespace mock_nnapi {
 namespace {
@@ -156,6 +158,50 @@ void ForEachReduced(const Dimensions& dimensions, const std::vector<bool>& reduc
   }
 }
 
+// MEAN and REDUCE_SUM of fp32 by contiguous runs: the input's trailing run of kept dimensions
+// (global average pooling of NHWC: the channels) is added as a row into a row of accumulators,
+// and a trailing run of reduced dimensions (NCHW: the pixels of a channel) into one accumulator.
+// Every accumulator still adds its values in double in input order, so the sums are those of
+// the per-element loop. False (nothing done) when the innermost dimension is not part of a run
+// longer than one element.
+// dst[k] += src[k] in double; AVX-512 and AVX2 clones on x86-64 (vector_math.h).
+MOCK_NNAPI_SIMD_CLONES void AddRow(const float* __restrict__ src, double* __restrict__ dst,
+                                   size_t count) {
+  for (size_t k = 0; k < count; ++k) dst[k] += static_cast<double>(src[k]);
+}
+
+bool SumFloat32Runs(const Dimensions& dimensions, const std::vector<bool>& reduced, const float* x,
+                    double* accumulator) {
+  size_t last = dimensions.size();
+  while (last > 0 && dimensions[last - 1] == 1) --last;  // unit dimensions change no order
+  if (last == 0) return false;
+  const bool inner_reduced = reduced[last - 1];
+  size_t first = last;
+  size_t run = 1;
+  while (first > 0 && (reduced[first - 1] == inner_reduced || dimensions[first - 1] == 1)) {
+    run *= dimensions[--first];
+  }
+  if (run < 2) return false;
+  const Dimensions outer(dimensions.begin(), dimensions.begin() + first);
+  const std::vector<bool> outer_reduced(reduced.begin(), reduced.begin() + first);
+  auto add_run = [&](size_t i, size_t o) {
+    const float* __restrict__ src = x + i * run;
+    if (inner_reduced) {
+      double acc = accumulator[o];
+      for (size_t k = 0; k < run; ++k) acc += static_cast<double>(src[k]);
+      accumulator[o] = acc;
+    } else {
+      AddRow(src, accumulator + o * run, run);
+    }
+  };
+  if (outer.empty()) {
+    add_run(0, 0);
+  } else {
+    ForEachReduced(outer, outer_reduced, add_run);
+  }
+  return true;
+}
+
 // Floating-point and quantised reductions through real values accumulated in double.
 template <typename T>
 void ReduceNumeric(const OperationContext& context, const std::vector<bool>& reduced) {
@@ -169,23 +215,33 @@ void ReduceNumeric(const OperationContext& context, const std::vector<bool>& red
   if (op == ANEURALNETWORKS_REDUCE_MIN) initial = std::numeric_limits<double>::infinity();
   std::vector<double> accumulator(out_count, initial);
   const T* x = input.Data<T>();
-  ForEachReduced(input.dimensions, reduced, [&](size_t i, size_t o) {
-    const double value = axis_helpers::LoadReal(x[i], input);
-    double& acc = accumulator[o];
-    switch (op) {
-      case ANEURALNETWORKS_REDUCE_PROD:
-        acc *= value;
-        break;
-      case ANEURALNETWORKS_REDUCE_MAX:
-        acc = std::max(acc, value);
-        break;
-      case ANEURALNETWORKS_REDUCE_MIN:
-        acc = std::min(acc, value);
-        break;
-      default:  // MEAN and REDUCE_SUM
-        acc += value;
+  const bool by_runs = [&] {
+    if constexpr (std::is_same_v<T, float>) {
+      return (op == ANEURALNETWORKS_MEAN || op == ANEURALNETWORKS_REDUCE_SUM) &&
+             indexing::Product(input.dimensions) > 0 &&
+             SumFloat32Runs(input.dimensions, reduced, x, accumulator.data());
     }
-  });
+    return false;
+  }();
+  if (!by_runs) {
+    ForEachReduced(input.dimensions, reduced, [&](size_t i, size_t o) {
+      const double value = axis_helpers::LoadReal(x[i], input);
+      double& acc = accumulator[o];
+      switch (op) {
+        case ANEURALNETWORKS_REDUCE_PROD:
+          acc *= value;
+          break;
+        case ANEURALNETWORKS_REDUCE_MAX:
+          acc = std::max(acc, value);
+          break;
+        case ANEURALNETWORKS_REDUCE_MIN:
+          acc = std::min(acc, value);
+          break;
+        default:  // MEAN and REDUCE_SUM
+          acc += value;
+      }
+    });
+  }
   if (op == ANEURALNETWORKS_MEAN) {
     size_t reduced_count = 1;
     for (size_t d = 0; d < reduced.size(); ++d) {
