@@ -14,6 +14,16 @@ median of the per-round ratios, robust to other load on a shared machine):
 - conv: every distinct CONV_2D / DEPTHWISE_CONV_2D layer of MobileNetV2, MobileNetV3-Large and
   EfficientNet-B0 (bench/conv_shapes.json, recorded from torchvision by ``--record-shapes``) vs
   onnxruntime's CPU provider; goal >= 0.8x;
+- int8: the same conv layers quantised (uint8 activations TENSOR_QUANT8_ASYMM, int8 filters per
+  output channel TENSOR_QUANT8_SYMM_PER_CHANNEL, int32 bias) vs onnxruntime's QLinearConv (u8s8),
+  and FULLY_CONNECTED (uint8 activations and weights: NNAPI's FULLY_CONNECTED takes weights of
+  the input's type) vs onnxruntime's QGemm on the same operands, at every projection of
+  TinyLlama-1.1B and Llama-2-7B for decode (1 token) and a prefill of 128 tokens; goal >= 0.5x;
+- fp16: the mock's relaxed fp32 (relaxComputationFloat32toFloat16, on a GPU device of the
+  snapdragon-8-gen-2 profile, whose fp32 outputs the mock rounds to fp16) and TENSOR_FLOAT16
+  models vs the same model in fp32 on the same device, for the largest and smallest pointwise,
+  3x3 and depthwise conv layers and TinyLlama-1.1B's projections (decode and 128 tokens);
+  ratio = fp32 time / its time, goal >= 1/1.5x;
 - memory-bound: pooling, elementwise and softmax vs numpy; goal >= 1/1.5x;
 - networks: the three networks built by tvm_nnapi (NNAPI subgraphs on the mock) vs torch eager;
   goal >= 1/1.2x; the tiny-llama prefill of the NNAPI build vs the host llvm build
@@ -30,9 +40,10 @@ number here is a host measurement.
     python bench/performance.py                 # everything; writes docs/performance.md
     python bench/performance.py --quick         # small shapes, seconds (a smoke test of this code)
     python bench/performance.py --only gemm,conv --rounds 7
+    python bench/performance.py --only int8,fp16 --openblas-coretype ''
     python bench/performance.py --record-shapes # re-enumerate the conv layers (needs torch)
 
-Needs numpy; onnxruntime and onnx for the conv and overhead rows, torch and torchvision (the
+Needs numpy; onnxruntime and onnx for the conv, int8 and overhead rows, torch and torchvision (the
 `models` extra) for the networks; a missing library skips its rows with a message.
 """
 
@@ -57,7 +68,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SHAPES_FILE = Path(__file__).resolve().parent / "conv_shapes.json"
 DOC = ROOT / "docs" / "performance.md"
-SECTIONS = ("roofline", "gemm", "conv", "memory-bound", "networks", "overhead", "memory")
+SECTIONS = (
+    "roofline",
+    "gemm",
+    "conv",
+    "int8",
+    "fp16",
+    "memory-bound",
+    "networks",
+    "overhead",
+    "memory",
+)
 NETWORKS = ("mobilenet_v2", "mobilenet_v3_large", "efficientnet_b0")
 
 
@@ -262,11 +283,15 @@ def mock():
     return mock_nnapi
 
 
-def mock_runner(model, feeds: list[np.ndarray], out_shape: tuple[int, ...]):
+# The devices mock_runner compiles for (empty: ANeuralNetworksCompilation_create, all devices).
+MOCK_DEVICES: list = []
+
+
+def mock_runner(model, feeds: list[np.ndarray], out_shape: tuple[int, ...], dtype=np.float32):
     """One reusable execution with its buffers bound once; a run is one compute call."""
     m = mock()
-    compilation = m.Compilation(model).finish()
-    out = np.empty(out_shape, np.float32)
+    compilation = m.Compilation(model, MOCK_DEVICES or None).finish()
+    out = np.empty(out_shape, dtype)
     execution = m.Execution(compilation)
     m.api.call("ANeuralNetworksExecution_setReusable", execution.handle, True)
     for index, array in enumerate(feeds):
@@ -606,7 +631,9 @@ def ort_session(graph_nodes, inputs, outputs, initializers):
     from onnx import helper
 
     graph = helper.make_graph(graph_nodes, "bench", inputs, outputs, initializers)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    # com.microsoft: onnxruntime's contrib operators (QGemm of the int8 rows).
+    opsets = [helper.make_opsetid("", 13), helper.make_opsetid("com.microsoft", 1)]
+    model = helper.make_model(graph, opset_imports=opsets)
     model.ir_version = 8
     options = ort.SessionOptions()
     options.intra_op_num_threads = ARGS.threads
@@ -622,7 +649,7 @@ def bound_run(session, feeds: dict[str, np.ndarray], out_name: str, out: np.ndar
     binding = session.io_binding()
     for name, array in feeds.items():
         binding.bind_cpu_input(name, array)
-    binding.bind_output(out_name, "cpu", 0, np.float32, list(out.shape), out.ctypes.data)
+    binding.bind_output(out_name, "cpu", 0, out.dtype.type, list(out.shape), out.ctypes.data)
 
     def run() -> np.ndarray:
         session.run_with_iobinding(binding)
@@ -700,6 +727,398 @@ def conv_rows() -> None:
     for index, layer in enumerate(layers):
         progress(f"conv {index + 1}/{len(layers)}")
         conv_row(layer, rng)
+
+
+# ---- int8 convolutions and FULLY_CONNECTED ---------------------------------------------------
+
+INT8_TOKENS = (1, 128)  # decode and one prefill length of the int8 FULLY_CONNECTED rows
+
+
+def _per_channel(model, index: int, channel_dim: int, scales: np.ndarray) -> None:
+    from mock_nnapi._library import SymmPerChannelQuantParams
+
+    array = (ctypes.c_float * len(scales))(*[float(v) for v in scales])
+    params = SymmPerChannelQuantParams(channel_dim, len(scales), array)
+    model._values.append(array)
+    mock().api.call(
+        "ANeuralNetworksModel_setOperandSymmPerChannelQuantParams",
+        model.handle,
+        index,
+        ctypes.byref(params),
+    )
+
+
+def _output_scale(x_scale: float, w_scale: float, taps: int) -> float:
+    """An output scale that holds about three standard deviations of the accumulator of uniform
+    random uint8 (zero point 128) times int8 operands: 74 * 73 * sqrt(taps) per unit scale."""
+    return float(x_scale * w_scale * 74.0 * 73.0 * math.sqrt(taps) * 3.0 / 128.0)
+
+
+def _assert_within_one_step(ours: np.ndarray, reference: np.ndarray, what: str) -> None:
+    """Both sides requantise a real multiplier; their roundings may differ by one step."""
+    difference = np.abs(ours.astype(np.int32) - reference.astype(np.int32))
+    if difference.max() > 1:
+        raise AssertionError(f"{what}: the mock and onnxruntime differ by {difference.max()} steps")
+
+
+def int8_conv_row(layer: dict, rng) -> None:
+    ours, reference, label, flops = int8_conv_case(layer, rng)
+    _assert_within_one_step(ours(), reference().transpose(0, 2, 3, 1), label)
+    t_ours, t_ref, ratio = side_by_side(ours, reference, ARGS.rounds)
+    record(Row("int8", label, "ort QLinearConv", t_ours, t_ref, ratio, 0.5, flops, "GOP/s"))
+
+
+def int8_conv_case(layer: dict, rng):
+    """CONV_2D / DEPTHWISE_CONV_2D: uint8 activations (TENSOR_QUANT8_ASYMM), int8 weights per
+    output channel (TENSOR_QUANT8_SYMM_PER_CHANNEL), int32 bias, vs QLinearConv (u8s8).
+    (mock run, onnxruntime run (NCHW output), label, operations)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    m = mock()
+    codes, ops = m.OperandCode, m.OperationCode
+    h, w, c_in, c_out = layer["h"], layer["w"], layer["c_in"], layer["c_out"]
+    kh, kw, s, ph, pw, d = (layer[k] for k in ("kh", "kw", "stride", "pad_h", "pad_w", "dilation"))
+    depthwise = layer["groups"] > 1
+    out_h = (h + 2 * ph - d * (kh - 1) - 1) // s + 1
+    out_w = (w + 2 * pw - d * (kw - 1) - 1) // s + 1
+    taps = kh * kw * (1 if depthwise else c_in)
+    x = rng.integers(0, 256, (1, h, w, c_in), dtype=np.uint8)
+    filt_shape = (1, kh, kw, c_out) if depthwise else (c_out, kh, kw, c_in)
+    filt = rng.integers(-127, 128, filt_shape, dtype=np.int8)
+    x_scale, x_zp = 0.05, 128
+    w_scales = rng.uniform(0.005, 0.02, c_out).astype(np.float32)
+    bias = rng.integers(-2000, 2000, c_out).astype(np.int32)
+    y_scale, y_zp = _output_scale(x_scale, float(w_scales.mean()), taps), 128
+
+    model = m.Model()
+    x_index = model.add_operand(codes.TENSOR_QUANT8_ASYMM, x.shape, x_scale, x_zp)
+    f_index = model.add_operand(codes.TENSOR_QUANT8_SYMM_PER_CHANNEL, filt.shape)
+    _per_channel(model, f_index, 3 if depthwise else 0, w_scales)
+    model.set_value(f_index, filt)
+    b_index = model.add_operand(codes.TENSOR_INT32, bias.shape)
+    model.set_value(b_index, bias)
+    scalars = [pw, pw, ph, ph, s, s] + ([1] if depthwise else []) + [0]
+    indices = [x_index, f_index, b_index] + [model.add_scalar(codes.INT32, v) for v in scalars]
+    if d != 1:
+        indices += [model.add_scalar(codes.BOOL, False)]
+        indices += [model.add_scalar(codes.INT32, d), model.add_scalar(codes.INT32, d)]
+    out_shape = (1, out_h, out_w, c_out)
+    y_index = model.add_operand(codes.TENSOR_QUANT8_ASYMM, out_shape, y_scale, y_zp)
+    model.add_operation(ops.DEPTHWISE_CONV_2D if depthwise else ops.CONV_2D, indices, [y_index])
+    model.identify_inputs_and_outputs([x_index], [y_index])
+    model.finish()
+    ours = mock_runner(model, [x], out_shape, np.uint8)
+
+    w_oihw = np.ascontiguousarray(
+        filt.transpose(3, 0, 1, 2) if depthwise else filt.transpose(0, 3, 1, 2)
+    )
+    scalar = lambda name, value, dtype: numpy_helper.from_array(  # noqa: E731
+        np.array(value, dtype), name
+    )
+    initializers = [
+        scalar("x_scale", x_scale, np.float32),
+        scalar("x_zp", x_zp, np.uint8),
+        numpy_helper.from_array(w_oihw, "W"),
+        numpy_helper.from_array(w_scales, "w_scale"),
+        numpy_helper.from_array(np.zeros(c_out, np.int8), "w_zp"),
+        scalar("y_scale", y_scale, np.float32),
+        scalar("y_zp", y_zp, np.uint8),
+        numpy_helper.from_array(bias, "B"),
+    ]
+    node = helper.make_node(
+        "QLinearConv",
+        ["X", "x_scale", "x_zp", "W", "w_scale", "w_zp", "y_scale", "y_zp", "B"],
+        ["Y"],
+        strides=[s, s],
+        pads=[ph, pw, ph, pw],
+        dilations=[d, d],
+        group=layer["groups"],
+        kernel_shape=[kh, kw],
+    )
+    session = ort_session(
+        [node],
+        [helper.make_tensor_value_info("X", TensorProto.UINT8, None)],
+        [helper.make_tensor_value_info("Y", TensorProto.UINT8, None)],
+        initializers,
+    )
+    x_nchw = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+    y_nchw = np.empty((1, c_out, out_h, out_w), np.uint8)
+    reference = bound_run(session, {"X": x_nchw}, "Y", y_nchw)
+    name = "DEPTHWISE_CONV_2D" if depthwise else "CONV_2D"
+    label = f"{name} {h}x{w}x{c_in} {kh}x{kw}/s{s}" + (f"/d{d}" if d > 1 else "") + f" -> {c_out}"
+    return ours, reference, f"{label} u8s8", 2.0 * out_h * out_w * c_out * taps
+
+
+def int8_fc_shapes() -> list[tuple[str, int, int, int]]:
+    """(label, M, K, N): every projection of TinyLlama-1.1B and Llama-2-7B (hidden sizes 2048 and
+    4096) at decode (M=1) and a prefill of 128 tokens. Mistral-7B (the largest MLP) and the other
+    prefill lengths are left out to keep the section within minutes."""
+    if ARGS.quick:
+        return [("quick qkv", 1, 256, 384), ("quick mlp", 32, 256, 1024)]
+    from tvm_nnapi.llm.config import LLAMA2_7B, TINYLLAMA_1_1B
+
+    shapes = []
+    for config in (TINYLLAMA_1_1B, LLAMA2_7B):
+        h, i = config.hidden_size, config.intermediate_size
+        projections = [
+            ("qkv", h, config.q_size + 2 * config.kv_size),
+            ("o", config.q_size, h),
+            ("gate_up", h, 2 * i),
+            ("down", i, h),
+        ]
+        for tokens in INT8_TOKENS:
+            for name, k, n in projections:
+                shapes.append((f"{config.name} {name}", tokens, k, n))
+    return shapes
+
+
+def int8_fc_row(label: str, m_rows: int, k: int, n: int, rng) -> None:
+    ours, reference, shape = int8_fc_case(label, m_rows, k, n, rng)
+    _assert_within_one_step(ours(), reference(), shape)
+    t_ours, t_ref, ratio = side_by_side(ours, reference, ARGS.rounds)
+    work = 2.0 * m_rows * n * k
+    record(Row("int8", shape, "ort QGemm", t_ours, t_ref, ratio, 0.5, work, "GOP/s"))
+
+
+def int8_fc_case(label: str, m_rows: int, k: int, n: int, rng):
+    """FULLY_CONNECTED on TENSOR_QUANT8_ASYMM (uint8 activations and weights: NNAPI's
+    FULLY_CONNECTED takes weights of the input's type) vs onnxruntime's QGemm on the same uint8
+    operands (transB=1, int32 bias, uint8 output). (mock run, onnxruntime run, label)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    m = mock()
+    codes, ops = m.OperandCode, m.OperationCode
+    x = rng.integers(0, 256, (m_rows, k), dtype=np.uint8)
+    weights = rng.integers(0, 256, (n, k), dtype=np.uint8)
+    x_scale, x_zp, w_scale, w_zp = 0.05, 128, 0.01, 128
+    bias = rng.integers(-2000, 2000, n).astype(np.int32)
+    y_scale, y_zp = _output_scale(x_scale, w_scale, k), 128
+    bias_scale = float(np.float32(x_scale) * np.float32(w_scale))
+
+    model = m.Model()
+    x_index = model.add_operand(codes.TENSOR_QUANT8_ASYMM, x.shape, x_scale, x_zp)
+    w_index = model.add_constant(codes.TENSOR_QUANT8_ASYMM, weights, w_scale, w_zp)
+    b_index = model.add_constant(codes.TENSOR_INT32, bias, bias_scale, 0)
+    y_index = model.add_operand(codes.TENSOR_QUANT8_ASYMM, (m_rows, n), y_scale, y_zp)
+    indices = [x_index, w_index, b_index, model.add_scalar(codes.INT32, 0)]
+    model.add_operation(ops.FULLY_CONNECTED, indices, [y_index])
+    model.identify_inputs_and_outputs([x_index], [y_index])
+    model.finish()
+    ours = mock_runner(model, [x], (m_rows, n), np.uint8)
+
+    scalar = lambda name, value, dtype: numpy_helper.from_array(  # noqa: E731
+        np.array(value, dtype), name
+    )
+    initializers = [
+        scalar("a_scale", x_scale, np.float32),
+        scalar("a_zp", x_zp, np.uint8),
+        numpy_helper.from_array(weights, "B"),
+        scalar("b_scale", w_scale, np.float32),
+        scalar("b_zp", w_zp, np.uint8),
+        numpy_helper.from_array(bias, "C"),
+        scalar("y_scale", y_scale, np.float32),
+        scalar("y_zp", y_zp, np.uint8),
+    ]
+    node = helper.make_node(
+        "QGemm",
+        ["A", "a_scale", "a_zp", "B", "b_scale", "b_zp", "C", "y_scale", "y_zp"],
+        ["Y"],
+        domain="com.microsoft",
+        transB=1,
+    )
+    session = ort_session(
+        [node],
+        [helper.make_tensor_value_info("A", TensorProto.UINT8, None)],
+        [helper.make_tensor_value_info("Y", TensorProto.UINT8, None)],
+        initializers,
+    )
+    reference = bound_run(session, {"A": x}, "Y", np.empty((m_rows, n), np.uint8))
+    return ours, reference, f"FULLY_CONNECTED {m_rows}x{k}.({n}x{k})^T {label} u8u8"
+
+
+def int8_rows() -> None:
+    try:
+        import onnx  # noqa: F401
+        import onnxruntime
+    except ImportError as error:
+        skip("int8", f"{error.name} is not installed: pip install onnxruntime onnx")
+        return
+    progress(f"int8: onnxruntime {onnxruntime.__version__}, CPUExecutionProvider")
+    rng = np.random.default_rng(0)
+    layers = conv_layers()
+    for index, layer in enumerate(layers):
+        progress(f"int8 conv {index + 1}/{len(layers)}")
+        int8_conv_row(layer, rng)
+    shapes = int8_fc_shapes()
+    for index, (label, m_rows, k, n) in enumerate(shapes):
+        progress(f"int8 fully_connected {index + 1}/{len(shapes)}: {label} M={m_rows}")
+        int8_fc_row(label, m_rows, k, n, rng)
+
+
+# ---- relaxed fp32 (computed in fp16) and TENSOR_FLOAT16 models --------------------------------
+
+# The phone profile and its device whose relaxed float32 the mock emulates: a GPU computes relaxed
+# float32 in float16, so the mock rounds that device's fp32 outputs to fp16 (the CPU devices,
+# Android's reference included, compute it in fp32: no emulation to measure there).
+FP16_PROFILE, FP16_DEVICE = "snapdragon-8-gen-2", "qti-gpu"
+
+
+def fp16_layers() -> list[dict]:
+    """The conv layers of the fp16 rows: of each kind (pointwise, 3x3, depthwise), the layers with
+    the most and the fewest multiply-adds, to keep the section short."""
+    layers = conv_layers()
+    if ARGS.quick:
+        return layers[:1]
+
+    def macs(layer: dict) -> int:
+        per_pixel = layer["kh"] * layer["kw"] * layer["c_out"]
+        per_pixel *= 1 if layer["groups"] > 1 else layer["c_in"]
+        return layer["h"] * layer["w"] * per_pixel // layer["stride"] ** 2
+
+    chosen = []
+    for kind in (
+        lambda x: x["groups"] == 1 and x["kh"] == 1,
+        lambda x: x["groups"] == 1 and x["kh"] > 1,
+        lambda x: x["groups"] > 1,
+    ):
+        group = sorted((x for x in layers if kind(x)), key=macs)
+        chosen += [group[0], group[-1]] if len(group) > 1 else group
+    return chosen
+
+
+def _float_conv_model(layer: dict, x, filt, bias, code: int, relaxed: bool):
+    m = mock()
+    codes, ops = m.OperandCode, m.OperationCode
+    h, w, c_out = layer["h"], layer["w"], layer["c_out"]
+    kh, kw, s, ph, pw, d = (layer[k] for k in ("kh", "kw", "stride", "pad_h", "pad_w", "dilation"))
+    depthwise = layer["groups"] > 1
+    out_h = (h + 2 * ph - d * (kh - 1) - 1) // s + 1
+    out_w = (w + 2 * pw - d * (kw - 1) - 1) // s + 1
+    model = m.Model()
+    x_index = model.add_operand(code, x.shape)
+    indices = [x_index, model.add_constant(code, filt), model.add_constant(code, bias)]
+    scalars = [pw, pw, ph, ph, s, s] + ([1] if depthwise else []) + [0]
+    indices += [model.add_scalar(codes.INT32, v) for v in scalars]
+    if d != 1:
+        indices += [model.add_scalar(codes.BOOL, False)]
+        indices += [model.add_scalar(codes.INT32, d), model.add_scalar(codes.INT32, d)]
+    out_shape = (1, out_h, out_w, c_out)
+    y_index = model.add_operand(code, out_shape)
+    model.add_operation(ops.DEPTHWISE_CONV_2D if depthwise else ops.CONV_2D, indices, [y_index])
+    model.identify_inputs_and_outputs([x_index], [y_index])
+    if relaxed:
+        model.relax_computation_float32_to_float16(True)
+    model.finish()
+    return model, out_shape
+
+
+def _float_fc_model(x, weights, bias, code: int, relaxed: bool):
+    m = mock()
+    codes = m.OperandCode
+    model = m.Model()
+    x_index = model.add_operand(code, x.shape)
+    indices = [x_index, model.add_constant(code, weights), model.add_constant(code, bias)]
+    indices.append(model.add_scalar(codes.INT32, 0))
+    out_shape = (x.shape[0], weights.shape[0])
+    y_index = model.add_operand(code, out_shape)
+    model.add_operation(m.OperationCode.FULLY_CONNECTED, indices, [y_index])
+    model.identify_inputs_and_outputs([x_index], [y_index])
+    if relaxed:
+        model.relax_computation_float32_to_float16(True)
+    model.finish()
+    return model, out_shape
+
+
+def _fp16_pair(section_label: str, build, feeds32, feeds16, work: float) -> None:
+    """Two rows for one operation: the relaxed fp32 model and the TENSOR_FLOAT16 model, each vs
+    the same model in fp32 (ratio = fp32 time / its time; goal >= 1/1.5)."""
+    model32, shape = build(np.float32, False)
+    fp32 = mock_runner(model32, feeds32, shape)
+    relaxed_model, _ = build(np.float32, True)
+    relaxed = mock_runner(relaxed_model, feeds32, shape)
+    np.testing.assert_allclose(relaxed(), fp32(), rtol=2e-3, atol=2e-3 * np.abs(fp32()).max())
+    t_relaxed, t_fp32, ratio = side_by_side(relaxed, fp32, ARGS.rounds)
+    record(Row("fp16", f"{section_label} relaxed fp32", "fp32", t_relaxed, t_fp32, ratio, 1 / 1.5))
+    model16, _ = build(np.float16, False)
+    half = mock_runner(model16, feeds16, shape, np.float16)
+    np.testing.assert_allclose(
+        half().astype(np.float32), fp32(), rtol=1e-2, atol=1e-2 * np.abs(fp32()).max()
+    )
+    t_half, t_fp32, ratio = side_by_side(half, fp32, ARGS.rounds)
+    record(
+        Row("fp16", f"{section_label} TENSOR_FLOAT16", "fp32", t_half, t_fp32, ratio, 1 / 1.5, work)
+    )
+
+
+def fp16_rows() -> None:
+    m = mock()
+    from mock_nnapi import control
+
+    control.set_profile(FP16_PROFILE)
+    try:
+        device = next(d for d in m.devices() if d.name == FP16_DEVICE)
+        MOCK_DEVICES[:] = [device]
+        progress(f"fp16: on {FP16_PROFILE}'s {FP16_DEVICE} (relaxed fp32 outputs rounded to fp16)")
+        codes = m.OperandCode
+        code_of = {np.float32: codes.TENSOR_FLOAT32, np.float16: codes.TENSOR_FLOAT16}
+        rng = np.random.default_rng(0)
+        layers = fp16_layers()
+        for index, layer in enumerate(layers):
+            progress(f"fp16 conv {index + 1}/{len(layers)}")
+            depthwise = layer["groups"] > 1
+            c_in, c_out, kh, kw = layer["c_in"], layer["c_out"], layer["kh"], layer["kw"]
+            taps = kh * kw * (1 if depthwise else c_in)
+            x = rng.standard_normal((1, layer["h"], layer["w"], c_in), dtype=np.float32)
+            shape = (1, kh, kw, c_out) if depthwise else (c_out, kh, kw, c_in)
+            filt = rng.standard_normal(shape, dtype=np.float32) / np.float32(np.sqrt(taps))
+            bias = rng.standard_normal(c_out, dtype=np.float32)
+            x16, filt16, bias16 = (a.astype(np.float16) for a in (x, filt, bias))
+            x32 = x16.astype(np.float32)  # the same values on both sides
+            filt32, bias32 = filt16.astype(np.float32), bias16.astype(np.float32)
+
+            def build(
+                dtype, relaxed, layer=layer, x=x32, f32=(filt32, bias32), f16=(filt16, bias16)
+            ):
+                filt_, bias_ = f32 if dtype is np.float32 else f16
+                return _float_conv_model(layer, x, filt_, bias_, code_of[dtype], relaxed)
+
+            name = "DEPTHWISE_CONV_2D" if depthwise else "CONV_2D"
+            label = f"{name} {layer['h']}x{layer['w']}x{c_in} {kh}x{kw}/s{layer['stride']}"
+            out_pixels = math.prod(build(np.float32, False)[1][1:3])
+            _fp16_pair(f"{label} -> {c_out}", build, [x32], [x16], 2.0 * out_pixels * c_out * taps)
+        shapes = llm_gemm_fp16_shapes()
+        for index, (label, m_rows, k, n) in enumerate(shapes):
+            progress(f"fp16 fully_connected {index + 1}/{len(shapes)}: {label} M={m_rows}")
+            x16 = rng.standard_normal((m_rows, k), dtype=np.float32).astype(np.float16)
+            w16 = (rng.standard_normal((n, k), dtype=np.float32) / np.sqrt(k)).astype(np.float16)
+            b16 = np.zeros(n, np.float16)
+            x32, w32, b32 = (a.astype(np.float32) for a in (x16, w16, b16))
+
+            def build(dtype, relaxed, f32=(x32, w32, b32), f16=(x16, w16, b16)):
+                x_, w_, b_ = f32 if dtype is np.float32 else f16
+                return _float_fc_model(x_, w_, b_, code_of[dtype], relaxed)
+
+            shape = f"FULLY_CONNECTED {m_rows}x{k}.({n}x{k})^T {label}"
+            _fp16_pair(shape, build, [x32], [x16], 2.0 * m_rows * n * k)
+    finally:
+        MOCK_DEVICES.clear()
+        control.set_profile(None)
+
+
+def llm_gemm_fp16_shapes() -> list[tuple[str, int, int, int]]:
+    """TinyLlama-1.1B's projections at decode (M=1) and a prefill of 128 tokens."""
+    if ARGS.quick:
+        return [("quick mlp", 32, 256, 1024)]
+    from tvm_nnapi.llm.config import TINYLLAMA_1_1B
+
+    c = TINYLLAMA_1_1B
+    projections = [
+        ("qkv", c.hidden_size, c.q_size + 2 * c.kv_size),
+        ("o", c.q_size, c.hidden_size),
+        ("gate_up", c.hidden_size, 2 * c.intermediate_size),
+        ("down", c.intermediate_size, c.hidden_size),
+    ]
+    return [(f"{c.name} {p}", t, k, n) for t in INT8_TOKENS for p, k, n in projections]
 
 
 # ---- pooling, elementwise, softmax -----------------------------------------------------------
@@ -1057,7 +1476,7 @@ def markdown(elapsed: float) -> str:
             if row.work:
                 value = row.work / row.ours_s / 1e9
                 rate = f"{value:.1f} {row.unit}"
-                peak = PEAK.get("gflops" if row.unit == "GFLOP/s" else "gbps")
+                peak = {"GFLOP/s": PEAK.get("gflops"), "GB/s": PEAK.get("gbps")}.get(row.unit)
                 share = f"{value / peak:.0%}" if peak else ""
             goal = ("<= " if row.section == "memory" else ">= ") + f"{row.goal:.2f}"
             goal = "-" if row.goal == 0 else goal + ("" if row.met else " **miss**")
@@ -1103,6 +1522,8 @@ def main() -> int:
         "roofline": roofline,
         "gemm": gemm_rows,
         "conv": conv_rows,
+        "int8": int8_rows,
+        "fp16": fp16_rows,
         "memory-bound": memory_bound_rows,
         "networks": network_rows,
         "overhead": overhead_rows,

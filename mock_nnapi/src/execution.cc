@@ -11,8 +11,8 @@
 #include <limits>
 #include <system_error>
 
-#include "half.h"
 #include "ops/control_flow.h"
+#include "ops/gemm.h"
 #include "statistics.h"
 #include "trace.h"
 
@@ -321,11 +321,7 @@ class RelaxedPrecisionObserver : public ExecutionObserver {
     if (operation_index < rounded_.size() && rounded_[operation_index]) {
       for (const OperandInfo* output : outputs) {
         if (output->type != ANEURALNETWORKS_TENSOR_FLOAT32 || output->data == nullptr) continue;
-        float* values = output->MutableData<float>();
-        const size_t count = output->length / sizeof(float);
-        for (size_t i = 0; i < count; ++i) {
-          values[i] = nnapi_common::HalfBitsToFloat(nnapi_common::FloatToHalfBits(values[i]));
-        }
+        gemm::RoundToHalf(output->MutableData<float>(), output->length / sizeof(float));
       }
     }
     if (next_ != nullptr) next_->OnOperation(operation_index, inputs, outputs);

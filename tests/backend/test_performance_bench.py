@@ -71,3 +71,22 @@ def test_unknown_section_is_a_usage_error():
     result = run("--only", "gemm,nonsense")
     assert result.returncode == 2
     assert "unknown section(s) nonsense" in result.stderr
+
+
+def test_quick_int8_and_fp16_sections(tmp_path):
+    out = tmp_path / "performance.md"
+    result = run("--quick", "--threads", "1", "--only", "int8,fp16", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    text = out.read_text()
+    # Progress lines on stderr, like the other sections.
+    assert "int8 conv 1/2" in result.stderr and "fp16 fully_connected 1/1" in result.stderr
+    # fp16 needs only the mock: the two --quick shapes, each relaxed and TENSOR_FLOAT16.
+    assert "## fp16 (" in text and "rows meet the goal)" in text
+    fp16 = [line for line in text.splitlines() if "relaxed fp32 |" in line or "FLOAT16 |" in line]
+    assert len(fp16) == 4
+    assert all(len(row.split("|")) == 12 and "| fp32 |" in row for row in fp16)
+    # int8 needs onnxruntime and onnx: two conv layers and two FULLY_CONNECTED shapes, or a note.
+    if "- int8: skipped" not in text:
+        int8 = [line for line in text.splitlines() if " u8s8 |" in line or " u8u8 |" in line]
+        assert len(int8) == 4
+        assert "ort QLinearConv" in text and "ort QGemm" in text

@@ -43,3 +43,57 @@ def test_float32_model_stays_exact_on_a_phone():
 
 def test_reference_cpu_ignores_the_relaxed_flag():
     np.testing.assert_array_equal(_multiply(relaxed=True), X)
+
+
+def _float16_edge_values() -> np.ndarray:
+    """Every float16 value, the midpoints between neighbours (ties) and the floats on either side
+    of them, values that round to infinity or below the smallest subnormal, float32 subnormals,
+    infinities, NaNs and random floats: the cases of float32 -> float16 rounding."""
+    halves = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    finite = np.sort(halves[np.isfinite(halves)].astype(np.float32))
+    middles = (finite[:-1].astype(np.float64) + finite[1:].astype(np.float64)) / 2
+    middles = middles.astype(np.float32)  # exact: a float16 midpoint has 12 significant bits
+    bits = middles.view(np.uint32)
+    around = np.concatenate([bits - 1, bits + 1]).view(np.float32)
+    special = np.array(
+        [
+            65504,
+            65519.996,
+            65520,
+            65536,
+            3.4e38,
+            2**-24,
+            2**-25,
+            2**-25 * 1.0000001,
+            2**-26,
+            1e-40,
+            -1e-45,
+            np.inf,
+            -np.inf,
+            np.nan,
+            -np.nan,
+        ],
+        np.float32,
+    )
+    quiet_payload = np.array([0x7F800001, 0xFFA00000, 0x7FC12345], np.uint32).view(np.float32)
+    rng = np.random.default_rng(0)
+    random = rng.integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    values = np.concatenate([finite, middles, around, special, quiet_payload, random])
+    return np.concatenate([values, -values, values[:13]])  # an odd count: the scalar tail
+
+
+def test_relaxed_rounding_is_float16_round_to_nearest_even():
+    """The relaxed float32 emulation rounds each output to the nearest float16 (ties to even, to
+    infinity past 65520, subnormals); NaN becomes float16's quiet NaN of the same sign."""
+    from mock_nnapi import Compilation, OperationCode
+
+    control.set_profile("snapdragon-8-gen-2")
+    x = _float16_edge_values()
+    model = binary_model([OperationCode.MUL], [x.size], relaxed=True)
+    (result,) = Compilation(model).finish().execute([x, np.ones_like(x)])
+    with np.errstate(over="ignore"):
+        expected = x.astype(np.float16).astype(np.float32)
+    nan = np.isnan(x)
+    np.testing.assert_array_equal(result.view(np.uint32)[~nan], expected.view(np.uint32)[~nan])
+    sign = x.view(np.uint32)[nan] & 0x80000000
+    np.testing.assert_array_equal(result.view(np.uint32)[nan], sign | 0x7FC00000)

@@ -50,6 +50,9 @@ constexpr size_t kPatchTileBytes = size_t{128} << 10;
 // Largest im2col matrix built whole for one GEMM over all output pixels.
 constexpr size_t kWholePatchBytes = size_t{16} << 20;
 
+// Fewest output pixels in a tile of the quantised convolution.
+constexpr size_t kMinQuantizedTileRows = 64;
+
 bool IsGrouped(const OperationContext& context) {
   return context.type() == ANEURALNETWORKS_GROUPED_CONV_2D;
 }
@@ -382,17 +385,22 @@ std::unique_ptr<PackedFilter> PackFilter(const Geometry& g, const float* filter,
   return packed;
 }
 
-// The packed filter of an fp32 convolution whose filter and bias are constants (null otherwise:
-// the OpenBLAS path): packed on the model's first run and kept (OperationContext::Derived), or
-// packed for this run only when the store declines it, which computes the same bits.
+// The packed filter of an fp32 or fp16 convolution whose filter and bias are constants (null
+// otherwise: the OpenBLAS path): packed on the model's first run and kept
+// (OperationContext::Derived), or packed for this run only when the store declines it, which
+// computes the same bits.
 class PackedFilterFor {
  public:
   PackedFilterFor(const OperationContext& context, const Geometry& g, const float* filter,
                   const float* bias) {
     const OperandInfo& filter_operand = context.Input(1);
     const OperandInfo& bias_operand = context.Input(2);
-    if (filter_operand.type != ANEURALNETWORKS_TENSOR_FLOAT32 || !filter_operand.constant ||
-        !bias_operand.constant || !packed_gemm::Enabled()) {
+    // fp16 filters too (converted once by conv::FloatValues): the fp16 model then computes what
+    // the fp32 one does, rounded.
+    const bool float_filter = filter_operand.type == ANEURALNETWORKS_TENSOR_FLOAT32 ||
+                              filter_operand.type == ANEURALNETWORKS_TENSOR_FLOAT16;
+    if (!float_filter || !filter_operand.constant || !bias_operand.constant ||
+        !packed_gemm::Enabled()) {
       return;
     }
     const size_t depth = size_t{g.filter_height} * g.filter_width * (g.input.channels / g.groups);
@@ -525,21 +533,93 @@ void ConvolveFloat(const Geometry& g, const float* input, const float* filter, c
       });
 }
 
-// The same sums in exact integer arithmetic on offset-subtracted quantised values (no bias).
-void ConvolveInteger(const Geometry& g, const float* input, float max_abs_input,
-                     const float* filter, float max_abs_filter, int32_t* output) {
+// The quantised convolution in tiles of output pixels shared out over the pool: for each tile,
+// its im2col rows of offset-subtracted values (pointwise convolutions read the input rows
+// themselves), the exact integer products of each group (gemm::IntegerGemm, single-threaded in a
+// pool job) into a tile of accumulators, then their requantisation into the NHWC output `out`.
+// The sums are exact, so the results do not depend on the tiling.
+template <typename Q>
+void ConvolveQuantized(const Geometry& g, const float* input, float max_abs_input,
+                       const float* filter, float max_abs_filter,
+                       const conv::Requantization<Q>& requantization, Q* out) {
+  const Parameters& p = g.params;
   const size_t out_channels = g.output.channels;
   const size_t group_out = out_channels / g.groups;
-  const size_t depth = size_t{g.filter_height} * g.filter_width * (g.input.channels / g.groups);
-  ForEachPatchTile(
-      g, input,
-      [&](uint32_t group, size_t first, size_t rows, const float* patch, size_t patch_stride) {
-        gemm::IntegerGemm(gemm::Transpose::kNo, gemm::Transpose::kYes, rows, group_out, depth,
-                          patch, patch_stride, max_abs_input, filter + group * group_out * depth,
-                          depth, max_abs_filter, output + first * out_channels + group * group_out,
-                          out_channels);
-      },
-      [](size_t, size_t) {});
+  const size_t in_group_channels = g.input.channels / g.groups;
+  const size_t depth = size_t{g.filter_height} * g.filter_width * in_group_channels;
+  const size_t rows = size_t{g.output.batches} * g.output.height * g.output.width;
+  const bool pointwise = g.filter_height == 1 && g.filter_width == 1 && p.stride_w == 1 &&
+                         p.stride_h == 1 && p.pad_left == 0 && p.pad_top == 0 && p.pad_right == 0 &&
+                         p.pad_bottom == 0;
+  // Tiles whose patch and accumulators stay in cache, and enough of them to share out; at least
+  // kMinQuantizedTileRows rows, since each tile's GEMM packs the whole filter again.
+  const size_t by_patch = pointwise ? rows : kPatchTileBytes / (depth * sizeof(float));
+  const size_t by_accumulators = kPatchTileBytes / (out_channels * sizeof(int32_t));
+  const size_t by_threads = (rows + 4 * gemm::ThreadCount() - 1) / (4 * gemm::ThreadCount());
+  const size_t tile_rows = std::min(
+      rows, std::max(kMinQuantizedTileRows, std::min({by_patch, by_accumulators, by_threads})));
+  const size_t tiles = (rows + tile_rows - 1) / tile_rows;
+  // Uninitialised scratch: every element is written before it is read.
+  auto products = [&](size_t first, size_t count, float* patch, int32_t* accumulators) {
+    for (uint32_t group = 0; group < g.groups; ++group) {
+      const float* channels = input + group * in_group_channels;
+      const float* a = channels + first * g.input.channels;
+      size_t lda = g.input.channels;
+      if (!pointwise) {
+        FillPatchRows(g, channels, first, count, patch);
+        a = patch;
+        lda = depth;
+      }
+      gemm::IntegerGemm(gemm::Transpose::kNo, gemm::Transpose::kYes, count, group_out, depth, a,
+                        lda, max_abs_input, filter + group * group_out * depth, depth,
+                        max_abs_filter, accumulators + group * group_out, out_channels);
+    }
+  };
+  if (tiles == 1) {
+    // One tile: its GEMM on the calling thread, where Sgemm shares a large product out over the
+    // pool, then the requantisation in blocks of rows over the pool.
+    std::unique_ptr<float[]> patch(pointwise ? nullptr : new float[rows * depth]);
+    std::unique_ptr<int32_t[]> accumulators(new int32_t[rows * out_channels]);
+    products(0, rows, patch.get(), accumulators.get());
+    const size_t block = std::max<size_t>(1, 16384 / out_channels);
+    gemm::ParallelFor((rows + block - 1) / block, block * out_channels * 4,
+                      [&](size_t begin, size_t end) {
+                        const size_t first = begin * block;
+                        const size_t count = std::min(rows, end * block) - first;
+                        requantization.Rows(accumulators.get() + first * out_channels, count,
+                                            out + first * out_channels);
+                      });
+    return;
+  }
+  gemm::ParallelFor(tiles, tile_rows * depth * out_channels, [&](size_t begin, size_t end) {
+    std::unique_ptr<float[]> patch(pointwise ? nullptr : new float[tile_rows * depth]);
+    std::unique_ptr<int32_t[]> accumulators(new int32_t[tile_rows * out_channels]);
+    for (size_t t = begin; t < end; ++t) {
+      const size_t first = t * tile_rows;
+      const size_t count = std::min(tile_rows, rows - first);
+      products(first, count, patch.get(), accumulators.get());
+      requantization.Rows(accumulators.get(), count, out + first * out_channels);
+    }
+  });
+}
+
+template <typename Q>
+void ExecuteQuantized(const OperationContext& context, const Geometry& geometry,
+                      const float* input_values, const float* filter_values) {
+  const OperandInfo& input = context.Input(0);
+  const OperandInfo& filter = context.Input(1);
+  const OperandInfo& output = context.Output(0);
+  const Parameters& p = geometry.params;
+  const conv::Requantization<Q> requantization(
+      context.Input(2).Data<int32_t>(),
+      conv::OutputMultipliers(input, filter, output, geometry.output.channels), p.activation,
+      output);
+  Q* out = output.MutableData<Q>();
+  std::unique_ptr<Q[]> nhwc;
+  if (p.nchw) nhwc.reset(new Q[geometry.output.Elements()]);  // every element is written
+  ConvolveQuantized<Q>(geometry, input_values, conv::MaxAbsOffset(input), filter_values,
+                       conv::MaxAbsOffset(filter), requantization, p.nchw ? nhwc.get() : out);
+  if (p.nchw) conv::NhwcToNchw(nhwc.get(), geometry.output, out);
 }
 
 int Execute(OperationContext& context) {
@@ -547,12 +627,12 @@ int Execute(OperationContext& context) {
   NN_RETURN_IF_ERROR(ResolveGeometry(context, &geometry));
   if (geometry.output.Elements() == 0) return ANEURALNETWORKS_NO_ERROR;
   const OperandInfo& input = context.Input(0);
-  const OperandInfo& filter = context.Input(1);
   const OperandInfo& bias = context.Input(2);
   const OperandInfo& output = context.Output(0);
   const Parameters& p = geometry.params;
   const conv::NhwcFloatInput in(input, p.nchw);
-  const conv::FloatValues weights(filter);
+  // Constant weights in fp16 or quantised are converted once per model (fp32 ones read as is).
+  const conv::FloatValues weights(context, 1);
   if (!IsQuantizedType(input.type)) {
     const conv::FloatValues bias_values(bias);
     conv::FloatOutput out(output, geometry.output, p.nchw);
@@ -562,13 +642,11 @@ int Execute(OperationContext& context) {
     out.Finish(nullptr, ANEURALNETWORKS_FUSED_NONE);
     return ANEURALNETWORKS_NO_ERROR;
   }
-  std::vector<int32_t> accumulators(geometry.output.Elements());
-  ConvolveInteger(geometry, in.data(), conv::MaxAbsOffset(input), weights.data(),
-                  conv::MaxAbsOffset(filter), accumulators.data());
-  conv::StoreQuantizedOutput(
-      accumulators.data(), geometry.output, bias.Data<int32_t>(),
-      conv::OutputMultipliers(input, filter, output, geometry.output.channels), p.activation,
-      output, p.nchw);
+  if (output.type == ANEURALNETWORKS_TENSOR_QUANT8_ASYMM) {
+    ExecuteQuantized<uint8_t>(context, geometry, in.data(), weights.data());
+  } else {
+    ExecuteQuantized<int8_t>(context, geometry, in.data(), weights.data());
+  }
   return ANEURALNETWORKS_NO_ERROR;
 }
 

@@ -28,6 +28,7 @@
 
 #include "common.h"
 #include "gemm.h"
+#include "vector_convert.h"
 
 namespace mock_nnapi {
 namespace conv {
@@ -504,30 +505,58 @@ class FloatOutput {
   float* data_ = nullptr;
 };
 
-// Requantises NHWC int32 accumulators (+ bias) into the quantised output, per output channel.
+// The quantised output's activation range and the per-channel terms of its requantisation (a
+// missing bias reads as zeros).
+template <typename Q>
+struct Requantization {
+  Requantization(const int32_t* bias_data, std::vector<double> channel_multipliers,
+                 int32_t activation, const OperandInfo& output)
+      : multipliers(std::move(channel_multipliers)), zero_point(output.zero_point) {
+    QuantizedActivationRange<Q>(activation, output.scale, output.zero_point, &low, &high);
+    if (bias_data == nullptr) {
+      zeros.assign(multipliers.size(), 0);
+      bias_data = zeros.data();
+    }
+    bias = bias_data;
+  }
+  // out[r * channels + c] = gemm::Requantize(accumulators[r * channels + c] + bias[c],
+  // multipliers[c], ...) for `rows` rows of all channels (vectorised, the same values).
+  void Rows(const int32_t* accumulators, size_t rows, Q* out) const {
+    vector_convert::RequantizeRows(accumulators, rows, multipliers.size(), bias, multipliers.data(),
+                                   zero_point, low, high, out);
+  }
+
+  std::vector<double> multipliers;
+  std::vector<int32_t> zeros;
+  const int32_t* bias = nullptr;
+  int32_t zero_point = 0, low = 0, high = 0;
+};
+
+// Requantises NHWC int32 accumulators (+ bias) into the quantised output, per output channel
+// (pixels shared out over the pool; every element is computed the same way whatever the split).
 template <typename Q>
 void StoreQuantized(const int32_t* accumulators, const Shape4& shape, const int32_t* bias,
                     const std::vector<double>& multipliers, int32_t activation,
                     const OperandInfo& output, bool nchw) {
-  int32_t low, high;
-  QuantizedActivationRange<Q>(activation, output.scale, output.zero_point, &low, &high);
+  const Requantization<Q> requantization(bias, multipliers, activation, output);
   const size_t channels = shape.channels;
   const size_t pixels = channels == 0 ? 0 : shape.Elements() / channels;
   Q* out = output.MutableData<Q>();
-  std::vector<Q> nhwc;
+  std::unique_ptr<Q[]> nhwc;
   Q* target = out;
   if (nchw) {
-    nhwc.resize(shape.Elements());
-    target = nhwc.data();
+    nhwc.reset(new Q[shape.Elements()]);  // every element is written below
+    target = nhwc.get();
   }
-  for (size_t p = 0; p < pixels; ++p) {
-    for (size_t c = 0; c < channels; ++c) {
-      const int64_t sum = int64_t{accumulators[p * channels + c]} + (bias ? bias[c] : 0);
-      target[p * channels + c] =
-          gemm::Requantize<Q>(sum, multipliers[c], output.zero_point, low, high);
-    }
-  }
-  if (nchw) NhwcToNchw(nhwc.data(), shape, out);
+  constexpr size_t kBlockElements = 16384;
+  const size_t block = channels == 0 ? 1 : std::max<size_t>(1, kBlockElements / channels);
+  gemm::ParallelFor(
+      (pixels + block - 1) / block, block * channels * 4, [&](size_t begin, size_t end) {
+        const size_t first = begin * block;
+        const size_t count = std::min(pixels, end * block) - first;
+        requantization.Rows(accumulators + first * channels, count, target + first * channels);
+      });
+  if (nchw) NhwcToNchw(target, shape, out);
 }
 
 inline void StoreQuantizedOutput(const int32_t* accumulators, const Shape4& shape,

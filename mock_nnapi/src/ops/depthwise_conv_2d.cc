@@ -20,6 +20,8 @@
 // TENSOR_QUANT8_SYMM_PER_CHANNEL with channelDim 3 (FL3); bias rules as CONV_2D. FL3 is also
 // needed for the layout or dilation inputs and for a QUANT8_ASYMM output scale <= input_scale *
 // filter_scale. Every padding must be smaller than the effective filter size (Android's prepare).
+#include <limits>
+
 #include "conv_common.h"
 #include "gemm.h"
 
@@ -597,7 +599,7 @@ int Execute(OperationContext& context) {
   const OperandInfo& output = context.Output(0);
   const Parameters& p = geometry.params;
   const conv::NhwcFloatInput in(input, p.nchw);
-  const conv::FloatValues weights(filter);
+  const conv::FloatValues weights(context, 1);  // constant fp16/quantised filters converted once
   if (!IsQuantizedType(input.type)) {
     const conv::FloatValues bias_values(bias);
     conv::FloatOutput out(output, geometry.output, p.nchw);
@@ -620,6 +622,31 @@ int Execute(OperationContext& context) {
   }
   const size_t filter_count =
       size_t{geometry.filter_height} * geometry.filter_width * geometry.output.channels;
+  const double taps = static_cast<double>(geometry.filter_height) * geometry.filter_width;
+  if (geometry.multiplier == 1 &&
+      taps * conv::MaxAbsOffset(input) * conv::MaxAbsOffset(filter) <= 16777216.0) {
+    // Every product and partial sum of offset-subtracted values is an integer below 2^24, exact
+    // in float whatever the order: the fp32 kernel (zero bias, no clamp) gives the exact sums.
+    const std::vector<float> zeros(geometry.output.channels, 0.f);
+    std::unique_ptr<float[]> sums(new float[geometry.output.Elements()]);  // all written
+    const float infinity = std::numeric_limits<float>::infinity();
+    const FloatKernelArguments arguments{&geometry, in.data(), weights.data(), zeros.data(),
+                                         -infinity, infinity,  sums.get()};
+    const size_t rows = size_t{geometry.output.batches} * geometry.output.height;
+    const size_t cost = size_t{geometry.output.width} * geometry.filter_height *
+                        geometry.filter_width * geometry.output.channels;
+    gemm::ParallelFor(rows, cost,
+                      [&](size_t begin, size_t end) { DepthwiseFloatRows(arguments, begin, end); });
+    std::unique_ptr<int32_t[]> accumulators(new int32_t[geometry.output.Elements()]);
+    const float* __restrict__ from = sums.get();
+    int32_t* __restrict__ to = accumulators.get();
+    for (size_t i = 0; i < geometry.output.Elements(); ++i) to[i] = static_cast<int32_t>(from[i]);
+    conv::StoreQuantizedOutput(
+        accumulators.get(), geometry.output, bias.Data<int32_t>(),
+        conv::OutputMultipliers(input, filter, output, geometry.output.channels), p.activation,
+        output, p.nchw);
+    return ANEURALNETWORKS_NO_ERROR;
+  }
   const std::vector<int32_t> input_values = ToInt32(in.data(), in.shape().Elements());
   const std::vector<int32_t> filter_values = ToInt32(weights.data(), filter_count);
   std::vector<int32_t> accumulators(geometry.output.Elements());

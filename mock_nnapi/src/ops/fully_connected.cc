@@ -11,17 +11,69 @@
 // type, or for quantised inputs is TENSOR_INT32 with zero point 0 and scale input_scale *
 // weights_scale (relative tolerance 1e-6, Android's CPU check). Shapes are checked when the
 // operation is added if the ranks are known (as Android does).
-// fp16 runs through fp32 sgemm; quantised inputs accumulate exactly in int32 (gemm::IntegerGemm)
-// and are requantised with a real multiplier. fp32 with two or more rows and constant weights of
-// at most kPackedWeightsMaxBytes runs on packed_gemm (the weights packed once per model).
+// fp16 runs through fp32 sgemm; quantised inputs accumulate exactly in int32 (gemm::IntegerGemm,
+// or for a few rows, IntegerDotRows on the quantised weights themselves) and are requantised with
+// a real multiplier. fp32 with two or more rows and constant weights of at most
+// kPackedWeightsMaxBytes runs on packed_gemm (the weights packed once per model).
+#include <algorithm>
 #include <memory>
 #include <vector>
 
 #include "conv_common.h"
 #include "gemm.h"
 #include "packed_gemm.h"
+#include "vector_math.h"
 
 namespace mock_nnapi {
+namespace fully_connected {
+
+// Clones of the integer kernel: its int16 multiply-adds have 512-bit forms only with AVX-512BW
+// (part of x86-64-v4); vector_math.h's AVX-512F clone would run them on 256 bits.
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define MOCK_NNAPI_INT16_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#endif
+#endif
+#ifndef MOCK_NNAPI_INT16_CLONES
+#define MOCK_NNAPI_INT16_CLONES
+#endif
+
+// acc[b * num_units + j] = sum over i of x[b * k + i] * (w[j * k + i] - w_zero) for the units j in
+// [begin, end) and the `batch` rows b: exact int32 sums of int16 products (the caller checks that
+// no sum can overflow), in loops GCC vectorises (multiply-add of int16 pairs). Each weight row is
+// read once for all rows of x.
+template <typename Q>
+inline void IntegerDotRowsImpl(const int16_t* __restrict__ x, size_t batch, const Q* __restrict__ w,
+                               size_t k, int16_t w_zero, size_t num_units, size_t begin, size_t end,
+                               int32_t* __restrict__ acc) {
+  for (size_t j = begin; j < end; ++j) {
+    const Q* __restrict__ row = w + j * k;
+    for (size_t b = 0; b < batch; ++b) {
+      const int16_t* __restrict__ xb = x + b * k;
+      int32_t sum = 0;
+      for (size_t i = 0; i < k; ++i) {
+        const int16_t weight = static_cast<int16_t>(static_cast<int16_t>(row[i]) - w_zero);
+        sum += int32_t{xb[i]} * int32_t{weight};
+      }
+      acc[b * num_units + j] = sum;
+    }
+  }
+}
+
+MOCK_NNAPI_INT16_CLONES
+void IntegerDotRows(const int16_t* x, size_t batch, const uint8_t* w, size_t k, int16_t w_zero,
+                    size_t num_units, size_t begin, size_t end, int32_t* acc) {
+  IntegerDotRowsImpl(x, batch, w, k, w_zero, num_units, begin, end, acc);
+}
+
+MOCK_NNAPI_INT16_CLONES
+void IntegerDotRows(const int16_t* x, size_t batch, const int8_t* w, size_t k, int16_t w_zero,
+                    size_t num_units, size_t begin, size_t end, int32_t* acc) {
+  IntegerDotRowsImpl(x, batch, w, k, w_zero, num_units, begin, end, acc);
+}
+
+}  // namespace fully_connected
+
 namespace {
 
 constexpr uint32_t kInput = 0;
@@ -162,6 +214,54 @@ bool FullyConnectedPacked(const OperationContext& context, size_t batch, size_t 
   return true;
 }
 
+// Rows of x up to which the quantised product runs on the quantised weights themselves: reading
+// one byte per weight instead of the four of their float copy (decode's matrix-vector products
+// are bound by that traffic), at a multiply-add rate that only pays for a few rows.
+constexpr size_t kDirectBatch = 4;
+
+template <typename Q>
+void QuantizedDirectImpl(const OperationContext& context, size_t batch, size_t input_size,
+                         size_t num_units, int32_t activation) {
+  const OperandInfo& input = context.Input(kInput);
+  const OperandInfo& weights = context.Input(kWeights);
+  const OperandInfo& output = context.Output(0);
+  const Q* x = input.Data<Q>();
+  std::vector<int16_t> offsets(batch * input_size);
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    offsets[i] = static_cast<int16_t>(int32_t{x[i]} - input.zero_point);
+  }
+  std::unique_ptr<int32_t[]> accumulators(new int32_t[batch * num_units]);  // all written below
+  constexpr size_t kBlock = 16;
+  gemm::ParallelFor((num_units + kBlock - 1) / kBlock, kBlock * batch * input_size,
+                    [&](size_t begin, size_t end) {
+                      fully_connected::IntegerDotRows(
+                          offsets.data(), batch, weights.Data<Q>(), input_size,
+                          static_cast<int16_t>(weights.zero_point), num_units, begin * kBlock,
+                          std::min(num_units, end * kBlock), accumulators.get());
+                    });
+  const conv::Requantization<Q> requantization(
+      context.Input(kBias).Data<int32_t>(),
+      conv::OutputMultipliers(input, weights, output, num_units), activation, output);
+  requantization.Rows(accumulators.get(), batch, output.MutableData<Q>());
+}
+
+// The quantised FULLY_CONNECTED of at most kDirectBatch rows, when no int32 sum of products can
+// overflow (then gemm::IntegerGemm's saturation never applies, and the exact sums are the same);
+// false when it does not apply.
+bool QuantizedDirect(const OperationContext& context, size_t batch, size_t input_size,
+                     size_t num_units, int32_t activation) {
+  const OperandInfo& input = context.Input(kInput);
+  const double bound = static_cast<double>(input_size) * conv::MaxAbsOffset(input) *
+                       conv::MaxAbsOffset(context.Input(kWeights));
+  if (batch > kDirectBatch || bound >= 2147483647.0) return false;
+  if (input.type == ANEURALNETWORKS_TENSOR_QUANT8_ASYMM) {
+    QuantizedDirectImpl<uint8_t>(context, batch, input_size, num_units, activation);
+  } else {
+    QuantizedDirectImpl<int8_t>(context, batch, input_size, num_units, activation);
+  }
+  return true;
+}
+
 int Execute(OperationContext& context) {
   const OperandInfo& input = context.Input(kInput);
   const OperandInfo& weights = context.Input(kWeights);
@@ -189,6 +289,9 @@ int Execute(OperationContext& context) {
       return ANEURALNETWORKS_NO_ERROR;
     }
     default: {  // TENSOR_QUANT8_ASYMM(_SIGNED)
+      if (QuantizedDirect(context, batch, input_size, num_units, activation)) {
+        return ANEURALNETWORKS_NO_ERROR;
+      }
       const conv::FloatValues x(input), w(context, kWeights);
       std::vector<int32_t> accumulators(batch * num_units);
       gemm::IntegerGemm(gemm::Transpose::kNo, gemm::Transpose::kYes, batch, num_units, input_size,

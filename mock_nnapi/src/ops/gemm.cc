@@ -16,6 +16,7 @@
 
 #include "../json.h"
 #include "../statistics.h"
+#include "vector_convert.h"
 
 namespace mock_nnapi {
 namespace gemm {
@@ -272,16 +273,22 @@ void IntegerGemm(Transpose trans_a, Transpose trans_b, size_t m, size_t n, size_
   if (m == 0 || n == 0) return;
   const double product_bound = std::max(1.0, static_cast<double>(max_abs_a) * max_abs_b);
   const size_t chunk = std::max<size_t>(1, static_cast<size_t>(kExactFloatLimit / product_bound));
+  // Written on values, not std::min/std::max (which return references): the loop vectorises.
   auto saturate = [](double value) {
     const double low = std::numeric_limits<int32_t>::min();
     const double high = std::numeric_limits<int32_t>::max();
-    return static_cast<int32_t>(std::min(std::max(value, low), high));
+    const double at_least_low = value < low ? low : value;
+    return static_cast<int32_t>(high < at_least_low ? high : at_least_low);
   };
-  std::vector<float> partial(m * n);
+  // Uninitialised: Sgemm writes every element (beta = 0).
+  std::unique_ptr<float[]> partial(new float[m * n]);
   if (k <= chunk) {
-    Sgemm(trans_a, trans_b, m, n, k, 1.f, a, lda, b, ldb, 0.f, partial.data(), n);
+    Sgemm(trans_a, trans_b, m, n, k, 1.f, a, lda, b, ldb, 0.f, partial.get(), n);
+    // One chunk: |sum| <= k * max_abs_a * max_abs_b <= 2^24, so saturation never applies.
     for (size_t i = 0; i < m; ++i) {
-      for (size_t j = 0; j < n; ++j) c[i * ldc + j] = saturate(partial[i * n + j]);
+      const float* __restrict__ row = partial.get() + i * n;
+      int32_t* __restrict__ out = c + i * ldc;
+      for (size_t j = 0; j < n; ++j) out[j] = static_cast<int32_t>(row[j]);
     }
     return;
   }
@@ -291,7 +298,7 @@ void IntegerGemm(Transpose trans_a, Transpose trans_b, size_t m, size_t n, size_
     // The chunk's columns of op(A) and rows of op(B).
     const float* a_chunk = trans_a == Transpose::kYes ? a + k0 * lda : a + k0;
     const float* b_chunk = trans_b == Transpose::kYes ? b + k0 : b + k0 * ldb;
-    Sgemm(trans_a, trans_b, m, n, kc, 1.f, a_chunk, lda, b_chunk, ldb, 0.f, partial.data(), n);
+    Sgemm(trans_a, trans_b, m, n, kc, 1.f, a_chunk, lda, b_chunk, ldb, 0.f, partial.get(), n);
     for (size_t i = 0; i < m * n; ++i) sum[i] += partial[i];
   }
   for (size_t i = 0; i < m; ++i) {
@@ -485,14 +492,38 @@ void ParallelFor(size_t count, size_t cost_per_item,
   ParallelForOn(static_cast<size_t>(ThreadCount()), count, cost_per_item, body);
 }
 
+// Elements per block of the fp16 conversions shared out over the pool.
+constexpr size_t kConvertBlock = 16384;
+
 std::vector<float> HalfToFloat(const Half* data, size_t count) {
   std::vector<float> out(count);
-  for (size_t i = 0; i < count; ++i) out[i] = static_cast<float>(data[i]);
+  const uint16_t* in = reinterpret_cast<const uint16_t*>(data);
+  ParallelFor((count + kConvertBlock - 1) / kConvertBlock, kConvertBlock * 2,
+              [&](size_t begin, size_t end) {
+                const size_t first = begin * kConvertBlock;
+                const size_t last = std::min(count, end * kConvertBlock);
+                vector_convert::HalfToFloat(in + first, last - first, out.data() + first);
+              });
   return out;
 }
 
 void FloatToHalf(const float* data, size_t count, Half* out) {
-  for (size_t i = 0; i < count; ++i) out[i] = Half(data[i]);
+  uint16_t* bits = reinterpret_cast<uint16_t*>(out);
+  ParallelFor((count + kConvertBlock - 1) / kConvertBlock, kConvertBlock * 2,
+              [&](size_t begin, size_t end) {
+                const size_t first = begin * kConvertBlock;
+                const size_t last = std::min(count, end * kConvertBlock);
+                vector_convert::FloatToHalf(data + first, last - first, bits + first);
+              });
+}
+
+void RoundToHalf(float* data, size_t count) {
+  ParallelFor((count + kConvertBlock - 1) / kConvertBlock, kConvertBlock * 2,
+              [&](size_t begin, size_t end) {
+                const size_t first = begin * kConvertBlock;
+                const size_t last = std::min(count, end * kConvertBlock);
+                vector_convert::RoundToHalf(data + first, last - first);
+              });
 }
 
 }  // namespace gemm

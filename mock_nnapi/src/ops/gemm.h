@@ -76,9 +76,11 @@ std::string BlasInfoJson();
 void ParallelFor(size_t count, size_t cost_per_item,
                  const std::function<void(size_t begin, size_t end)>& body);
 
-// fp16 <-> fp32.
+// fp16 <-> fp32 (vector_convert's conversions, large arrays shared out over the pool), and
+// data[i] rounded to fp16 precision (the relaxed-fp32 emulation).
 std::vector<float> HalfToFloat(const Half* data, size_t count);
 void FloatToHalf(const float* data, size_t count, Half* out);
+void RoundToHalf(float* data, size_t count);
 
 // Quantised elements minus their zero point, as floats (exact).
 template <typename Q>

@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: Apache-2.0
+// Vectorised requantisation and fp16 conversions (see vector_convert.h). No operation is
+// registered here.
+#include "vector_convert.h"
+
+#include <cstring>
+
+#include "gemm.h"
+#include "half.h"
+#include "vector_math.h"
+
+namespace mock_nnapi {
+namespace vector_convert {
+namespace {
+
+using vector_math::FloatV;
+using vector_math::IntV;
+using vector_math::kLanes;
+using vector_math::UintV;
+
+typedef uint16_t HalfV __attribute__((vector_size(2 * kLanes), aligned(2), may_alias));
+
+// Requantisation works on eight lanes: eight doubles are one AVX-512 register, and GCC compiles
+// the selects of wider double vectors (no machine mode) lane by lane.
+constexpr size_t kDoubleLanes = 8;
+typedef double Double8 __attribute__((vector_size(8 * kDoubleLanes), aligned(8), may_alias));
+typedef int64_t Long8 __attribute__((vector_size(8 * kDoubleLanes), aligned(8), may_alias));
+typedef int32_t Int8 __attribute__((vector_size(4 * kDoubleLanes), aligned(4), may_alias));
+typedef uint8_t Bytes32 __attribute__((vector_size(32), aligned(1), may_alias));
+typedef uint8_t Bytes16 __attribute__((vector_size(16), aligned(1), may_alias));
+typedef uint8_t ByteV __attribute__((vector_size(kLanes), aligned(1), may_alias));
+typedef int8_t SignedByteV __attribute__((vector_size(kLanes), aligned(1), may_alias));
+
+// std::round(x) lane by lane (halves away from zero, the sign of a zero kept): for |x| < 2^52,
+// (|x| + 2^52) - 2^52 is |x| rounded to an integer (nearest, ties to even); one less where that
+// went up is the truncation, and the exact remainder |x| - t decides the half. Larger values are
+// integers already.
+MOCK_NNAPI_INLINE void RoundV(const Double8& x, Double8* out) {
+  constexpr double kTwo52 = 4503599627370496.0;
+  const Long8 sign_bit = Long8{} + static_cast<int64_t>(0x8000000000000000ull);
+  const Double8 magnitude = reinterpret_cast<Double8>(reinterpret_cast<Long8>(x) & ~sign_bit);
+  const Double8 nearest = (magnitude + kTwo52) - kTwo52;
+  const Double8 truncated = nearest > magnitude ? nearest - 1.0 : nearest;
+  Double8 rounded = magnitude - truncated >= 0.5 ? truncated + 1.0 : truncated;
+  rounded = magnitude >= kTwo52 ? magnitude : rounded;
+  *out = reinterpret_cast<Double8>(reinterpret_cast<Long8>(rounded) |
+                                   (reinterpret_cast<Long8>(x) & sign_bit));
+}
+
+// Requantize of eight lanes, as int32 values in [low, high].
+MOCK_NNAPI_INLINE void RequantizeV(const int32_t* sums, const int32_t* bias,
+                                   const double* multipliers, const Double8& zero,
+                                   const Double8& lowest, const Double8& highest, Int8* out) {
+  Int8 accumulators, biases;
+  Double8 factors;
+  std::memcpy(&accumulators, sums, sizeof(accumulators));
+  std::memcpy(&biases, bias, sizeof(biases));
+  std::memcpy(&factors, multipliers, sizeof(factors));
+  // The int32 sum is exact in double, as its int64 form in gemm::Requantize is.
+  const Double8 sum =
+      __builtin_convertvector(accumulators, Double8) + __builtin_convertvector(biases, Double8);
+  Double8 scaled;
+  RoundV(sum * factors, &scaled);
+  scaled += zero;
+  scaled = scaled < lowest ? lowest : scaled;
+  scaled = highest < scaled ? highest : scaled;
+  *out = __builtin_convertvector(scaled, Int8);
+}
+
+// Sixteen channels at a time (two groups of eight narrowed together: a 16-byte vector has a
+// machine mode, an 8-byte one is narrowed lane by lane), then the scalar definition for the rest.
+template <typename Q, typename QV>
+MOCK_NNAPI_INLINE void RequantizeRowsImpl(const int32_t* accumulators, size_t rows, size_t channels,
+                                          const int32_t* bias, const double* multipliers,
+                                          int32_t zero_point, int32_t low, int32_t high, Q* out) {
+  const Double8 zero = Double8{} + static_cast<double>(zero_point);
+  const Double8 lowest = Double8{} + static_cast<double>(low);
+  const Double8 highest = Double8{} + static_cast<double>(high);
+  for (size_t r = 0; r < rows; ++r) {
+    const int32_t* row = accumulators + r * channels;
+    Q* target = out + r * channels;
+    size_t c = 0;
+    for (; c + kLanes <= channels; c += kLanes) {
+      Int8 halves[2];
+      RequantizeV(row + c, bias + c, multipliers + c, zero, lowest, highest, &halves[0]);
+      RequantizeV(row + c + kDoubleLanes, bias + c + kDoubleLanes, multipliers + c + kDoubleLanes,
+                  zero, lowest, highest, &halves[1]);
+      // The low byte of each lane (the value: it is in Q's range), picked by a byte shuffle
+      // (little-endian): GCC 12 narrows int32 vectors with __builtin_convertvector lane by lane.
+      Bytes32 bytes[2];
+      std::memcpy(bytes, halves, sizeof(bytes));
+      const Bytes16 picked = __builtin_shufflevector(bytes[0], bytes[1], 0, 4, 8, 12, 16, 20, 24,
+                                                     28, 32, 36, 40, 44, 48, 52, 56, 60);
+      QV narrow;
+      std::memcpy(&narrow, &picked, sizeof(narrow));
+      std::memcpy(target + c, &narrow, sizeof(narrow));
+    }
+    for (; c < channels; ++c) {
+      target[c] =
+          gemm::Requantize<Q>(int64_t{row[c]} + bias[c], multipliers[c], zero_point, low, high);
+    }
+  }
+}
+
+// FloatToHalfBits lane by lane on the bits of sixteen floats.
+MOCK_NNAPI_INLINE void FloatBitsToHalfV(const UintV& bits, UintV* out) {
+  const UintV sign = (bits >> 16) & 0x8000u;
+  const UintV magnitude = bits & 0x7fffffffu;
+  // Normal halves: rebias, and round the 13 dropped bits to nearest even (adding 0xfff plus the
+  // lowest kept bit carries into the kept bits exactly when the scalar code increments).
+  UintV result = ((magnitude + 0xfffu + ((magnitude >> 13) & 1u)) >> 13) - (112u << 10);
+  // Subnormal halves (and zero): adding 0.5 rounds the value to a multiple of 2^-24 (the ulp of
+  // [0.5, 1)), to nearest even; the bits above 0.5's are that multiple.
+  const FloatV shifted = reinterpret_cast<FloatV>(magnitude) + 0.5f;
+  const UintV subnormal = reinterpret_cast<UintV>(shifted) - 0x3f000000u;
+  result = magnitude < 0x38800000u ? subnormal : result;
+  result = magnitude >= 0x477ff000u ? UintV{} + 0x7c00u : result;  // rounds to infinity
+  result = magnitude > 0x7f800000u ? UintV{} + 0x7e00u : result;   // NaN, made quiet
+  *out = result | sign;
+}
+
+// HalfBitsToFloat lane by lane (half bits in the low 16 bits of each lane).
+MOCK_NNAPI_INLINE void HalfBitsToFloatV(const UintV& half, FloatV* out) {
+  const UintV sign = (half & 0x8000u) << 16;
+  const UintV exponent = (half >> 10) & 0x1fu;
+  const UintV mantissa = half & 0x3ffu;
+  UintV result = ((half & 0x7fffu) << 13) + (112u << 23);  // normal
+  const UintV special = (mantissa << 13) | 0x7f800000u;    // infinity or NaN
+  result = exponent == 0x1fu ? special : result;
+  // Zero and subnormals: mantissa * 2^-24, exact.
+  const FloatV small = __builtin_convertvector(mantissa, FloatV) * 5.9604644775390625e-8f;
+  result = exponent == 0u ? reinterpret_cast<UintV>(small) : result;
+  *out = reinterpret_cast<FloatV>(result | sign);
+}
+
+}  // namespace
+
+MOCK_NNAPI_SIMD_CLONES
+void RequantizeRows(const int32_t* accumulators, size_t rows, size_t channels, const int32_t* bias,
+                    const double* multipliers, int32_t zero_point, int32_t low, int32_t high,
+                    uint8_t* out) {
+  RequantizeRowsImpl<uint8_t, ByteV>(accumulators, rows, channels, bias, multipliers, zero_point,
+                                     low, high, out);
+}
+
+MOCK_NNAPI_SIMD_CLONES
+void RequantizeRows(const int32_t* accumulators, size_t rows, size_t channels, const int32_t* bias,
+                    const double* multipliers, int32_t zero_point, int32_t low, int32_t high,
+                    int8_t* out) {
+  RequantizeRowsImpl<int8_t, SignedByteV>(accumulators, rows, channels, bias, multipliers,
+                                          zero_point, low, high, out);
+}
+
+MOCK_NNAPI_SIMD_CLONES
+void HalfToFloat(const uint16_t* in, size_t count, float* out) {
+  size_t i = 0;
+  for (; i + kLanes <= count; i += kLanes) {
+    HalfV halves;
+    std::memcpy(&halves, in + i, sizeof(halves));
+    FloatV values;
+    HalfBitsToFloatV(__builtin_convertvector(halves, UintV), &values);
+    std::memcpy(out + i, &values, sizeof(values));
+  }
+  for (; i < count; ++i) out[i] = nnapi_common::HalfBitsToFloat(in[i]);
+}
+
+MOCK_NNAPI_SIMD_CLONES
+void FloatToHalf(const float* in, size_t count, uint16_t* out) {
+  size_t i = 0;
+  for (; i + kLanes <= count; i += kLanes) {
+    UintV bits;
+    std::memcpy(&bits, in + i, sizeof(bits));
+    UintV halves;
+    FloatBitsToHalfV(bits, &halves);
+    const HalfV narrow = __builtin_convertvector(halves, HalfV);
+    std::memcpy(out + i, &narrow, sizeof(narrow));
+  }
+  for (; i < count; ++i) out[i] = nnapi_common::FloatToHalfBits(in[i]);
+}
+
+MOCK_NNAPI_SIMD_CLONES
+void RoundToHalf(float* data, size_t count) {
+  size_t i = 0;
+  for (; i + kLanes <= count; i += kLanes) {
+    UintV bits;
+    std::memcpy(&bits, data + i, sizeof(bits));
+    UintV halves;
+    FloatBitsToHalfV(bits, &halves);
+    FloatV values;
+    HalfBitsToFloatV(halves, &values);
+    std::memcpy(data + i, &values, sizeof(values));
+  }
+  for (; i < count; ++i) {
+    data[i] = nnapi_common::HalfBitsToFloat(nnapi_common::FloatToHalfBits(data[i]));
+  }
+}
+
+}  // namespace vector_convert
+}  // namespace mock_nnapi

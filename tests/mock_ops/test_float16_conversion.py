@@ -1,0 +1,56 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The float16 <-> float32 conversions of the fp16 kernels (input read as float32, result stored
+as float16): FULLY_CONNECTED of every float16 value with a 1x1 identity weight and a -0 bias
+returns each value's bits (NaNs as float16's quiet NaN of their sign), through the vectorised
+loops and their scalar tail."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from .test_fully_connected import fc_tester
+
+
+def test_float16_round_trip_of_every_half():
+    bits = np.arange(65536 + 7, dtype=np.uint32) % 65536  # 7 more: a count that leaves a tail
+    x = bits.astype(np.uint16).view(np.float16).reshape(-1, 1)
+    w = np.ones((1, 1), np.float16)
+    b = np.array([-0.0], np.float16)
+    result = fc_tester(x, w, b).run()[0].reshape(-1).view(np.uint16)
+    nan = np.isnan(x.reshape(-1))
+    np.testing.assert_array_equal(result[~nan], bits.astype(np.uint16)[~nan])
+    np.testing.assert_array_equal(result[nan], (bits[nan] & 0x8000).astype(np.uint16) | 0x7E00)
+
+
+@pytest.mark.parametrize("op", ["CONV_2D", "DEPTHWISE_CONV_2D"])
+def test_float16_constant_and_input_filters_agree(op):
+    """A constant fp16 filter is converted once per model (DerivedConstants), a filter given as a
+    model input on every run: the same bits either way."""
+    from mock_nnapi import FuseCode, OperandCode, OperationCode
+
+    from .test_conv_2d import build, conv_scalars
+
+    rng = np.random.default_rng(3)
+    depthwise = op == "DEPTHWISE_CONV_2D"
+    x = rng.standard_normal((1, 9, 10, 6)).astype(np.float16)
+    w = rng.standard_normal((1, 3, 3, 6) if depthwise else (5, 3, 3, 6)).astype(np.float16)
+    b = rng.standard_normal(w.shape[-1] if depthwise else 5).astype(np.float16)
+    scalars = conv_scalars((1, 1, 1, 1), (1, 1), FuseCode.NONE, extra=1 if depthwise else None)
+    out_shape = (1, 9, 10, w.shape[-1] if depthwise else 5)
+
+    def run(weights_as_inputs):
+        return build(
+            getattr(OperationCode, op),
+            x,
+            w,
+            b,
+            scalars,
+            OperandCode.TENSOR_FLOAT16,
+            out_shape,
+            weights_as_inputs=weights_as_inputs,
+        ).run()[0]
+
+    constant = run(False)
+    assert np.isfinite(constant).all()
+    np.testing.assert_array_equal(constant.view(np.uint16), run(True).view(np.uint16))
