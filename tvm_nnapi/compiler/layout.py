@@ -33,6 +33,8 @@ import tvm
 from tvm import IRModule, relax
 from tvm.relax.expr_functor import PyExprMutator, mutator
 
+from .patterns import static_shape
+
 __all__ = ["BINARY", "UNARY", "nhwc_convolutions"]
 
 TO_NHWC = [0, 2, 3, 1]
@@ -69,18 +71,6 @@ BINARY = frozenset(
 _POOLS = ("relax.nn.max_pool2d", "relax.nn.avg_pool2d", "relax.nn.adaptive_avg_pool2d")
 
 
-def _shape(expr: relax.Expr) -> list[int] | None:
-    ty = expr.ty
-    if not isinstance(ty, relax.TensorType) or ty.shape is None:
-        return None
-    dims = []
-    for value in ty.shape.values:
-        if not hasattr(value, "value"):
-            return None
-        dims.append(int(value.value))
-    return dims
-
-
 def _float(expr: relax.Expr) -> bool:
     ty = expr.ty
     return isinstance(ty, relax.TensorType) and str(ty.dtype) in ("float32", "float16")
@@ -105,8 +95,8 @@ def _convertible_conv(call: relax.Call) -> bool:
         and isinstance(call.args[1], tvm.ir.Constant)
         and _float(call.args[0])
         and _float(call.args[1])
-        and _shape(call.args[0]) is not None
-        and len(_shape(call.args[0]) or []) == 4
+        and static_shape(call.args[0]) is not None
+        and len(static_shape(call.args[0]) or []) == 4
     )
 
 
@@ -139,7 +129,7 @@ class _ToNhwc(PyExprMutator):
         None when it cannot be had without a transpose."""
         if isinstance(expr, relax.Var) and expr in self.nhwc:
             return self.nhwc[expr]
-        shape = _shape(expr)
+        shape = static_shape(expr)
         if shape is None or len(shape) > 4:
             return None
         if int(np.prod(shape)) == 1:
@@ -189,7 +179,7 @@ class _ToNhwc(PyExprMutator):
         if name in BINARY and len(value.args) == 2:
             if not any(isinstance(a, relax.Var) and a in self.nhwc for a in value.args):
                 return None
-            if len(_shape(value) or []) != 4:
+            if len(static_shape(value) or []) != 4:
                 return None
             operands = [self._operand_nhwc(a) for a in value.args]
             if any(o is None for o in operands):
@@ -203,11 +193,11 @@ class _ToNhwc(PyExprMutator):
                 mean = relax.op.mean(self.nhwc[first], [1, 2], bool(value.attrs.keepdims))
                 return mean if bool(value.attrs.keepdims) else _Plain(mean)
         if name in ("relax.reshape", "relax.flatten"):
-            dims = _shape(first)
+            dims = static_shape(first)
             if dims is not None and (dims[1] == 1 or dims[2] * dims[3] == 1):
                 # [N, C, 1, 1] or [N, 1, H, W]: the same order of elements in both layouts
                 if name == "relax.flatten":
-                    return _Plain(relax.op.reshape(self.nhwc[first], _shape(value) or []))
+                    return _Plain(relax.op.reshape(self.nhwc[first], static_shape(value) or []))
                 return _Plain(relax.Call(value.op, [self.nhwc[first], *value.args[1:]]))
         if name in _POOLS and str(value.attrs.layout) == "NCHW":
             return _pool_nhwc(value, self.nhwc[first])

@@ -58,20 +58,9 @@ from tvm.relax.expr_functor import PyExprMutator, mutator
 
 from .ir_utils import substitute_vars
 from .layout import nhwc_convolutions
+from .patterns import static_shape
 
 __all__ = ["FOLDABLE", "inbound_slices", "prepare", "prepare_function"]
-
-
-def _static_shape(expr: relax.Expr) -> list[int] | None:
-    ty = expr.ty
-    if not isinstance(ty, relax.TensorType) or ty.shape is None:
-        return None
-    dims = []
-    for value in ty.shape.values:
-        if not hasattr(value, "value"):
-            return None
-        dims.append(int(value.value))
-    return dims
 
 
 def _ints(values: object) -> list[int]:
@@ -94,11 +83,11 @@ def _unary(fn: Callable[[np.ndarray], np.ndarray]):
 # Operators folded when every tensor argument is a constant: the NumPy computation of the call
 # from its constant arguments (shape arguments are read from the call's type).
 FOLDABLE: dict[str, Callable[[relax.Call, list[np.ndarray]], np.ndarray]] = {
-    "relax.reshape": lambda call, a: a[0].reshape(_static_shape(call)),
-    "relax.flatten": lambda call, a: a[0].reshape(_static_shape(call)),
-    "relax.expand_dims": lambda call, a: a[0].reshape(_static_shape(call)),
-    "relax.squeeze": lambda call, a: a[0].reshape(_static_shape(call)),
-    "relax.broadcast_to": lambda call, a: np.broadcast_to(a[0], _static_shape(call) or []),
+    "relax.reshape": lambda call, a: a[0].reshape(static_shape(call)),
+    "relax.flatten": lambda call, a: a[0].reshape(static_shape(call)),
+    "relax.expand_dims": lambda call, a: a[0].reshape(static_shape(call)),
+    "relax.squeeze": lambda call, a: a[0].reshape(static_shape(call)),
+    "relax.broadcast_to": lambda call, a: np.broadcast_to(a[0], static_shape(call) or []),
     "relax.permute_dims": lambda call, a: np.transpose(a[0], _axes(call)),
     "relax.astype": lambda call, a: a[0].astype(str(call.attrs.dtype)),
     "relax.add": _binary(np.add),
@@ -127,7 +116,7 @@ def _fold_call(call: relax.Expr) -> relax.Expr | None:
     if not (isinstance(call, relax.Call) and isinstance(call.op, tvm.ir.Op)):
         return None
     fold = FOLDABLE.get(str(call.op.name))
-    shape = _static_shape(call)
+    shape = static_shape(call)
     if fold is None or shape is None:
         return None
     tensors = [a for a in call.args if isinstance(a.ty, relax.TensorType)]
