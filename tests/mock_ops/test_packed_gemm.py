@@ -32,6 +32,21 @@ from .op_tester import assert_close
 from .test_conv_2d import random_float, run_float_conv
 from .test_fully_connected import fc_tester, reference
 
+
+@pytest.fixture
+def local_switches(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    """monkeypatch for the MOCK_NNAPI_* switches of this process's mock. With --target rpc or
+    device the operation's results come from the target's NNAPI in another process, which the
+    switches do not reach: such a test is skipped there."""
+    target = request.config.getoption("--target")
+    if target != "mock":
+        pytest.skip(
+            f"sets MOCK_NNAPI_* switches of this process's mock; --target {target} runs the "
+            "operation elsewhere: run it with --target mock"
+        )
+    return monkeypatch
+
+
 # (input NHWC, filter [C_out, kH, kW, C_in], padding, strides (w, h), dilations, groups)
 CONV_CASES = {
     "pointwise_k1_n1": ((1, 5, 7, 1), (1, 1, 1, 1), PaddingCode.VALID, (1, 1), None, None),
@@ -100,7 +115,7 @@ def test_receptive_fields_in_place_and_at_the_padding_agree_bitwise():
     np.testing.assert_array_equal(same, valid)
 
 
-def test_openblas_path_within_rounding_and_same_bits_with_weights_as_inputs(monkeypatch):
+def test_openblas_path_within_rounding_and_same_bits_with_weights_as_inputs(local_switches):
     rng = np.random.default_rng(13)
     x = random_float(rng, (1, 12, 12, 24))
     w = random_float(rng, (40, 1, 1, 24))
@@ -110,12 +125,12 @@ def test_openblas_path_within_rounding_and_same_bits_with_weights_as_inputs(monk
     assert_close(packed, expected)
     assert_close(as_inputs, expected)
     # With packed_gemm switched off, constant weights take the OpenBLAS path of input weights.
-    monkeypatch.setenv("MOCK_NNAPI_PACKED_GEMM", "0")
+    local_switches.setenv("MOCK_NNAPI_PACKED_GEMM", "0")
     unpacked, _ = run_float_conv(x, w, b, PaddingCode.VALID)
     np.testing.assert_array_equal(unpacked, as_inputs)
 
 
-def test_declined_packed_weights_are_packed_per_run_with_the_same_bits(monkeypatch):
+def test_declined_packed_weights_are_packed_per_run_with_the_same_bits(local_switches):
     from mock_nnapi import control
 
     rng = np.random.default_rng(14)
@@ -126,7 +141,7 @@ def test_declined_packed_weights_are_packed_per_run_with_the_same_bits(monkeypat
     kept, expected = run_float_conv(x, w, b, PaddingCode.SAME)
     assert control.counter("derived_constants_built") == 1  # the packed filter
     assert_close(kept, expected)
-    monkeypatch.setenv("MOCK_NNAPI_DERIVED_BUDGET_BYTES", "0")
+    local_switches.setenv("MOCK_NNAPI_DERIVED_BUDGET_BYTES", "0")
     control.reset_counters()
     declined, _ = run_float_conv(x, w, b, PaddingCode.SAME)
     assert control.counter("derived_constants_built") == 0
@@ -165,7 +180,7 @@ def test_packed_fully_connected_activations(activation):
     assert_close(result, FUSED_ACTIVATIONS[activation](reference(x, w, b)))
 
 
-def test_fully_connected_declined_weights_same_bits(monkeypatch):
+def test_fully_connected_declined_weights_same_bits(local_switches):
     from mock_nnapi import control
 
     rng = np.random.default_rng(16)
@@ -175,7 +190,7 @@ def test_fully_connected_declined_weights_same_bits(monkeypatch):
     control.reset_counters()
     kept = fc_tester(x, w, b, FuseCode.RELU6).run()[0]
     assert control.counter("derived_constants_built") == 1  # the packed weights
-    monkeypatch.setenv("MOCK_NNAPI_DERIVED_BUDGET_BYTES", "0")
+    local_switches.setenv("MOCK_NNAPI_DERIVED_BUDGET_BYTES", "0")
     control.reset_counters()
     declined = fc_tester(x, w, b, FuseCode.RELU6).run()[0]
     assert control.counter("derived_constants_built") == 0
