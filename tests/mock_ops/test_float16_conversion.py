@@ -19,7 +19,13 @@ def test_float16_round_trip_of_every_half():
     b = np.array([-0.0], np.float16)
     result = fc_tester(x, w, b).run()[0].reshape(-1).view(np.uint16)
     nan = np.isnan(x.reshape(-1))
-    np.testing.assert_array_equal(result[~nan], bits.astype(np.uint16)[~nan])
+    # -0.0 * 1 + (-0.0) is -0.0 only when the product's sum starts from the bias: a GEMM that
+    # starts from +0.0 and adds the bias last gives +0.0 (the arm64 device job's build does). The
+    # sign of that zero is the GEMM's, not the conversion's: it only has to be a zero.
+    negative_zero = bits.astype(np.uint16) == 0x8000
+    exact = ~nan & ~negative_zero
+    np.testing.assert_array_equal(result[exact], bits.astype(np.uint16)[exact])
+    assert set(result[negative_zero].tolist()) <= {0x0000, 0x8000}
     np.testing.assert_array_equal(result[nan], (bits[nan] & 0x8000).astype(np.uint16) | 0x7E00)
 
 
