@@ -15,7 +15,8 @@ std::shared_ptr<const void> DerivedConstants::GetOrBuild(
   const auto where = entries_.find({operation, key});
   if (where != entries_.end()) return where->second;
   std::shared_ptr<const void> entry;
-  if (bytes <= BudgetBytes() - std::min(bytes_, BudgetBytes())) {
+  const size_t budget = BudgetBytes();
+  if (bytes <= budget - std::min(bytes_, budget)) {
     entry = build();
     if (entry != nullptr) {
       bytes_ += bytes;
