@@ -133,9 +133,9 @@ ARGS = parse_args()
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
     os.environ[_variable] = str(ARGS.threads)
 # OpenBLAS's helper threads (numpy's) spin for 2^THREAD_TIMEOUT cycles after each threaded call
-# before they sleep: with the library's default they were measured spinning for more than the
-# half second wait_until_quiet waits, taking a core from the mock's next sample. 2^20 cycles
-# (under a millisecond) still covers the gap between the back-to-back calls of one sample.
+# before they sleep: with the library's default they were measured spinning for more than half a
+# second, which wait_until_quiet would wait out before every mock sample. 2^20 cycles (under a
+# millisecond) still covers the gap between the back-to-back calls of one sample.
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "20")
 # So are OpenBLAS's kernels (it reads OPENBLAS_CORETYPE once, when it loads).
 if ARGS.openblas_coretype == "":
@@ -163,11 +163,14 @@ def _loops_for(function: Callable[[], object], target_seconds: float) -> int:
 BEST_RATIO: list[float] = []  # the ratio of the best times of the last side_by_side
 
 
-def _other_threads_cpu_ns() -> int | None:
-    """CPU time used so far by this process's threads other than the calling one (Linux's
-    per-thread schedstat), or None where that is not available."""
+def _other_threads_running() -> bool | None:
+    """Whether a thread of this process other than the calling one is running or runnable
+    (state R in /proc/self/task/<tid>/stat), None where that cannot be read.
+
+    The state, not CPU time: a thread's CPU time in schedstat advances only at scheduler events
+    (the timer tick, 4 ms here), so a thread spinning on another core can show no CPU for a 2 ms
+    window; its state is R at every look."""
     me = threading.get_native_id()
-    total = 0
     try:
         tasks = os.listdir("/proc/self/task")
     except OSError:
@@ -176,31 +179,53 @@ def _other_threads_cpu_ns() -> int | None:
         if int(task) == me:
             continue
         try:
-            total += int(Path(f"/proc/self/task/{task}/schedstat").read_text().split()[0])
-        except (OSError, ValueError, IndexError):
+            stat = Path(f"/proc/self/task/{task}/stat").read_text()
+        except OSError:
             continue  # the thread ended
-    return total
+        if stat.rsplit(")", 1)[-1].split()[:1] == ["R"]:
+            return True
+    return False
 
 
-def wait_until_quiet(limit: float = 0.5) -> None:
+# Consecutive looks, 1 ms apart, that must find every other thread asleep.
+QUIET_LOOKS = 3
+
+
+def wait_until_quiet(limit: float = 1.0) -> None:
     """Waits (up to `limit` seconds) until no other thread of this process runs.
 
     After a call, OpenBLAS's threads (numpy), onnxruntime's and OpenMP's (torch) keep spinning for
     a while, waiting for more work; measured right after them, the other side would share its
     cores with those spinning threads (measured: numpy's OpenBLAS thread took 13 ms of a core
-    during 39 ms of mock GEMMs that ran in 24 ms after a pause). Each sample starts once every
-    helper thread of either side has gone to sleep."""
-    previous = _other_threads_cpu_ns()
-    if previous is None:
+    during 39 ms of mock GEMMs that ran in 24 ms after a pause; onnxruntime's worker spins about
+    40 ms after its last run, which halved the mock's next 1x1-convolution sample). Each sample
+    starts once every helper thread of either side has gone to sleep."""
+    if _other_threads_running() is None:
         time.sleep(0.05)
         return
     deadline = time.perf_counter() + limit
+    asleep = 0
+    while asleep < QUIET_LOOKS and time.perf_counter() < deadline:
+        time.sleep(0.001)
+        asleep = 0 if _other_threads_running() else asleep + 1
+
+
+# Untimed calls before each sample: at least this long, and at least one call.
+WARM_UP_SECONDS = 0.005
+
+
+def warm_up(function: Callable[[], object]) -> None:
+    """Calls `function` untimed for WARM_UP_SECONDS (at least once).
+
+    After the quiet wait the cores have idled: the first calls of either side ran 2-5x slower
+    than the steady state (measured, 1x1 convolution 112x112x16 -> 96: the mock 1.0 ms falling
+    to 0.19 ms over 8 calls, onnxruntime 0.9 ms to 0.20 ms over 5; the virtual CPUs' wake-up and
+    clock ramp, and each side's sleeping threads). The samples measure the steady state, as in a
+    model whose operations follow each other."""
+    deadline = time.perf_counter() + WARM_UP_SECONDS
+    function()
     while time.perf_counter() < deadline:
-        time.sleep(0.002)
-        now = _other_threads_cpu_ns()
-        if now is None or now - previous < 100_000:  # < 0.1 ms of CPU in 2 ms: nobody spins
-            return
-        previous = now
+        function()
 
 
 def side_by_side(
@@ -210,7 +235,8 @@ def side_by_side(
 
     Each side is warmed up, then both run alternately `rounds` times; a short call is looped so
     that one sample lasts about 20 ms, and each sample starts once the other side's helper
-    threads have stopped spinning (wait_until_quiet). The ratio of the best times (each side's
+    threads have stopped spinning (wait_until_quiet) and its own calls have run untimed for a
+    few milliseconds (warm_up). The ratio of the best times (each side's
     least disturbed round) is left in BEST_RATIO[0]."""
     ours()
     reference()
@@ -223,6 +249,7 @@ def side_by_side(
             (loops_ref, reference, t_ref),
         ):
             wait_until_quiet()
+            warm_up(function)
             start = time.perf_counter()
             for _ in range(loops):
                 function()
