@@ -90,3 +90,44 @@ def test_quick_int8_and_fp16_sections(tmp_path):
         int8 = [line for line in text.splitlines() if " u8s8 |" in line or " u8u8 |" in line]
         assert len(int8) == 4
         assert "ort QLinearConv" in text and "ort QGemm" in text
+
+
+# A thread that computes without the GIL (hashlib releases it for large buffers) for `seconds`,
+# then the time wait_until_quiet took; run in a fresh interpreter (the bench sets its thread
+# variables when it is imported).
+QUIET_PROBE = """
+import hashlib, sys, threading, time
+sys.argv = ["performance.py"]
+sys.path.insert(0, {bench!r})
+import performance
+data = bytes(1 << 20)
+def spin(seconds):
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        hashlib.sha256(data).digest()
+worker = threading.Thread(target=spin, args=({seconds},))
+worker.start()
+start = time.perf_counter()
+performance.wait_until_quiet(limit=5.0)
+print(time.perf_counter() - start)
+worker.join()
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc/self/task")
+@pytest.mark.parametrize("seconds", [0.0, 0.3])
+def test_quiet_wait_outlasts_a_computing_thread(seconds):
+    """Each sample waits for the other side's spinning threads: a thread computing on another
+    core must hold the wait until it stops, however its CPU time is accounted (the kernel
+    advances a running thread's CPU time only at scheduler ticks, so a check of CPU time over a
+    short window can miss it); with none, the wait is short."""
+    probe = QUIET_PROBE.format(bench=str(SCRIPT.parent), seconds=seconds)
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    waited = float(result.stdout.split()[-1])
+    if seconds:
+        assert waited >= 0.8 * seconds, f"returned after {waited:.3f} s, thread ran {seconds} s"
+    else:
+        assert waited < 0.5, f"no other thread, yet waited {waited:.3f} s"
