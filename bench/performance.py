@@ -1312,7 +1312,7 @@ def network_rows() -> None:
             host["prefill_seconds"],
             host["prefill_seconds"] / nnapi["prefill_seconds"],
             1.0,
-            note="tvm-nnapi llm bench: medians, separate builds",
+            note="tvm-nnapi llm bench: medians, the builds taking turns",
         )
     )
     record(

@@ -91,7 +91,12 @@ def add_subcommands(subparsers: Any) -> None:
     bench.add_argument(
         "--decode-tokens", type=int, default=8, help="decode steps timed (default %(default)s)"
     )
-    bench.add_argument("--repeat", type=int, default=3, help="measured repetitions (median)")
+    bench.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="measured rounds; the builds take turns in each (median per build)",
+    )
     bench.add_argument(
         "--profile",
         default="snapdragon-8-gen-2",
@@ -149,16 +154,19 @@ def _config(args: argparse.Namespace):
         raise UsageError(f"{option}: {error}") from error
 
 
-def _check_memory(config, dtype: str) -> None:
-    """Refuse models whose weights cannot fit in this machine's memory (use the estimate)."""
-    need = config.parameter_count() * (2 if dtype == "float16" else 4)
+def _check_memory(config, dtype: str, copies: int = 1) -> None:
+    """Refuse models whose weights (`copies` builds of them at once) cannot fit in this
+    machine's memory (use the estimate)."""
+    need = copies * config.parameter_count() * (2 if dtype == "float16" else 4)
     try:
         physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError):
         return
     if need > 0.8 * physical:
         raise UsageError(
-            f"{config.name} needs {need / 2**30:.1f} GiB of {dtype} weights, more than this "
+            f"{config.name} needs {need / 2**30:.1f} GiB of {dtype} weights"
+            + (f" ({copies} builds at once)" if copies > 1 else "")
+            + f", more than this "
             f"machine's {physical / 2**30:.1f} GiB allows; use a smaller configuration, or "
             f"'tvm-nnapi llm bench --estimate-model {config.name}' for its modelled latency"
         )
@@ -309,13 +317,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _median_seconds(function, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+def _prefill(engine, prompt: list[int]) -> None:
+    engine.reset()
+    engine.prefill(prompt)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -354,35 +358,41 @@ def cmd_bench(args: argparse.Namespace) -> int:
             )
     del estimator
 
-    _check_memory(config, args.dtype)
     rng = np.random.default_rng(0)
     prompt = [int(t) for t in rng.integers(0, config.vocab_size, args.prompt_length)]
-    measured: dict[str, dict[str, float]] = {}
     builds = [("nnapi", True, False), ("host", False, False)]
     if args.resident_weights:
         builds.insert(1, ("nnapi-resident", True, True))
+    _check_memory(config, args.dtype, copies=len(builds))
+    engines = {}
     for label, nnapi, resident in builds:
         _progress(f"building {config.name} ({label})...")
         options = _partition_options(args) if nnapi else None
-        engine = _engine(config, args.dtype, nnapi, None, 0, resident, options)
-
-        def prefill(engine=engine) -> None:
-            engine.reset()
-            engine.prefill(prompt)
-
-        prefill()  # warm-up: NNAPI compilation of this prompt length
-        prefill_s = _median_seconds(prefill, args.repeat)
-
-        def decode(engine=engine) -> float:
-            prefill(engine)
+        engines[label] = _engine(config, args.dtype, nnapi, None, 0, resident, options)
+        _prefill(engines[label], prompt)  # warm-up: NNAPI compilation of this prompt length
+    # The builds take turns, one prefill and one decode run each per round: a drift of the
+    # machine's speed (other load) reaches every build alike.
+    prefill_times: dict[str, list[float]] = {label: [] for label in engines}
+    decode_times: dict[str, list[float]] = {label: [] for label in engines}
+    for round_index in range(args.repeat):
+        _progress(f"round {round_index + 1}/{args.repeat}: {', '.join(engines)}...")
+        for label, engine in engines.items():
+            start = time.perf_counter()
+            _prefill(engine, prompt)
+            prefill_times[label].append(time.perf_counter() - start)
+            _prefill(engine, prompt)
             start = time.perf_counter()
             for step in range(args.decode_tokens):
                 engine.decode(prompt[step % len(prompt)])
-            return time.perf_counter() - start
-
-        decode_s = statistics.median(decode() for _ in range(args.repeat)) / args.decode_tokens
-        measured[label] = {"prefill_seconds": prefill_s, "decode_seconds_per_token": decode_s}
-        del engine
+            decode_times[label].append((time.perf_counter() - start) / args.decode_tokens)
+    measured = {
+        label: {
+            "prefill_seconds": statistics.median(prefill_times[label]),
+            "decode_seconds_per_token": statistics.median(decode_times[label]),
+        }
+        for label in engines
+    }
+    del engines
     result = {
         "model": config.name,
         "dtype": args.dtype,
