@@ -188,7 +188,7 @@ MOCK_NNAPI_INLINE void SumBlock(const int16_t* const* taps, size_t tap_count,
 }
 
 // SumBlock for four adjacent output columns at a time, for a filter width KW, horizontal stride S
-// and dilation 1 (`taps` holds the filter rows' first taps, KW apart): per filter row, the
+// and dilation 1 (`taps`: every tap, row by row): per filter row, the
 // 3 * S + KW input columns the four windows share are loaded and split once, and each filter
 // vector once, for 4 * KW multiply-adds (instead of a load and a split per multiply-add). The
 // columns left over take SumBlock.
@@ -226,9 +226,7 @@ MOCK_NNAPI_INLINE void SumBlockFour(const int16_t* const* taps, size_t filter_ro
     for (int i = 0; i < 4; ++i) Interleave(even[i], odd[i], sums + (ox + i) * padded + c);
   }
   if (ox < width) {
-    std::vector<const int16_t*> all(filter_rows * KW);  // rare: maps not a multiple of 4 wide
-    for (size_t t = 0; t < all.size(); ++t) all[t] = taps[t];
-    SumBlock<kHalf>(all.data(), all.size(), filter, filter_stride, ox, width, S * padded, padded, c,
+    SumBlock<kHalf>(taps, filter_rows * KW, filter, filter_stride, ox, width, S * padded, padded, c,
                     sums);
   }
 }
