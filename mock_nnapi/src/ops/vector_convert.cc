@@ -48,17 +48,12 @@ MOCK_NNAPI_INLINE void RoundV(const Double8& x, Double8* out) {
 }
 
 // Requantize of eight lanes, as int32 values in [low, high].
-MOCK_NNAPI_INLINE void RequantizeV(const int32_t* sums, const int32_t* bias,
-                                   const double* multipliers, const Double8& zero,
-                                   const Double8& lowest, const Double8& highest, Int8* out) {
-  Int8 accumulators, biases;
-  Double8 factors;
-  std::memcpy(&accumulators, sums, sizeof(accumulators));
-  std::memcpy(&biases, bias, sizeof(biases));
+MOCK_NNAPI_INLINE void RequantizeV(const double* sums, const double* multipliers,
+                                   const Double8& zero, const Double8& lowest,
+                                   const Double8& highest, Int8* out) {
+  Double8 sum, factors;
+  std::memcpy(&sum, sums, sizeof(sum));
   std::memcpy(&factors, multipliers, sizeof(factors));
-  // The int32 sum is exact in double, as its int64 form in gemm::Requantize is.
-  const Double8 sum =
-      __builtin_convertvector(accumulators, Double8) + __builtin_convertvector(biases, Double8);
   Double8 scaled;
   RoundV(sum * factors, &scaled);
   scaled += zero;
@@ -81,10 +76,16 @@ MOCK_NNAPI_INLINE void RequantizeRowsImpl(const int32_t* accumulators, size_t ro
     Q* target = out + r * channels;
     size_t c = 0;
     for (; c + kLanes <= channels; c += kLanes) {
+      // The int32 sums plus the bias, exact in double as their int64 form in gemm::Requantize
+      // is (a loop, which GCC vectorises with whole-register conversions).
+      double sums[kLanes];
+      for (size_t i = 0; i < kLanes; ++i) {
+        sums[i] = static_cast<double>(row[c + i]) + static_cast<double>(bias[c + i]);
+      }
       Int8 halves[2];
-      RequantizeV(row + c, bias + c, multipliers + c, zero, lowest, highest, &halves[0]);
-      RequantizeV(row + c + kDoubleLanes, bias + c + kDoubleLanes, multipliers + c + kDoubleLanes,
-                  zero, lowest, highest, &halves[1]);
+      RequantizeV(sums, multipliers + c, zero, lowest, highest, &halves[0]);
+      RequantizeV(sums + kDoubleLanes, multipliers + c + kDoubleLanes, zero, lowest, highest,
+                  &halves[1]);
       // The low byte of each lane (the value: it is in Q's range), picked by a byte shuffle
       // (little-endian): GCC 12 narrows int32 vectors with __builtin_convertvector lane by lane.
       Bytes32 bytes[2];
