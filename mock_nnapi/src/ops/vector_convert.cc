@@ -188,6 +188,23 @@ void FloatToHalfVector(const float* in, size_t count, uint16_t* out) {
   for (; i < count; ++i) out[i] = nnapi_common::FloatToHalfBits(in[i]);
 }
 
+MOCK_NNAPI_SIMD_CLONES
+void RoundToHalfVector(float* data, size_t count) {
+  size_t i = 0;
+  for (; i + kLanes <= count; i += kLanes) {
+    UintV bits;
+    std::memcpy(&bits, data + i, sizeof(bits));
+    UintV halves;
+    FloatBitsToHalfV(bits, &halves);
+    FloatV values;
+    HalfBitsToFloatV(halves, &values);
+    std::memcpy(data + i, &values, sizeof(values));
+  }
+  for (; i < count; ++i) {
+    data[i] = nnapi_common::HalfBitsToFloat(nnapi_common::FloatToHalfBits(data[i]));
+  }
+}
+
 #ifdef MOCK_NNAPI_CONVERT_AVX512
 // GCC 12's unmasked AVX-512 intrinsics start from _mm512_undefined_*(), which -Wall reports as
 // maybe uninitialised once inlined (GCC bug 105593).
@@ -245,6 +262,30 @@ __attribute__((target("avx512f"))) void FloatToHalfAvx512(const float* in, size_
   for (; i < count; ++i) out[i] = nnapi_common::FloatToHalfBits(in[i]);
 }
 
+// The round trip: a float NaN comes back as FloatToHalfBits' 0x7e00 read as a float (the sign,
+// the quiet bit, no other payload).
+__attribute__((target("avx512f"))) void RoundToHalfAvx512(float* data, size_t count) {
+  size_t i = 0;
+  const __m512i magnitude_mask = _mm512_set1_epi32(0x7fffffff);
+  const __m512i infinity = _mm512_set1_epi32(0x7f800000);
+  for (; i + 16 <= count; i += 16) {
+    const __m512 values = _mm512_loadu_ps(data + i);
+    __m512 rounded =
+        _mm512_cvtph_ps(_mm512_cvtps_ph(values, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    const __m512i bits = _mm512_castps_si512(values);
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(bits, magnitude_mask), infinity);
+    if (nan != 0) {
+      const __m512i quiet =
+          _mm512_or_si512(_mm512_andnot_si512(magnitude_mask, bits), _mm512_set1_epi32(0x7fc00000));
+      rounded = _mm512_mask_mov_ps(rounded, nan, _mm512_castsi512_ps(quiet));
+    }
+    _mm512_storeu_ps(data + i, rounded);
+  }
+  for (; i < count; ++i) {
+    data[i] = nnapi_common::HalfBitsToFloat(nnapi_common::FloatToHalfBits(data[i]));
+  }
+}
+
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
@@ -271,21 +312,11 @@ void FloatToHalf(const float* in, size_t count, uint16_t* out) {
   FloatToHalfVector(in, count, out);
 }
 
-MOCK_NNAPI_SIMD_CLONES
 void RoundToHalf(float* data, size_t count) {
-  size_t i = 0;
-  for (; i + kLanes <= count; i += kLanes) {
-    UintV bits;
-    std::memcpy(&bits, data + i, sizeof(bits));
-    UintV halves;
-    FloatBitsToHalfV(bits, &halves);
-    FloatV values;
-    HalfBitsToFloatV(halves, &values);
-    std::memcpy(data + i, &values, sizeof(values));
-  }
-  for (; i < count; ++i) {
-    data[i] = nnapi_common::HalfBitsToFloat(nnapi_common::FloatToHalfBits(data[i]));
-  }
+#ifdef MOCK_NNAPI_CONVERT_AVX512
+  if (HasAvx512()) return RoundToHalfAvx512(data, count);
+#endif
+  RoundToHalfVector(data, count);
 }
 
 }  // namespace vector_convert
