@@ -143,20 +143,129 @@ MOCK_NNAPI_INLINE void HalfBitsToFloatV(const UintV& half, FloatV* out) {
 
 }  // namespace
 
+namespace {
+
 MOCK_NNAPI_SIMD_CLONES
-void RequantizeRows(const int32_t* accumulators, size_t rows, size_t channels, const int32_t* bias,
-                    const double* multipliers, int32_t zero_point, int32_t low, int32_t high,
-                    uint8_t* out) {
+void RequantizeRowsVector(const int32_t* accumulators, size_t rows, size_t channels,
+                          const int32_t* bias, const double* multipliers, int32_t zero_point,
+                          int32_t low, int32_t high, uint8_t* out) {
   RequantizeRowsImpl<uint8_t, ByteV>(accumulators, rows, channels, bias, multipliers, zero_point,
                                      low, high, out);
 }
 
 MOCK_NNAPI_SIMD_CLONES
+void RequantizeRowsVector(const int32_t* accumulators, size_t rows, size_t channels,
+                          const int32_t* bias, const double* multipliers, int32_t zero_point,
+                          int32_t low, int32_t high, int8_t* out) {
+  RequantizeRowsImpl<int8_t, SignedByteV>(accumulators, rows, channels, bias, multipliers,
+                                          zero_point, low, high, out);
+}
+
+#ifdef MOCK_NNAPI_CONVERT_AVX512
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593, see below
+#endif
+// Requantize of eight lanes with AVX-512F's rounding instruction: the scaled sum truncated toward
+// zero (vrndscalepd), plus one away from zero where the exact remainder is at least a half, which
+// is std::round; then the zero point and the clamp, as the portable code.
+__attribute__((target("avx512f"))) inline __m256i RequantizeAvx512(const int32_t* sums,
+                                                                   const int32_t* bias,
+                                                                   const double* multipliers,
+                                                                   __m512d zero, __m512d lowest,
+                                                                   __m512d highest) {
+  const __m512d sum =
+      _mm512_add_pd(_mm512_cvtepi32_pd(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sums))),
+                    _mm512_cvtepi32_pd(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bias))));
+  const __m512d scaled = _mm512_mul_pd(sum, _mm512_loadu_pd(multipliers));
+  const __m512d truncated = _mm512_roundscale_pd(scaled, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __m512d remainder = _mm512_sub_pd(scaled, truncated);
+  const __mmask8 half =
+      _mm512_cmp_pd_mask(_mm512_abs_pd(remainder), _mm512_set1_pd(0.5), _CMP_GE_OQ);
+  // +-1 with the scaled sum's sign.
+  const __m512d away = _mm512_castsi512_pd(_mm512_or_si512(
+      _mm512_and_si512(_mm512_castpd_si512(scaled),
+                       _mm512_set1_epi64(static_cast<int64_t>(0x8000000000000000ull))),
+      _mm512_castpd_si512(_mm512_set1_pd(1.0))));
+  __m512d rounded = _mm512_mask_add_pd(truncated, half, truncated, away);
+  rounded = _mm512_add_pd(rounded, zero);
+  rounded = _mm512_min_pd(_mm512_max_pd(rounded, lowest), highest);
+  return _mm512_cvttpd_epi32(rounded);
+}
+
+template <typename Q>
+__attribute__((target("avx512f"))) inline void RequantizeRowsAvx512(
+    const int32_t* accumulators, size_t rows, size_t channels, const int32_t* bias,
+    const double* multipliers, int32_t zero_point, int32_t low, int32_t high, Q* out) {
+  const __m512d zero = _mm512_set1_pd(static_cast<double>(zero_point));
+  const __m512d lowest = _mm512_set1_pd(static_cast<double>(low));
+  const __m512d highest = _mm512_set1_pd(static_cast<double>(high));
+  for (size_t r = 0; r < rows; ++r) {
+    const int32_t* row = accumulators + r * channels;
+    Q* target = out + r * channels;
+    size_t c = 0;
+    for (; c + 16 <= channels; c += 16) {
+      const __m256i first =
+          RequantizeAvx512(row + c, bias + c, multipliers + c, zero, lowest, highest);
+      const __m256i second =
+          RequantizeAvx512(row + c + 8, bias + c + 8, multipliers + c + 8, zero, lowest, highest);
+      // Every lane is in Q's range: its low byte is the value.
+      const __m128i bytes =
+          _mm512_cvtepi32_epi8(_mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(target + c), bytes);
+    }
+    for (; c < channels; ++c) {
+      target[c] =
+          gemm::Requantize<Q>(int64_t{row[c]} + bias[c], multipliers[c], zero_point, low, high);
+    }
+  }
+}
+
+__attribute__((target("avx512f"))) void RequantizeRowsAvx512U8(
+    const int32_t* accumulators, size_t rows, size_t channels, const int32_t* bias,
+    const double* multipliers, int32_t zero_point, int32_t low, int32_t high, uint8_t* out) {
+  RequantizeRowsAvx512(accumulators, rows, channels, bias, multipliers, zero_point, low, high, out);
+}
+
+__attribute__((target("avx512f"))) void RequantizeRowsAvx512S8(
+    const int32_t* accumulators, size_t rows, size_t channels, const int32_t* bias,
+    const double* multipliers, int32_t zero_point, int32_t low, int32_t high, int8_t* out) {
+  RequantizeRowsAvx512(accumulators, rows, channels, bias, multipliers, zero_point, low, high, out);
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+bool RequantizeHasAvx512() {
+  static const bool supported = __builtin_cpu_supports("avx512f");
+  return supported;
+}
+#endif
+
+}  // namespace
+
+void RequantizeRows(const int32_t* accumulators, size_t rows, size_t channels, const int32_t* bias,
+                    const double* multipliers, int32_t zero_point, int32_t low, int32_t high,
+                    uint8_t* out) {
+#ifdef MOCK_NNAPI_CONVERT_AVX512
+  if (RequantizeHasAvx512()) {
+    return RequantizeRowsAvx512U8(accumulators, rows, channels, bias, multipliers, zero_point, low,
+                                  high, out);
+  }
+#endif
+  RequantizeRowsVector(accumulators, rows, channels, bias, multipliers, zero_point, low, high, out);
+}
+
 void RequantizeRows(const int32_t* accumulators, size_t rows, size_t channels, const int32_t* bias,
                     const double* multipliers, int32_t zero_point, int32_t low, int32_t high,
                     int8_t* out) {
-  RequantizeRowsImpl<int8_t, SignedByteV>(accumulators, rows, channels, bias, multipliers,
-                                          zero_point, low, high, out);
+#ifdef MOCK_NNAPI_CONVERT_AVX512
+  if (RequantizeHasAvx512()) {
+    return RequantizeRowsAvx512S8(accumulators, rows, channels, bias, multipliers, zero_point, low,
+                                  high, out);
+  }
+#endif
+  RequantizeRowsVector(accumulators, rows, channels, bias, multipliers, zero_point, low, high, out);
 }
 
 namespace {
