@@ -84,6 +84,15 @@ HALF_CASES = {
         (2, 2),
         "NONE",
     ),
+    "grouped_3x3": (
+        "GROUPED_CONV_2D",
+        (1, 23, 19, 8),
+        (12, 3, 3, 4),
+        (1, 1, 1, 1),
+        (1, 1),
+        None,
+        "NONE",
+    ),
     "conv_pointwise": (
         "CONV_2D",
         (1, 21, 17, 24),
@@ -134,6 +143,7 @@ def test_float16_convolution_is_the_fp32_result_rounded(case):
 
     op, x_shape, w_shape, pads, strides, dilations, activation = HALF_CASES[case]
     depthwise = op == "DEPTHWISE_CONV_2D"
+    groups = x_shape[3] // w_shape[3] if op == "GROUPED_CONV_2D" else None
     rng = np.random.default_rng(len(case))
     x = rng.standard_normal(x_shape).astype(np.float16)
     w = (rng.standard_normal(w_shape) / np.sqrt(np.prod(w_shape[1:]))).astype(np.float16)
@@ -142,9 +152,9 @@ def test_float16_convolution_is_the_fp32_result_rounded(case):
         pads,
         strides,
         getattr(FuseCode, activation),
-        False if dilations else None,
+        False if dilations or groups else None,
         dilations,
-        extra=1 if depthwise else None,
+        extra=1 if depthwise else groups,
     )
     dilation = dilations or (1, 1)
     out_h = (x_shape[1] + pads[2] + pads[3] - (w_shape[1] - 1) * dilation[1] - 1) // strides[1] + 1
