@@ -9,12 +9,19 @@ Covered: FULLY_CONNECTED at every batch the direct path on the quantised weights
 and beyond it (the exact float GEMM), reductions of odd lengths and one past float's exact
 integers, multipliers of exactly 0.5 (every odd sum is a tie); CONV_2D pointwise, padded 3x3,
 strided, grouped and NCHW, per-tensor and per-channel, output maps larger than one tile of the
-tiled kernel; DEPTHWISE_CONV_2D with multiplier 1 (the fp32 kernel, exact on such integers),
-dilation and multiplier 2; constant weights and the same weights as model inputs give identical
-bits.
+tiled kernel; DEPTHWISE_CONV_2D (the exact integer kernel of depthwise_quantized.h) with
+multiplier 1 and 2, dilation, strides 1 and 2, channel counts off its 16- and 32-channel blocks and
+past one 256-channel group, 1x1 maps and filters, zero points at the ends of the range, NCHW, and
+the same bytes for one and two threads; constant weights and the same weights as model inputs
+give identical bits.
 """
 
 from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -268,22 +275,31 @@ DEPTHWISE_CASES = {
     "5x5_stride2": ((1, 15, 14, 24), (5, 5), 1, (2, 2, 2, 2), (2, 2), (1, 1)),
     "dilated": ((2, 11, 12, 7), (3, 3), 1, (0, 0, 0, 0), (1, 1), (2, 2)),
     "multiplier2": ((1, 8, 9, 5), (3, 3), 2, (1, 1, 1, 1), (1, 1), (1, 1)),
+    # The integer kernel's edges: channels not a multiple of its 16- and 32-channel blocks, a 1x1
+    # map, more than one 256-channel group, a 1x1 filter, a filter of no specialised width,
+    # stride 2 with an odd map, dilation with multiplier 2 and unequal strides.
+    "1x1_map_c17": ((1, 1, 1, 17), (3, 3), 1, (1, 1, 1, 1), (1, 1), (1, 1)),
+    "3x3_stride2_c33": ((1, 13, 11, 33), (3, 3), 1, (0, 1, 1, 0), (2, 2), (1, 1)),
+    "5x5_c300_groups": ((1, 7, 10, 300), (5, 5), 1, (2, 2, 2, 2), (1, 1), (1, 1)),
+    "1x1_filter_c20": ((2, 5, 6, 20), (1, 1), 1, (0, 0, 0, 0), (1, 1), (1, 1)),
+    "2x7_filter_c48": ((1, 9, 16, 48), (2, 7), 1, (3, 3, 1, 0), (1, 1), (1, 1)),
+    "multiplier2_dilated_c9": ((1, 12, 13, 9), (3, 3), 2, (2, 2, 1, 1), (2, 1), (2, 1)),
 }
 
 
-@pytest.mark.parametrize("dtype_name", list(QUANT_TYPES))
-@pytest.mark.parametrize("per_channel", [False, True], ids=["per_tensor", "per_channel"])
-@pytest.mark.parametrize("case", list(DEPTHWISE_CASES))
-def test_depthwise_quantized_is_exact(case, dtype_name, per_channel):
+def depthwise_case(case, dtype_name, per_channel, *, zero_points=None, nchw=False, seed=None):
+    """(run(weights_as_inputs), expected NHWC) of a quantised DEPTHWISE_CONV_2D case; zero points
+    (input, filter) default to near the ends of the range (offsets up to 253 and 254)."""
     from .test_depthwise_conv_2d import depthwise_reference
 
     dtype, code = QUANT_TYPES[dtype_name]
     info = np.iinfo(dtype)
     x_shape, kernel, multiplier, pads, strides, dilations = DEPTHWISE_CASES[case]
-    rng = np.random.default_rng(len(case))
+    rng = np.random.default_rng(len(case) if seed is None else seed)
     c_out = x_shape[3] * multiplier
     x = rng.integers(info.min, info.max + 1, x_shape, dtype=dtype)
-    x_scale, x_zp = 0.05, int(info.max) - 2  # offsets up to 253
+    x_zp, w_zp = zero_points or (int(info.max) - 2, int(info.min) + 1)
+    x_scale = 0.05
     w_shape = (1, *kernel, c_out)
     if per_channel:
         w = rng.integers(-127, 128, w_shape, dtype=np.int8)
@@ -292,7 +308,6 @@ def test_depthwise_quantized_is_exact(case, dtype_name, per_channel):
         w_quant, channel_quant, filter_code, b_scale = None, (3, w_scales.tolist()), PER_CHANNEL, 0
     else:
         w = rng.integers(info.min, info.max + 1, w_shape, dtype=dtype)
-        w_zp = int(info.min) + 1
         w_scales = np.full(c_out, 0.01, np.float32)
         w_offsets = w.astype(np.int64) - w_zp
         w_quant, channel_quant, filter_code = (0.01, w_zp), None, code
@@ -305,17 +320,17 @@ def test_depthwise_quantized_is_exact(case, dtype_name, per_channel):
     out_zp = int(info.min) + 120
     multipliers = np.array([multiplier_of(x_scale, s, out_scale) for s in w_scales])
     expected = requantized(sums, multipliers, out_scale, out_zp, dtype)
-    scalars = conv_scalars(pads, strides, FuseCode.NONE, False, dilations, extra=multiplier)
+    scalars = conv_scalars(pads, strides, FuseCode.NONE, nchw, dilations, extra=multiplier)
 
     def run(weights_as_inputs):
-        return build(
+        result = build(
             OperationCode.DEPTHWISE_CONV_2D,
-            x,
+            np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if nchw else x,
             w,
             b,
             scalars,
             code,
-            expected.shape,
+            expected.transpose(0, 3, 1, 2).shape if nchw else expected.shape,
             x_quant=(x_scale, x_zp),
             w_quant=w_quant,
             channel_quant=channel_quant,
@@ -324,7 +339,88 @@ def test_depthwise_quantized_is_exact(case, dtype_name, per_channel):
             filter_code=filter_code,
             weights_as_inputs=weights_as_inputs,
         ).run()[0]
+        return result.transpose(0, 2, 3, 1) if nchw else result
 
+    return run, expected
+
+
+@pytest.mark.parametrize("dtype_name", list(QUANT_TYPES))
+@pytest.mark.parametrize("per_channel", [False, True], ids=["per_tensor", "per_channel"])
+@pytest.mark.parametrize("case", list(DEPTHWISE_CASES))
+def test_depthwise_quantized_is_exact(case, dtype_name, per_channel):
+    run, expected = depthwise_case(case, dtype_name, per_channel)
     result = run(False)
     np.testing.assert_array_equal(result, expected)
     np.testing.assert_array_equal(run(True), result)  # the filter as a model input
+
+
+@pytest.mark.parametrize("dtype_name", list(QUANT_TYPES))
+@pytest.mark.parametrize("ends", ["min_max", "max_min", "min_min", "max_max"])
+@pytest.mark.parametrize("case", ["3x3_padded_c40", "5x5_c300_groups", "multiplier2"])
+def test_depthwise_quantized_zero_points_at_the_ends_are_exact(case, dtype_name, ends):
+    """Zero points at the ends of the range: offsets of +-255 and padding that reads as the zero
+    point (offset 0) beside input values far from it."""
+    info = np.iinfo(QUANT_TYPES[dtype_name][0])
+    pick = {"min": int(info.min), "max": int(info.max)}
+    zero_points = tuple(pick[end] for end in ends.split("_"))
+    run, expected = depthwise_case(case, dtype_name, False, zero_points=zero_points)
+    np.testing.assert_array_equal(run(False), expected)
+
+
+@pytest.mark.parametrize("case", ["3x3_stride2_c33", "multiplier2_dilated_c9", "5x5_c300_groups"])
+def test_depthwise_quantized_nchw_is_exact(case):
+    run, expected = depthwise_case(case, "uint8", True, nchw=True, seed=4)
+    np.testing.assert_array_equal(run(False), expected)
+
+
+DEPTHWISE_THREADS_PROBE = """
+import json
+import numpy as np
+import mock_nnapi
+from mock_nnapi import OperandCode, OperationCode
+rng = np.random.default_rng(23)
+def depthwise(x_shape, kernel, pads, stride):
+    x = rng.integers(0, 256, x_shape, dtype=np.uint8)
+    w = rng.integers(0, 256, (1, *kernel, x_shape[3]), dtype=np.uint8)
+    b = rng.integers(-2000, 2000, x_shape[3]).astype(np.int32)
+    n, h, wd, c = x_shape
+    oh = (h + pads[2] + pads[3] - kernel[0]) // stride + 1
+    ow = (wd + pads[0] + pads[1] - kernel[1]) // stride + 1
+    model = mock_nnapi.Model()
+    xi = model.add_operand(OperandCode.TENSOR_QUANT8_ASYMM, x.shape, 0.05, 131)
+    wi = model.add_operand(OperandCode.TENSOR_QUANT8_ASYMM, w.shape, 0.01, 120)
+    model.set_value(wi, w)
+    bi = model.add_operand(OperandCode.TENSOR_INT32, b.shape, 0.0005, 0)
+    model.set_value(bi, b)
+    ins = [xi, wi, bi] + [model.add_scalar(OperandCode.INT32, v)
+                          for v in (*pads, stride, stride, 1, 0)]
+    out = model.add_operand(OperandCode.TENSOR_QUANT8_ASYMM, (n, oh, ow, c), 0.9, 128)
+    model.add_operation(OperationCode.DEPTHWISE_CONV_2D, ins, [out])
+    model.identify_inputs_and_outputs([xi], [out])
+    model.finish()
+    compilation = mock_nnapi.Compilation(model).finish()
+    return mock_nnapi.Execution(compilation).compute([x])[0]
+outputs = [
+    depthwise((1, 30, 33, 300), (3, 3), (1, 1, 1, 1), 1),
+    depthwise((2, 21, 20, 48), (5, 5), (2, 2, 2, 2), 2),
+]
+print(json.dumps([o.tobytes().hex() for o in outputs]))
+"""
+
+
+def _depthwise_probe(threads: str) -> list[str]:
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=threads)
+    result = subprocess.run(
+        [sys.executable, "-c", DEPTHWISE_THREADS_PROBE],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(result.stdout)
+
+
+def test_depthwise_quantized_same_bits_for_one_and_two_threads():
+    """The tiles (output rows by channel groups) are shared out over the pool: one thread and two
+    give the same bytes."""
+    assert _depthwise_probe("1") == _depthwise_probe("2")

@@ -3,7 +3,7 @@
 // (it is not GEMM-shaped): every output pixel accumulates its valid filter taps over contiguous
 // channel blocks held in registers (fp32, multiplier 1, 3x3 and 5x5 filters at strides 1 and 2:
 // four adjacent pixels at a time, sharing their input loads); rows of output pixels are split
-// across threads.
+// across threads. Quantised types run the exact integer kernel of depthwise_quantized.h.
 //
 // Inputs (NDK reference; Android's depthwise_conv_2d validation):
 //   Explicit padding, 11, 12 or 14 inputs: 0 input [N, H, W, C_in]; 1 filter [1, kH, kW, C_out];
@@ -20,10 +20,12 @@
 // TENSOR_QUANT8_SYMM_PER_CHANNEL with channelDim 3 (FL3); bias rules as CONV_2D. FL3 is also
 // needed for the layout or dilation inputs and for a QUANT8_ASYMM output scale <= input_scale *
 // filter_scale. Every padding must be smaller than the effective filter size (Android's prepare).
-#include <limits>
+#include <memory>
 
 #include "conv_common.h"
+#include "depthwise_quantized.h"
 #include "gemm.h"
+#include "vector_convert.h"
 
 namespace mock_nnapi {
 namespace {
@@ -589,72 +591,195 @@ std::vector<int32_t> ToInt32(const float* values, size_t count) {
   return out;
 }
 
-int Execute(OperationContext& context) {
-  Geometry geometry;
-  NN_RETURN_IF_ERROR(ResolveGeometry(context, &geometry));
-  if (geometry.output.Elements() == 0) return ANEURALNETWORKS_NO_ERROR;
+// Derived-constants key of the prepared quantised filter (key 1 is FloatValues' converted one).
+constexpr uint32_t kPreparedFilterKey = 100;
+
+template <typename Q>
+void RunQuantized(const Geometry& geometry, const depthwise_quantized::Geometry& g,
+                  const depthwise_quantized::PreparedFilter& prepared, const OperandInfo& input,
+                  const OperandInfo& bias, const OperandInfo& output) {
+  const Parameters& p = geometry.params;
+  const conv::Requantization<Q> requantization(bias.Data<int32_t>(), prepared.multipliers,
+                                               p.activation, output);
+  if (!p.nchw) {
+    depthwise_quantized::Run(g, input.Data<Q>(), input.zero_point, prepared, requantization,
+                             output.MutableData<Q>());
+    return;
+  }
+  std::unique_ptr<Q[]> in(new Q[geometry.input.Elements()]);    // all written
+  std::unique_ptr<Q[]> out(new Q[geometry.output.Elements()]);  // all written
+  conv::NchwToNhwc(input.Data<Q>(), geometry.input, in.get());
+  depthwise_quantized::Run(g, in.get(), input.zero_point, prepared, requantization, out.get());
+  conv::NhwcToNchw(out.get(), geometry.output, output.MutableData<Q>());
+}
+
+// Quantised inputs: the exact integer kernel (depthwise_quantized.h), with the filter prepared
+// once per model when it is constant; sums that could pass int32 (filters of more than 33025
+// taps) take the generic loop.
+int ExecuteQuantized(OperationContext& context, const Geometry& geometry) {
   const OperandInfo& input = context.Input(0);
   const OperandInfo& filter = context.Input(1);
   const OperandInfo& bias = context.Input(2);
   const OperandInfo& output = context.Output(0);
   const Parameters& p = geometry.params;
-  const conv::NhwcFloatInput in(input, p.nchw);
-  const conv::FloatValues weights(context, 1);  // constant fp16/quantised filters converted once
-  if (!IsQuantizedType(input.type)) {
-    const conv::FloatValues bias_values(bias);
-    conv::FloatOutput out(output, geometry.output, p.nchw);
-    if (geometry.multiplier != 1) {
-      Depthwise<float>(geometry, in.data(), weights.data(), out.data());
-      out.Finish(bias_values.data(), p.activation);
-      return ANEURALNETWORKS_NO_ERROR;
-    }
-    FloatKernelArguments arguments{&geometry, in.data(), weights.data(), bias_values.data(),
-                                   0.f,       0.f,       out.data()};
-    FloatActivationRange(p.activation, &arguments.low, &arguments.high);
-    const size_t rows = size_t{geometry.output.batches} * geometry.output.height;
-    const size_t cost = size_t{geometry.output.width} * geometry.filter_height *
-                        geometry.filter_width * geometry.output.channels;
-    gemm::ParallelFor(rows, cost, [&](size_t begin, size_t end) {
-      DepthwiseFloatRowsBest(arguments, begin, end);
-    });
-    out.Finish(nullptr, ANEURALNETWORKS_FUSED_NONE);
-    return ANEURALNETWORKS_NO_ERROR;
-  }
-  const size_t filter_count =
-      size_t{geometry.filter_height} * geometry.filter_width * geometry.output.channels;
-  const double taps = static_cast<double>(geometry.filter_height) * geometry.filter_width;
-  if (geometry.multiplier == 1 &&
-      taps * conv::MaxAbsOffset(input) * conv::MaxAbsOffset(filter) <= 16777216.0) {
-    // Every product and partial sum of offset-subtracted values is an integer below 2^24, exact
-    // in float whatever the order: the fp32 kernel (zero bias, no clamp) gives the exact sums.
-    const std::vector<float> zeros(geometry.output.channels, 0.f);
-    std::unique_ptr<float[]> sums(new float[geometry.output.Elements()]);  // all written
-    const float infinity = std::numeric_limits<float>::infinity();
-    const FloatKernelArguments arguments{&geometry, in.data(), weights.data(), zeros.data(),
-                                         -infinity, infinity,  sums.get()};
-    const size_t rows = size_t{geometry.output.batches} * geometry.output.height;
-    const size_t cost = size_t{geometry.output.width} * geometry.filter_height *
-                        geometry.filter_width * geometry.output.channels;
-    gemm::ParallelFor(rows, cost,
-                      [&](size_t begin, size_t end) { DepthwiseFloatRows(arguments, begin, end); });
-    std::unique_ptr<int32_t[]> accumulators(new int32_t[geometry.output.Elements()]);
-    const float* __restrict__ from = sums.get();
-    int32_t* __restrict__ to = accumulators.get();
-    for (size_t i = 0; i < geometry.output.Elements(); ++i) to[i] = static_cast<int32_t>(from[i]);
+  depthwise_quantized::Geometry g;
+  g.batches = geometry.input.batches;
+  g.in_height = geometry.input.height;
+  g.in_width = geometry.input.width;
+  g.in_channels = geometry.input.channels;
+  g.multiplier = geometry.multiplier;
+  g.out_height = geometry.output.height;
+  g.out_width = geometry.output.width;
+  g.filter_height = geometry.filter_height;
+  g.filter_width = geometry.filter_width;
+  g.stride_h = p.stride_h;
+  g.stride_w = p.stride_w;
+  g.dilation_h = p.dilation_h;
+  g.dilation_w = p.dilation_w;
+  g.pad_top = p.pad_top;
+  g.pad_left = p.pad_left;
+  if (!depthwise_quantized::SumsFitInt32(g, input, filter)) {
+    const conv::NhwcFloatInput in(input, p.nchw);
+    const conv::FloatValues weights(context, 1);
+    const size_t filter_count =
+        size_t{geometry.filter_height} * geometry.filter_width * geometry.output.channels;
+    const std::vector<int32_t> input_values = ToInt32(in.data(), in.shape().Elements());
+    const std::vector<int32_t> filter_values = ToInt32(weights.data(), filter_count);
+    std::vector<int32_t> accumulators(geometry.output.Elements());
+    Depthwise<int32_t>(geometry, input_values.data(), filter_values.data(), accumulators.data());
     conv::StoreQuantizedOutput(
-        accumulators.get(), geometry.output, bias.Data<int32_t>(),
+        accumulators.data(), geometry.output, bias.Data<int32_t>(),
         conv::OutputMultipliers(input, filter, output, geometry.output.channels), p.activation,
         output, p.nchw);
     return ANEURALNETWORKS_NO_ERROR;
   }
-  const std::vector<int32_t> input_values = ToInt32(in.data(), in.shape().Elements());
-  const std::vector<int32_t> filter_values = ToInt32(weights.data(), filter_count);
-  std::vector<int32_t> accumulators(geometry.output.Elements());
-  Depthwise<int32_t>(geometry, input_values.data(), filter_values.data(), accumulators.data());
-  conv::StoreQuantizedOutput(
-      accumulators.data(), geometry.output, bias.Data<int32_t>(),
-      conv::OutputMultipliers(input, filter, output, geometry.output.channels), p.activation,
-      output, p.nchw);
+  using depthwise_quantized::PreparedFilter;
+  const PreparedFilter* prepared = nullptr;
+  PreparedFilter local;
+  if (filter.constant) {
+    const size_t bytes = size_t{geometry.filter_height} * geometry.filter_width *
+                             (geometry.output.channels + depthwise_quantized::kLanes) *
+                             sizeof(int32_t) +
+                         geometry.output.channels * sizeof(double);
+    prepared = context.Derived<PreparedFilter>(kPreparedFilterKey, bytes, [&] {
+      return std::make_unique<PreparedFilter>(
+          depthwise_quantized::PrepareFilter(input, filter, output));
+    });
+  }
+  if (prepared == nullptr) {
+    local = depthwise_quantized::PrepareFilter(input, filter, output);
+    prepared = &local;
+  }
+  if (output.type == ANEURALNETWORKS_TENSOR_QUANT8_ASYMM) {
+    RunQuantized<uint8_t>(geometry, g, *prepared, input, bias, output);
+  } else {
+    RunQuantized<int8_t>(geometry, g, *prepared, input, bias, output);
+  }
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+// TENSOR_FLOAT16, NHWC, depth multiplier 1: the fp32 kernel (DepthwiseFloatRowsBest) in tiles of
+// output rows, each converting the input rows its windows read to fp32 and its output rows to
+// fp16 in per-thread buffers that stay in cache (no whole-tensor fp32 copies of the input and
+// output). Every output row is computed as on the whole tensor, so the results are the same: the
+// fp32 result rounded to fp16.
+void ExecuteHalf(OperationContext& context, const Geometry& geometry) {
+  const OperandInfo& input = context.Input(0);
+  const OperandInfo& output = context.Output(0);
+  const Parameters& p = geometry.params;
+  const conv::FloatValues weights(context, 1);  // constant fp16 filters converted once
+  const conv::FloatValues bias_values(context.Input(2));
+  float low, high;
+  FloatActivationRange(p.activation, &low, &high);
+  const Shape4& in = geometry.input;
+  const Shape4& out = geometry.output;
+  const size_t in_row = size_t{in.width} * in.channels;
+  const size_t out_row = size_t{out.width} * out.channels;
+  const size_t window_rows = size_t{geometry.filter_height - 1} * p.dilation_h + 1;
+  // Output rows per tile: their receptive rows and output rows in fp32 within kHalfTileBytes
+  // (half the 1 MiB L2 cache of this machine's cores), and at least two tiles per thread where
+  // the map allows. Adjacent tiles convert the rows their windows share each (more tiles, more
+  // rows converted twice).
+  constexpr size_t kHalfTileBytes = size_t{512} << 10;
+  const size_t fitting = kHalfTileBytes / sizeof(float);
+  size_t tile_rows = 1;
+  while (tile_rows < out.height &&
+         ((tile_rows * p.stride_h + window_rows) * in_row + (tile_rows + 1) * out_row) <= fitting) {
+    ++tile_rows;
+  }
+  const size_t wanted = 2 * static_cast<size_t>(gemm::ThreadCount());
+  const size_t per_image = (wanted + in.batches - 1) / std::max<size_t>(in.batches, 1);
+  tile_rows = std::max<size_t>(1, std::min(tile_rows, (out.height + per_image - 1) / per_image));
+  const size_t tiles_per_image = (out.height + tile_rows - 1) / tile_rows;
+  const uint16_t* input_bits = reinterpret_cast<const uint16_t*>(input.Data<Half>());
+  uint16_t* output_bits = reinterpret_cast<uint16_t*>(output.MutableData<Half>());
+  const size_t cost =
+      tile_rows * out_row * geometry.filter_height * geometry.filter_width + tile_rows * in_row;
+  gemm::ParallelFor(out.batches * tiles_per_image, cost, [&](size_t begin, size_t end) {
+    thread_local std::vector<float> input_rows, output_rows;
+    for (size_t tile = begin; tile < end; ++tile) {
+      const size_t n = tile / tiles_per_image;
+      const int64_t oy0 = static_cast<int64_t>(tile % tiles_per_image * tile_rows);
+      const int64_t oy1 = std::min<int64_t>(out.height, oy0 + tile_rows);
+      // Input rows [iy_begin, iy_end) hold every valid tap of output rows [oy0, oy1).
+      const int64_t first = oy0 * p.stride_h - p.pad_top;
+      const int64_t iy_begin = std::max<int64_t>(0, first);
+      const int64_t iy_end = std::max<int64_t>(
+          iy_begin, std::min<int64_t>(in.height, (oy1 - 1) * p.stride_h - p.pad_top +
+                                                     static_cast<int64_t>(window_rows)));
+      input_rows.resize(std::max<size_t>(1, (iy_end - iy_begin) * in_row));
+      output_rows.resize((oy1 - oy0) * out_row);
+      vector_convert::HalfToFloat(input_bits + (n * in.height + iy_begin) * in_row,
+                                  (iy_end - iy_begin) * in_row, input_rows.data());
+      // The tile as a map of its own: one image of the converted rows, the padding above it
+      // moved to where the tile's first window starts.
+      Geometry part = geometry;
+      part.input.batches = part.output.batches = 1;
+      part.input.height = static_cast<uint32_t>(iy_end - iy_begin);
+      part.output.height = static_cast<uint32_t>(oy1 - oy0);
+      part.params.pad_top = static_cast<int32_t>(iy_begin - first);
+      const FloatKernelArguments arguments{
+          &part, input_rows.data(), weights.data(), bias_values.data(), low,
+          high,  output_rows.data()};
+      DepthwiseFloatRowsBest(arguments, 0, part.output.height);
+      vector_convert::FloatToHalf(output_rows.data(), output_rows.size(),
+                                  output_bits + (n * out.height + oy0) * out_row);
+    }
+  });
+}
+
+int Execute(OperationContext& context) {
+  Geometry geometry;
+  NN_RETURN_IF_ERROR(ResolveGeometry(context, &geometry));
+  if (geometry.output.Elements() == 0) return ANEURALNETWORKS_NO_ERROR;
+  const OperandInfo& input = context.Input(0);
+  if (IsQuantizedType(input.type)) return ExecuteQuantized(context, geometry);
+  if (input.type == ANEURALNETWORKS_TENSOR_FLOAT16 && !geometry.params.nchw &&
+      geometry.multiplier == 1) {
+    ExecuteHalf(context, geometry);
+    return ANEURALNETWORKS_NO_ERROR;
+  }
+  const OperandInfo& bias = context.Input(2);
+  const OperandInfo& output = context.Output(0);
+  const Parameters& p = geometry.params;
+  const conv::NhwcFloatInput in(input, p.nchw);
+  const conv::FloatValues weights(context, 1);  // constant fp16 filters converted once
+  const conv::FloatValues bias_values(bias);
+  conv::FloatOutput out(output, geometry.output, p.nchw);
+  if (geometry.multiplier != 1) {
+    Depthwise<float>(geometry, in.data(), weights.data(), out.data());
+    out.Finish(bias_values.data(), p.activation);
+    return ANEURALNETWORKS_NO_ERROR;
+  }
+  FloatKernelArguments arguments{&geometry, in.data(), weights.data(), bias_values.data(),
+                                 0.f,       0.f,       out.data()};
+  FloatActivationRange(p.activation, &arguments.low, &arguments.high);
+  const size_t rows = size_t{geometry.output.batches} * geometry.output.height;
+  const size_t cost = size_t{geometry.output.width} * geometry.filter_height *
+                      geometry.filter_width * geometry.output.channels;
+  gemm::ParallelFor(
+      rows, cost, [&](size_t begin, size_t end) { DepthwiseFloatRowsBest(arguments, begin, end); });
+  out.Finish(nullptr, ANEURALNETWORKS_FUSED_NONE);
   return ANEURALNETWORKS_NO_ERROR;
 }
 

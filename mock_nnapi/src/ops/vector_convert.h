@@ -4,10 +4,13 @@
 // values as the scalar definitions they replace:
 //
 // - RequantizeRows: gemm::Requantize (round(sum * multiplier) + zero point, halves away from
-//   zero, clamped) of int32 accumulators plus a per-channel bias with per-channel multipliers.
+//   zero, clamped) of int32 accumulators plus a per-channel bias with per-channel multipliers
+//   (on CPUs with AVX-512F, rounded with its vrndscalepd: truncation, then the remainder's half).
 // - HalfToFloat / FloatToHalf / RoundToHalf: common/half.h's HalfBitsToFloat and FloatToHalfBits
 //   (round to nearest even, subnormals, overflow to infinity, NaN made quiet with a payload of
-//   0x200) and the round trip of both, which is how relaxed float32 is emulated.
+//   0x200) and the round trip of both, which is how relaxed float32 is emulated. On CPUs with
+//   AVX-512F, all three use its conversion instructions (vcvtph2ps, vcvtps2ph), with the vectors
+//   that hold NaNs fixed up to the definitions' NaNs.
 //
 // They rely on IEEE arithmetic in the default rounding mode, without flush-to-zero (the mock is
 // built without -ffast-math).
