@@ -3,11 +3,17 @@
 // registered here.
 #include "vector_convert.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "gemm.h"
 #include "half.h"
 #include "vector_math.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace mock_nnapi {
 namespace vector_convert {
@@ -102,6 +108,86 @@ MOCK_NNAPI_INLINE void RequantizeRowsImpl(const int32_t* accumulators, size_t ro
   }
 }
 
+#if defined(__x86_64__)
+#define MOCK_NNAPI_REQUANTIZE_AVX512 "avx512f,avx512bw,avx512dq,avx512vl"
+
+// RequantizeRows on AVX-512 in float, falling back to the double definition for the lanes where
+// float could decide differently; the same values. With s = accumulator + bias (exact in float
+// when both are below 2^23 in magnitude) and f = float(multiplier), y' = s * f is within
+// 2^-23 |y| (plus a hair) of the double product y = s * multiplier. Rounding half away from zero
+// depends only on which side of a half-integer |y| lies, so y' decides it whenever |y'| < 1024
+// and the fraction of |y'| is farther than 2^-12 (more than twice that bound) from 0.5; when
+// |y'| >= 1024, both clamp to the same end of the output range (at most 255 from the zero point).
+// Other lanes (ties, near-ties, large accumulators or biases) take gemm::Requantize.
+template <typename Q>
+__attribute__((target(MOCK_NNAPI_REQUANTIZE_AVX512))) void RequantizeRowsAvx512(
+    const int32_t* accumulators, size_t rows, size_t channels, const int32_t* bias,
+    const double* multipliers, int32_t zero_point, int32_t low, int32_t high, Q* out) {
+  const __m512i exact_offset = _mm512_set1_epi32(1 << 23);
+  const __m512i exact_limit = _mm512_set1_epi32(1 << 24);
+  const __m512 sign_bit = _mm512_set1_ps(-0.f);
+  const __m512 half = _mm512_set1_ps(0.5f);
+  const __m512 one = _mm512_set1_ps(1.f);
+  const __m512 tolerance = _mm512_set1_ps(1.f / 4096);
+  const __m512 decided = _mm512_set1_ps(1024.f);
+  const __m512 zero = _mm512_set1_ps(static_cast<float>(zero_point));
+  const __m512 lowest = _mm512_set1_ps(static_cast<float>(low));
+  const __m512 highest = _mm512_set1_ps(static_cast<float>(high));
+  for (size_t c = 0; c < channels; c += 16) {
+    const size_t lanes = std::min<size_t>(16, channels - c);
+    const __mmask16 valid = static_cast<__mmask16>((1u << lanes) - 1);
+    const __m512i b = _mm512_maskz_loadu_epi32(valid, bias + c);
+    const __m256 f_low = _mm512_cvtpd_ps(_mm512_maskz_loadu_pd(valid & 0xff, multipliers + c));
+    const __m256 f_high = _mm512_cvtpd_ps(
+        _mm512_maskz_loadu_pd(static_cast<__mmask8>(valid >> 8), multipliers + c + 8));
+    const __m512 factor = _mm512_insertf32x8(_mm512_castps256_ps512(f_low), f_high, 1);
+    const __mmask16 bias_exact =
+        _mm512_cmplt_epu32_mask(_mm512_add_epi32(b, exact_offset), exact_limit);
+    for (size_t r = 0; r < rows; ++r) {
+      const int32_t* row = accumulators + r * channels + c;
+      Q* target = out + r * channels + c;
+      const __m512i a = _mm512_maskz_loadu_epi32(valid, row);
+      const __mmask16 exact =
+          bias_exact & _mm512_cmplt_epu32_mask(_mm512_add_epi32(a, exact_offset), exact_limit);
+      const __m512 y = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(a, b)), factor);
+      const __m512 magnitude = _mm512_andnot_ps(sign_bit, y);
+      const __m512 truncated =
+          _mm512_roundscale_ps(magnitude, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+      const __m512 fraction = _mm512_sub_ps(magnitude, truncated);
+      const __m512 rounded = _mm512_mask_add_ps(
+          truncated, _mm512_cmp_ps_mask(fraction, half, _CMP_GE_OQ), truncated, one);
+      const __mmask16 near_half =
+          _mm512_cmp_ps_mask(_mm512_andnot_ps(sign_bit, _mm512_sub_ps(fraction, half)), tolerance,
+                             _CMP_LE_OQ) &
+          _mm512_cmp_ps_mask(magnitude, decided, _CMP_LT_OQ);
+      // NaN products (a multiplier past float's range times 0) fail both tests: fall back.
+      const __mmask16 ordered = _mm512_cmp_ps_mask(y, y, _CMP_ORD_Q);
+      const __mmask16 fallback = valid & ~(exact & ordered & ~near_half);
+      __m512 value = _mm512_add_ps(_mm512_or_ps(rounded, _mm512_and_ps(sign_bit, y)), zero);
+      value = _mm512_min_ps(_mm512_max_ps(value, lowest), highest);
+      _mm512_mask_cvtepi32_storeu_epi8(target, valid, _mm512_cvttps_epi32(value));
+      if (fallback != 0) {
+        for (size_t i = 0; i < lanes; ++i) {
+          if ((fallback >> i) & 1) {
+            target[i] = gemm::Requantize<Q>(int64_t{row[i]} + bias[c + i], multipliers[c + i],
+                                            zero_point, low, high);
+          }
+        }
+      }
+    }
+  }
+}
+
+bool HasAvx512Requantize() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+  }();
+  return has;
+}
+#endif  // __x86_64__
+
 // FloatToHalfBits lane by lane on the bits of sixteen floats.
 MOCK_NNAPI_INLINE void FloatBitsToHalfV(const UintV& bits, UintV* out) {
   const UintV sign = (bits >> 16) & 0x8000u;
@@ -135,20 +221,67 @@ MOCK_NNAPI_INLINE void HalfBitsToFloatV(const UintV& half, FloatV* out) {
 
 }  // namespace
 
+// The double definition on vectors (AVX-512 / AVX2 clones).
+namespace {
+
 MOCK_NNAPI_SIMD_CLONES
-void RequantizeRows(const int32_t* accumulators, size_t rows, size_t channels, const int32_t* bias,
-                    const double* multipliers, int32_t zero_point, int32_t low, int32_t high,
-                    uint8_t* out) {
+void RequantizeRowsVector(const int32_t* accumulators, size_t rows, size_t channels,
+                          const int32_t* bias, const double* multipliers, int32_t zero_point,
+                          int32_t low, int32_t high, uint8_t* out) {
   RequantizeRowsImpl<uint8_t, ByteV>(accumulators, rows, channels, bias, multipliers, zero_point,
                                      low, high, out);
 }
 
 MOCK_NNAPI_SIMD_CLONES
+void RequantizeRowsVector(const int32_t* accumulators, size_t rows, size_t channels,
+                          const int32_t* bias, const double* multipliers, int32_t zero_point,
+                          int32_t low, int32_t high, int8_t* out) {
+  RequantizeRowsImpl<int8_t, SignedByteV>(accumulators, rows, channels, bias, multipliers,
+                                          zero_point, low, high, out);
+}
+
+}  // namespace
+
+// The AVX-512 float version where the CPU runs it (MOCK_NNAPI_REQUANTIZE=double keeps the double
+// one everywhere, read once: for measurements), else the double one; the same values.
+namespace {
+
+bool UseAvx512Requantize() {
+#if defined(__x86_64__)
+  static const bool use = [] {
+    const char* mode = std::getenv("MOCK_NNAPI_REQUANTIZE");
+    return HasAvx512Requantize() && !(mode != nullptr && std::strcmp(mode, "double") == 0);
+  }();
+  return use;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+void RequantizeRows(const int32_t* accumulators, size_t rows, size_t channels, const int32_t* bias,
+                    const double* multipliers, int32_t zero_point, int32_t low, int32_t high,
+                    uint8_t* out) {
+#if defined(__x86_64__)
+  if (UseAvx512Requantize()) {
+    return RequantizeRowsAvx512(accumulators, rows, channels, bias, multipliers, zero_point, low,
+                                high, out);
+  }
+#endif
+  RequantizeRowsVector(accumulators, rows, channels, bias, multipliers, zero_point, low, high, out);
+}
+
 void RequantizeRows(const int32_t* accumulators, size_t rows, size_t channels, const int32_t* bias,
                     const double* multipliers, int32_t zero_point, int32_t low, int32_t high,
                     int8_t* out) {
-  RequantizeRowsImpl<int8_t, SignedByteV>(accumulators, rows, channels, bias, multipliers,
-                                          zero_point, low, high, out);
+#if defined(__x86_64__)
+  if (UseAvx512Requantize()) {
+    return RequantizeRowsAvx512(accumulators, rows, channels, bias, multipliers, zero_point, low,
+                                high, out);
+  }
+#endif
+  RequantizeRowsVector(accumulators, rows, channels, bias, multipliers, zero_point, low, high, out);
 }
 
 MOCK_NNAPI_SIMD_CLONES
