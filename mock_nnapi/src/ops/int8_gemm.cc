@@ -557,10 +557,10 @@ void Multiply(size_t m, const RowSource& a, const PackedWeights& b, const Finish
   const size_t by_sums = kSumBytes / (n * sizeof(int32_t));
   const size_t by_jobs = DivideRoundingUp(m, wanted_jobs);
   const size_t block_rows =
-      DivideRoundingUp(std::max<size_t>(1, std::min({by_a, by_sums, by_jobs})), kRowQuantum) *
-      kRowQuantum;
+      std::max(kRowQuantum, std::min({by_a, by_sums, by_jobs}) / kRowQuantum * kRowQuantum);
   const size_t row_blocks = DivideRoundingUp(m, block_rows);
-  const bool by_rows = row_blocks >= wanted_jobs || threads <= 1;
+  // Two blocks a thread at least; otherwise the panels are shared out too.
+  const bool by_rows = row_blocks >= 2 * threads || threads <= 1;
   // Otherwise groups of panels too (the multi-panel calls of a few rows kept whole).
   size_t group_panels = panels;
   if (!by_rows) {
