@@ -137,50 +137,59 @@ constexpr size_t kAvx512Panels = 4;
 
 #define MOCK_NNAPI_AVX512VNNI "avx512f,avx512bw,avx512vnni"
 
-template <bool kSignedInput, int R, int P, int V>
-__attribute__((target(MOCK_NNAPI_AVX512VNNI),
-               always_inline)) inline void Avx512Step(__m512i (&acc)[R][P][V],
-                                                      const uint8_t* (&bp)[P], const uint32_t* x) {
-  __m512i w[P][V];
-  for (int q = 0; q < P; ++q) {
-    for (int v = 0; v < V; ++v) w[q][v] = _mm512_load_si512(bp[q] + 64 * v);
-    bp[q] += kGroupBytes;
-  }
-  for (int r = 0; r < R; ++r) {
-    const __m512i xb = _mm512_set1_epi32(static_cast<int>(x[r]));
-    for (int q = 0; q < P; ++q) {
-      for (int v = 0; v < V; ++v) {
-        acc[r][q][v] = kSignedInput ? _mm512_dpbusd_epi32(acc[r][q][v], w[q][v], xb)
-                                    : _mm512_dpbusd_epi32(acc[r][q][v], xb, w[q][v]);
-      }
-    }
-  }
+// acc + vpdpbusd(unsigned, signed), in place. Inline assembly: with the intrinsic, GCC 12 copied
+// every accumulator to another register and back on each group (vpdpbusd's destination is also a
+// source), twice as many instructions as the products themselves.
+__attribute__((target(MOCK_NNAPI_AVX512VNNI), always_inline)) inline __m512i Dpbusd512(
+    __m512i acc, __m512i unsigned_bytes, __m512i signed_bytes) {
+  asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(unsigned_bytes), "v"(signed_bytes));
+  return acc;
 }
 
+// One group of 4 k: the panels' weights, then each row's 4 bytes (X_BYTES, an expression of r)
+// broadcast against them (a macro: the full groups and the segment's tail use it).
+#define MOCK_NNAPI_AVX512_STEP(X_BYTES)                                                  \
+  do {                                                                                   \
+    __m512i w[P][V];                                                                     \
+    for (int q = 0; q < P; ++q) {                                                        \
+      for (int v = 0; v < V; ++v) w[q][v] = _mm512_load_si512(bp + q * stride + 64 * v); \
+    }                                                                                    \
+    bp += kGroupBytes;                                                                   \
+    for (int r = 0; r < R; ++r) {                                                        \
+      const __m512i xb = _mm512_set1_epi32(static_cast<int>(X_BYTES));                   \
+      for (int q = 0; q < P; ++q) {                                                      \
+        for (int v = 0; v < V; ++v) {                                                    \
+          if (kSignedInput) {                                                            \
+            acc[r][q][v] = Dpbusd512(acc[r][q][v], w[q][v], xb);                         \
+          } else {                                                                       \
+            acc[r][q][v] = Dpbusd512(acc[r][q][v], xb, w[q][v]);                         \
+          }                                                                              \
+        }                                                                                \
+      }                                                                                  \
+    }                                                                                    \
+  } while (false)
+
 template <bool kSignedInput, int R, int P, int V>
-__attribute__((target(MOCK_NNAPI_AVX512VNNI), always_inline)) inline void Avx512Rows(
-    const Block& b) {
+__attribute__((target(MOCK_NNAPI_AVX512VNNI),
+               always_inline)) inline void Avx512Rows(const Block& b) {
   __m512i acc[R][P][V];
-  const uint8_t* bp[P];
-  for (int q = 0; q < P; ++q) {
-    bp[q] = b.panel + q * b.panel_stride + kHeaderBytes;
-    for (int r = 0; r < R; ++r) {
+  for (int r = 0; r < R; ++r) {
+    for (int q = 0; q < P; ++q) {
       for (int v = 0; v < V; ++v) acc[r][q][v] = _mm512_setzero_si512();
     }
   }
+  const uint8_t* bp = b.panel + kHeaderBytes;
+  const size_t stride = b.panel_stride;
+  const size_t full_groups = b.full_groups;
   for (size_t s = 0; s < b.segments; ++s) {
     const uint8_t* x_rows[R];
     for (int r = 0; r < R; ++r) x_rows[r] = b.rows[r] + b.offsets[s];
-    uint32_t x[R];
-    for (size_t g = 0; g < b.full_groups; ++g) {
-      for (int r = 0; r < R; ++r) x[r] = LoadGroup(x_rows[r] + 4 * g);
-      Avx512Step<kSignedInput, R, P, V>(acc, bp, x);
+    for (size_t g = 0; g < full_groups; ++g) {
+      MOCK_NNAPI_AVX512_STEP(LoadGroup(x_rows[r] + 4 * g));
     }
-    if (b.tail > 0) {
-      for (int r = 0; r < R; ++r) x[r] = LoadTail(x_rows[r] + 4 * b.full_groups, b.tail);
-      Avx512Step<kSignedInput, R, P, V>(acc, bp, x);
-    }
+    if (b.tail > 0) MOCK_NNAPI_AVX512_STEP(LoadTail(x_rows[r] + 4 * full_groups, b.tail));
   }
+#undef MOCK_NNAPI_AVX512_STEP
   __mmask16 masks[2];
   masks[0] = b.cols >= 16 ? 0xffff : static_cast<__mmask16>((1u << b.cols) - 1);
   masks[1] = b.cols >= 32  ? 0xffff
@@ -253,6 +262,14 @@ void Avx512Kernel(const Block& b) {
 // ---- AVX-VNNI: 6 rows x 16 columns (two ymm a row), two passes per panel ----------------------
 constexpr size_t kAvxVnniRows = 6;
 
+// Dpbusd512's AVX-VNNI form: the VEX encoding ({vex}; the EVEX one needs AVX512-VNNI), so ymm0-15
+// only ("x").
+__attribute__((target("avx2,avxvnni"), always_inline)) inline __m256i Dpbusd256(
+    __m256i acc, __m256i unsigned_bytes, __m256i signed_bytes) {
+  asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(unsigned_bytes), "x"(signed_bytes));
+  return acc;
+}
+
 template <bool kSignedInput, int R>
 __attribute__((target("avx2,avxvnni"), always_inline)) inline void AvxVnniStep(__m256i (&acc)[R][2],
                                                                                const uint8_t*& bp,
@@ -263,11 +280,11 @@ __attribute__((target("avx2,avxvnni"), always_inline)) inline void AvxVnniStep(_
   for (int r = 0; r < R; ++r) {
     const __m256i xb = _mm256_set1_epi32(static_cast<int>(x[r]));
     if (kSignedInput) {
-      acc[r][0] = _mm256_dpbusd_avx_epi32(acc[r][0], w0, xb);
-      acc[r][1] = _mm256_dpbusd_avx_epi32(acc[r][1], w1, xb);
+      acc[r][0] = Dpbusd256(acc[r][0], w0, xb);
+      acc[r][1] = Dpbusd256(acc[r][1], w1, xb);
     } else {
-      acc[r][0] = _mm256_dpbusd_avx_epi32(acc[r][0], xb, w0);
-      acc[r][1] = _mm256_dpbusd_avx_epi32(acc[r][1], xb, w1);
+      acc[r][0] = Dpbusd256(acc[r][0], xb, w0);
+      acc[r][1] = Dpbusd256(acc[r][1], xb, w1);
     }
   }
 }
@@ -456,7 +473,7 @@ size_t DivideRoundingUp(size_t a, size_t b) { return (a + b - 1) / b; }
 // kSumBytes.
 constexpr size_t kRowQuantum = 24;
 constexpr size_t kBlockBytes = size_t{256} << 10;
-constexpr size_t kSumBytes = size_t{256} << 10;
+constexpr size_t kSumBytes = size_t{32} << 10;
 
 // sum of a row's bytes (as X) over its segments, in wrapping 32-bit arithmetic.
 template <typename X>
