@@ -38,12 +38,16 @@ struct Block {
   size_t panels;
   size_t row_count;
   size_t cols;
-  const int32_t* row_terms;  // -p_zero * (row sum), one per row
+  const int32_t* row_terms;  // -p_zero * (row sum), one per row; null when p_zero is 0
   int32_t* c;
   size_t ldc;
 };
 
 using KernelFunction = void (*)(const Block& block);
+
+inline int32_t RowTerm(const Block& b, int r) {
+  return b.row_terms != nullptr ? b.row_terms[r] : 0;
+}
 
 struct Kernel {
   const char* name;
@@ -110,7 +114,7 @@ void PortableRows(const Block& b) {
     int32_t* out = b.c + r * b.ldc;
     for (size_t j = 0; j < b.cols; ++j) {
       out[j] = static_cast<int32_t>(acc[r][j] + static_cast<uint32_t>(terms[j]) +
-                                    static_cast<uint32_t>(b.row_terms[r]));
+                                    static_cast<uint32_t>(RowTerm(b, r)));
     }
   }
 }
@@ -172,10 +176,11 @@ __attribute__((target(MOCK_NNAPI_AVX512VNNI), always_inline)) inline __m512i Dpb
 template <bool kSignedInput, int R, int P, int V>
 __attribute__((target(MOCK_NNAPI_AVX512VNNI),
                always_inline)) inline void Avx512Rows(const Block& b) {
-  __m512i acc[R][P][V];
-  for (int r = 0; r < R; ++r) {
-    for (int q = 0; q < P; ++q) {
-      for (int v = 0; v < V; ++v) acc[r][q][v] = _mm512_setzero_si512();
+  __m512i acc[R][P][V];  // from the column terms
+  for (int q = 0; q < P; ++q) {
+    for (int v = 0; v < V; ++v) {
+      const __m512i terms = _mm512_load_si512(b.panel + q * b.panel_stride + 64 * v);
+      for (int r = 0; r < R; ++r) acc[r][q][v] = terms;
     }
   }
   const uint8_t* bp = b.panel + kHeaderBytes;
@@ -197,12 +202,11 @@ __attribute__((target(MOCK_NNAPI_AVX512VNNI),
                            : 0;
   for (int r = 0; r < R; ++r) {
     int32_t* out = b.c + r * b.ldc;
-    const __m512i row_term = _mm512_set1_epi32(b.row_terms[r]);
+    const __m512i row_term = _mm512_set1_epi32(b.row_terms != nullptr ? b.row_terms[r] : 0);
     for (int q = 0; q < P; ++q, out += kPanelWidth) {
-      const uint8_t* terms = b.panel + q * b.panel_stride;
       for (int v = 0; v < V; ++v) {
-        const __m512i value = _mm512_add_epi32(
-            _mm512_add_epi32(acc[r][q][v], _mm512_load_si512(terms + 64 * v)), row_term);
+        const __m512i value =
+            b.row_terms != nullptr ? _mm512_add_epi32(acc[r][q][v], row_term) : acc[r][q][v];
         const __mmask16 mask = q + 1 < P ? static_cast<__mmask16>(0xffff) : masks[v];
         _mm512_mask_storeu_epi32(out + 16 * v, mask, value);
       }
@@ -313,7 +317,7 @@ __attribute__((target("avx2,avxvnni"), always_inline)) inline void AvxVnniHalf(c
   const uint8_t* terms = b.panel + first * sizeof(int32_t);
   for (int r = 0; r < R; ++r) {
     int32_t* out = b.c + r * b.ldc + first;
-    const __m256i row_term = _mm256_set1_epi32(b.row_terms[r]);
+    const __m256i row_term = _mm256_set1_epi32(RowTerm(b, r));
     alignas(32) int32_t values[16];
     for (int v = 0; v < 2; ++v) {
       const __m256i term = _mm256_load_si256(reinterpret_cast<const __m256i*>(terms + 32 * v));
@@ -403,7 +407,7 @@ __attribute__((target("avx2"), always_inline)) inline void Avx2Pass(const Block&
     // hadd: per 128-bit lane (columns 0 1 4 5 | 2 3 6 7); the permutation puts them in order.
     const __m256i sums = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[r][0], acc[r][1]), 0xD8);
     const __m256i value =
-        _mm256_add_epi32(_mm256_add_epi32(sums, term), _mm256_set1_epi32(b.row_terms[r]));
+        _mm256_add_epi32(_mm256_add_epi32(sums, term), _mm256_set1_epi32(RowTerm(b, r)));
     int32_t* out = b.c + r * b.ldc + first;
     if (cols == 8) {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), value);
@@ -637,7 +641,7 @@ void Multiply(size_t m, const RowSource& a, const PackedWeights& b, const Finish
           block.row_count = std::min(kernel.rows, row_count - r);
           block.rows = rows.get() + r;
           block.offsets = offsets[r / kernel.rows];
-          block.row_terms = row_terms.get() + r;
+          block.row_terms = p_zero != 0 ? row_terms.get() + r : nullptr;
           const size_t last = p + block.panels - 1;
           block.panel = b.panel(p);
           block.cols = std::min(kPanelWidth, n - last * kPanelWidth);
