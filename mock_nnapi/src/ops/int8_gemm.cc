@@ -66,9 +66,11 @@ inline uint32_t LoadGroup(const uint8_t* p) {
   std::memcpy(&v, p, 4);
   return v;
 }
+// count is 1-3; byte loads, not a memcpy of a variable size (a library call).
 inline uint32_t LoadTail(const uint8_t* p, size_t count) {
-  uint32_t v = 0;
-  std::memcpy(&v, p, count);
+  uint32_t v = p[0];
+  if (count > 1) v |= uint32_t{p[1]} << 8;
+  if (count > 2) v |= uint32_t{p[2]} << 16;
   return v;
 }
 
