@@ -480,6 +480,10 @@ size_t DivideRoundingUp(size_t a, size_t b) { return (a + b - 1) / b; }
 constexpr size_t kRowQuantum = 24;
 constexpr size_t kBlockBytes = size_t{256} << 10;
 constexpr size_t kSumBytes = size_t{32} << 10;
+// Packed weights from which the panels are shared out (they do not stay in the cache), and the
+// block of A then.
+constexpr size_t kLargeWeightsBytes = size_t{2} << 20;
+constexpr size_t kLargeBlockBytes = size_t{512} << 10;
 
 // sum of a row's bytes (as X) over its segments, in wrapping 32-bit arithmetic.
 template <typename X>
@@ -574,16 +578,24 @@ void Multiply(size_t m, const RowSource& a, const PackedWeights& b, const Finish
   const size_t panels = b.panels();
   const size_t threads = static_cast<size_t>(gemm::ThreadCount());
   const size_t wanted_jobs = 4 * threads;
-  // Blocks of rows: A's block and its sums in the cache, and enough blocks to share out when
-  // there are rows enough.
-  const size_t by_a = kBlockBytes / depth;
-  const size_t by_sums = kSumBytes / (n * sizeof(int32_t));
-  const size_t by_jobs = DivideRoundingUp(m, wanted_jobs);
-  const size_t block_rows =
-      std::max(kRowQuantum, std::min({by_a, by_sums, by_jobs}) / kRowQuantum * kRowQuantum);
+  // Weights larger than the caches (FULLY_CONNECTED's): blocks of rows as large as the cache
+  // holds, the panels shared out, so the weights are read from memory once per block of rows.
+  // Otherwise (convolution filters) blocks of rows whose A and sums stay in the cache (the sums
+  // are requantised right after), and enough of them to share out when there are rows enough.
+  const bool large_weights = panels * b.panel_stride() > kLargeWeightsBytes;
+  size_t block_rows = 0;
+  if (large_weights) {
+    block_rows = std::max(kRowQuantum, kLargeBlockBytes / depth / kRowQuantum * kRowQuantum);
+  } else {
+    const size_t by_a = kBlockBytes / depth;
+    const size_t by_sums = kSumBytes / (n * sizeof(int32_t));
+    const size_t by_jobs = DivideRoundingUp(m, wanted_jobs);
+    block_rows =
+        std::max(kRowQuantum, std::min({by_a, by_sums, by_jobs}) / kRowQuantum * kRowQuantum);
+  }
   const size_t row_blocks = DivideRoundingUp(m, block_rows);
   // Two blocks a thread at least; otherwise the panels are shared out too.
-  const bool by_rows = row_blocks >= 2 * threads || threads <= 1;
+  const bool by_rows = threads <= 1 || (!large_weights && row_blocks >= 2 * threads);
   // Otherwise groups of panels too (the multi-panel calls of a few rows kept whole).
   size_t group_panels = panels;
   if (!by_rows) {
