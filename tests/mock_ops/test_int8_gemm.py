@@ -4,7 +4,8 @@ FULLY_CONNECTED weights), element for element against the defined result (the ex
 requantised, as tests/mock_ops/test_quantized_exact.py defines it) and against the other paths.
 
 Covered: reductions that are not multiples of 4 (the kernels' groups) or 64, panels of 32
-columns with N not a multiple of them (1, 17, 33, 70, 100), M = 1 and row tails, receptive
+columns with N not a multiple of them (1, 17, 33, 70, 100, 1100), M = 1 and row tails, weights
+small enough to stay in the cache and larger ones (other blocking), receptive
 fields read in place, assembled at the padding (the zero point) and per tap (dilation), strided
 1x1, NCHW; QUANT8_ASYMM and QUANT8_ASYMM_SIGNED, per-tensor and per-channel filters, zero points
 at the ends of their ranges (0 and 255, -128 and 127) and in between (the row-sum correction of
@@ -133,18 +134,25 @@ FC_SHAPES = {
     "m17_k301_n100": (17, 301, 100),
     "m70_k1100_n65": (70, 1100, 65),
 }
+# Packed weights past 2 MiB (blocks of rows of up to 512 KiB, the panels shared out): checked in
+# this process only (the blocking does not depend on the kernel; the probe stays quick).
+LARGE_FC_SHAPES = {
+    "m1_k2048_n1100_large": (1, 2048, 1100),
+    "m260_k2048_n1100_large": (260, 2048, 1100),
+}
 
 
 def fc_case(shape, dtype_name, zero_points, *, activation=FuseCode.NONE, seed=0):
     dtype, code = QUANT_TYPES[dtype_name]
     info = np.iinfo(dtype)
-    batch, k, units = FC_SHAPES[shape]
+    batch, k, units = {**FC_SHAPES, **LARGE_FC_SHAPES}[shape]
     rng = np.random.default_rng(seed)
     x_zp, w_zp = ZERO_POINTS[dtype_name][zero_points]
     x = rng.integers(info.min, info.max + 1, (batch, k), dtype=dtype)
     w = rng.integers(info.min, info.max + 1, (units, k), dtype=dtype)
     x_scale, w_scale = 0.04, 0.02
-    no_bias = (x.astype(np.int64) - x_zp) @ (w.astype(np.int64) - w_zp).T
+    # In float64 (BLAS): exact, the sums stay far below 2^53.
+    no_bias = ((x.astype(np.float64) - x_zp) @ (w.astype(np.float64) - w_zp).T).astype(np.int64)
     b = (-np.round(no_bias.mean(axis=0))).astype(np.int32)
     sums = no_bias + b
     out_scale = centred_scale(sums, x_scale, w_scale)
@@ -230,7 +238,7 @@ def test_conv_int8_gemm_nchw_is_exact(shape, dtype_name, zero_points):
 
 @pytest.mark.parametrize("zero_points", ["ends", "ends_swapped", "between"])
 @pytest.mark.parametrize("dtype_name", list(QUANT_TYPES))
-@pytest.mark.parametrize("shape", list(FC_SHAPES))
+@pytest.mark.parametrize("shape", list(FC_SHAPES) + list(LARGE_FC_SHAPES))
 def test_fully_connected_int8_gemm_is_exact(shape, dtype_name, zero_points):
     from mock_nnapi import control
 
