@@ -14,6 +14,7 @@
 #include "gemm.h"
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -441,6 +442,16 @@ void Avx2Kernel(const Block& b) {
 }
 #endif  // __x86_64__
 
+#if defined(__x86_64__)
+// AVX-VNNI: CPUID leaf 7, subleaf 1, EAX bit 4 (read directly: clang 14's
+// __builtin_cpu_supports does not know "avxvnni"; the OS's ymm state is avx2's, checked too).
+bool HasAvxVnni() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) == 0) return false;
+  return (eax >> 4) & 1u;
+}
+#endif
+
 // The widest kernel the CPU runs, or the one MOCK_NNAPI_INT8_GEMM_KERNEL names if narrower.
 Kernel ChooseKernel() {
   const char* wanted = std::getenv("MOCK_NNAPI_INT8_GEMM_KERNEL");
@@ -455,7 +466,7 @@ Kernel ChooseKernel() {
     return {"avx512vnni",  kAvx512Rows,        kAvx512FewRows,
             kAvx512Panels, Avx512Kernel<true>, Avx512Kernel<false>};
   }
-  if (widest >= 2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avxvnni")) {
+  if (widest >= 2 && __builtin_cpu_supports("avx2") && HasAvxVnni()) {
     return {"avxvnni", kAvxVnniRows, 0, 1, AvxVnniKernel<true>, AvxVnniKernel<false>};
   }
   if (widest >= 1 && __builtin_cpu_supports("avx2")) {
