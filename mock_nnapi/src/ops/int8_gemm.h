@@ -140,8 +140,10 @@ using Finish = std::function<void(size_t first, size_t count, const int32_t* sum
 
 // S for the m rows of `a` (a.segments() and a.segment_length() must be b's), handed to `finish`
 // block by block: the work is shared out over gemm::ParallelFor in blocks of rows (each block's
-// sums in a buffer of the job, finished as soon as computed), or, with too few rows to share out,
-// in groups of panels into one m x n buffer finished by blocks of rows over the pool afterwards.
+// sums in a buffer of the job, finished as soon as computed), or, with too few rows to share out
+// or weights larger than the caches (past 2 MiB packed: FULLY_CONNECTED's, then in blocks of up
+// to 512 KiB of A, so the weights stream from memory once per block), in groups of panels into
+// one m x n buffer finished by blocks of rows over the pool afterwards.
 void Multiply(size_t m, const RowSource& a, const PackedWeights& b, const Finish& finish);
 
 // Whether kernels use int8_gemm for their constant weights: yes unless the environment variable
