@@ -29,7 +29,8 @@
 // - avxvnni: the same instruction on ymm, 6 rows x 16 columns per pass;
 // - avx2: bytes widened to int16 and multiplied with vpmaddwd (exact: vpmaddubsw would saturate
 //   its int16 pair sums), 4 rows x 8 columns per pass;
-// - portable: plain C++ on int32 (what arm64 and other targets build), 4 rows x 32 columns.
+// - portable: plain C++ on int32 (what arm64 and other targets build), 4 rows x 32 columns; used
+//   only when MOCK_NNAPI_INT8_GEMM_KERNEL=portable asks for it (see Enabled).
 // All of them compute the same exact sums.
 #ifndef MOCK_NNAPI_SRC_OPS_INT8_GEMM_H_
 #define MOCK_NNAPI_SRC_OPS_INT8_GEMM_H_
@@ -148,7 +149,9 @@ void Multiply(size_t m, const RowSource& a, const PackedWeights& b, const Finish
 
 // Whether kernels use int8_gemm for their constant weights: yes unless the environment variable
 // MOCK_NNAPI_INT8_GEMM is 0 (read on every call, for A/B measurements and tests in one process:
-// the other path computes the same bits).
+// the other path computes the same bits), and only with a vector kernel (x86-64 with AVX2 or
+// better) unless MOCK_NNAPI_INT8_GEMM_KERNEL=portable asks for the portable one: elsewhere
+// (arm64) the IntegerGemm path on OpenBLAS is faster.
 bool Enabled();
 
 // The micro-kernel in use: "avx512vnni", "avxvnni", "avx2" or "portable".
