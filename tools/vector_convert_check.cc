@@ -5,7 +5,7 @@
 //   and HalfBitsToFloat of it), HalfToFloat over every half (HalfBitsToFloat);
 // - RequantizeRows against gemm::Requantize on random accumulators, biases and multipliers, on
 //   exact ties (multipliers 0.5 and 0.25), on sums near the int32 limits and on huge multipliers,
-//   for uint8 and int8 outputs and odd channel counts (the scalar tail).
+//   one ulp off the ties, for uint8 and int8 outputs and odd channel counts (the tails).
 // Build and run (from the repository root):
 //   g++ -O3 -ffp-contract=off -Imock_nnapi/src/ops -Imock_nnapi/src -Icommon \
 //     -Imock_nnapi/include tools/vector_convert_check.cc mock_nnapi/src/ops/vector_convert.cc \
@@ -89,13 +89,13 @@ int CheckRequantize(std::mt19937_64& rng) {
   const size_t channel_counts[] = {1, 7, 8, 9, 16, 31, 96, 100};
   double seconds = 0;
   size_t elements = 0;
-  for (int trial = 0; trial < 400; ++trial) {
+  for (int trial = 0; trial < 480; ++trial) {
     const size_t channels = channel_counts[trial % 8];
     const size_t rows = 1 + rng() % 64;
     std::vector<int32_t> acc(rows * channels), bias(channels);
     std::vector<double> multipliers(channels);
     std::vector<Q> out(rows * channels);
-    const int kind = trial % 5;
+    const int kind = trial % 6;
     for (size_t c = 0; c < channels; ++c) {
       bias[c] = static_cast<int32_t>(rng() % 4001) - 2000;
       switch (kind) {
@@ -108,14 +108,18 @@ int CheckRequantize(std::mt19937_64& rng) {
         case 2:  // huge
           multipliers[c] = std::ldexp(1.0, static_cast<int>(rng() % 80));
           break;
+        case 5:  // one ulp off the exact ties (float rounds such a multiplier onto the tie)
+          multipliers[c] = std::nextafter((c % 2) ? 0.5 : 0.25, (c % 4) < 2 ? 0.0 : 1.0);
+          break;
         default:  // float-product multipliers as OutputMultipliers makes them
           multipliers[c] = static_cast<double>(0.05f * (0.001f + (rng() % 1000) * 1e-5f)) / 0.7f;
       }
     }
     for (auto& a : acc) {
       const uint64_t r = rng();
-      a = kind == 4 ? static_cast<int32_t>(r)  // the whole int32 range
-                    : static_cast<int32_t>(r % 2000001) - 1000000;
+      a = kind == 4   ? static_cast<int32_t>(r)  // the whole int32 range
+          : kind == 5 ? static_cast<int32_t>(r % 1201) - 600  // near-ties inside the range
+                      : static_cast<int32_t>(r % 2000001) - 1000000;
     }
     int32_t zero_point = static_cast<int32_t>(rng() % 256);
     int32_t low = 0, high = 255;

@@ -25,6 +25,8 @@ enum class Counter {
   kDerivedConstantsBuilt,
   // ParallelFor jobs that ran on the pool (on more than one thread).
   kPoolJobs,
+  // Products computed by int8_gemm (quantised CONV_2D / FULLY_CONNECTED on constant weights).
+  kInt8GemmProducts,
 };
 
 void Increment(Counter counter, uint64_t amount = 1);

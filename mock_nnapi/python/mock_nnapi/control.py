@@ -36,6 +36,7 @@ COUNTER_NAMES = (
     "temporary_bytes_peak",
     "derived_constants_built",
     "pool_jobs",
+    "int8_gemm_products",
     "live_models",
     "live_compilations",
     "live_executions",

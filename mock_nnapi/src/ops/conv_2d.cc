@@ -28,13 +28,16 @@
 // Quantised inputs are padded with their zero point; accumulation is exact in int32 and
 // requantised with a real multiplier (within one step of Android's fixed-point result).
 // fp32 with a constant filter and bias runs on packed_gemm (the filter packed once per model,
-// see PackedFilter); otherwise on OpenBLAS's sgemm.
+// see PackedFilter); otherwise on OpenBLAS's sgemm. Quantised CONV_2D with a constant filter runs
+// on int8_gemm (ConvolveInt8Gemm: the same int32 sums, from the bytes themselves); otherwise (and
+// for GROUPED_CONV_2D) on IntegerGemm's exact fp32 products (ConvolveQuantized).
 #include <cstring>
 #include <memory>
 #include <vector>
 
 #include "conv_common.h"
 #include "gemm.h"
+#include "int8_gemm.h"
 #include "packed_gemm.h"
 #include "vector_convert.h"
 
@@ -232,17 +235,18 @@ int Prepare(OperationContext& context) {
   return context.SetOutputShape(0, conv::FromNhwc(geometry.output, geometry.params.nchw));
 }
 
-// Copies a few floats: short runs (small channel counts) with fixed-size, overlapping moves
-// instead of a library call per run.
-inline void CopyFloats(float* dst, const float* src, size_t count) {
+// Copies a few elements (floats, or the bytes of int8_gemm's rows): short runs (small channel
+// counts) with fixed-size, overlapping moves instead of a library call per run.
+template <typename T>
+inline void CopyFloats(T* dst, const T* src, size_t count) {
   if (count >= 16) {
-    std::memcpy(dst, src, count * sizeof(float));
+    std::memcpy(dst, src, count * sizeof(T));
   } else if (count >= 8) {
-    std::memcpy(dst, src, 8 * sizeof(float));
-    std::memcpy(dst + count - 8, src + count - 8, 8 * sizeof(float));
+    std::memcpy(dst, src, 8 * sizeof(T));
+    std::memcpy(dst + count - 8, src + count - 8, 8 * sizeof(T));
   } else if (count >= 4) {
-    std::memcpy(dst, src, 4 * sizeof(float));
-    std::memcpy(dst + count - 4, src + count - 4, 4 * sizeof(float));
+    std::memcpy(dst, src, 4 * sizeof(T));
+    std::memcpy(dst + count - 4, src + count - 4, 4 * sizeof(T));
   } else {
     for (size_t i = 0; i < count; ++i) dst[i] = src[i];
   }
@@ -250,11 +254,13 @@ inline void CopyFloats(float* dst, const float* src, size_t count) {
 
 // The rows r = (n * outH + oy) * outW + ox of the im2col matrix hold the receptive field of
 // output pixel r for the input channels of one group, ordered (ky, kx, channel) like a filter
-// row; out-of-image taps are 0 (the zero point, for offset-subtracted quantised inputs).
+// row; out-of-image taps are `pad` (0: the zero point, for offset-subtracted quantised inputs;
+// int8_gemm's rows of raw quantised bytes pass the zero point itself).
 // FillPatchRows writes rows [first, first + count) for the group whose channels start at
 // `channels` into `patch` (row r - first at patch + (r - first) * depth).
-void FillPatchRows(const Geometry& g, const float* channels, size_t first, size_t count,
-                   float* patch) {
+template <typename T>
+void FillPatchRows(const Geometry& g, const T* channels, size_t first, size_t count, T* patch,
+                   T pad = T(0)) {
   const Parameters& p = g.params;
   const size_t in_group_channels = g.input.channels / g.groups;
   const size_t depth = size_t{g.filter_height} * g.filter_width * in_group_channels;
@@ -271,15 +277,15 @@ void FillPatchRows(const Geometry& g, const float* channels, size_t first, size_
         ++n;
       }
     }
-    float* dst = patch + r * depth;
+    T* dst = patch + r * depth;
     for (uint32_t ky = 0; ky < g.filter_height; ++ky) {
       const int64_t iy = oy * p.stride_h - p.pad_top + int64_t{ky} * p.dilation_h;
       const int64_t ix0 = ox * p.stride_w - p.pad_left;
       const int64_t ix_last = ix0 + int64_t{g.filter_width - 1} * p.dilation_w;
       const bool row_inside = iy >= 0 && iy < g.input.height;
-      const float* line =
-          row_inside ? channels + (n * g.input.height + iy) * g.input.width * g.input.channels
-                     : nullptr;
+      const T* line = row_inside
+                          ? channels + (n * g.input.height + iy) * g.input.width * g.input.channels
+                          : nullptr;
       if (row_inside && p.dilation_w == 1 && ix0 >= 0 && ix_last < g.input.width && g.groups == 1) {
         // The whole filter row reads one contiguous run of input pixels.
         CopyFloats(dst, line + ix0 * g.input.channels, row_floats);
@@ -289,7 +295,7 @@ void FillPatchRows(const Geometry& g, const float* channels, size_t first, size_
       for (uint32_t kx = 0; kx < g.filter_width; ++kx, dst += in_group_channels) {
         const int64_t ix = ix0 + int64_t{kx} * p.dilation_w;
         if (!row_inside || ix < 0 || ix >= g.input.width) {
-          std::fill(dst, dst + in_group_channels, 0.f);
+          std::fill(dst, dst + in_group_channels, pad);
         } else {
           CopyFloats(dst, line + ix * g.input.channels, in_group_channels);
         }
@@ -426,25 +432,28 @@ class PackedFilterFor {
 // dilation_w == 1) or per filter tap, at fixed offsets from its first tap. A block of rows of
 // which one crosses the padding is assembled in the scratch (FillPatchRows), whose segments
 // follow each other. Either way the products are summed in the filter's (ky, kx, channel) order,
-// so both give the same bits.
-class ReceptiveFields : public packed_gemm::RowSource {
+// so both give the same bits. ReceptiveFieldsOf<uint8_t, int8_gemm::RowSource> reads the raw
+// quantised bytes the same way for int8_gemm (padding: the zero point).
+template <typename T, typename Source>
+class ReceptiveFieldsOf : public Source {
  public:
-  ReceptiveFields(const Geometry& g, const float* channels)
-      : RowSource(SegmentCount(g), SegmentLength(g)), g_(g), channels_(channels) {
+  // pad: the value of out-of-image taps (see FillPatchRows).
+  ReceptiveFieldsOf(const Geometry& g, const T* channels, T pad = T(0))
+      : Source(SegmentCount(g), SegmentLength(g)), g_(g), channels_(channels), pad_(pad) {
     const Parameters& p = g.params;
     const size_t row_stride = size_t{g.input.width} * g.input.channels;
     for (uint32_t ky = 0; ky < g.filter_height; ++ky) {
-      const uint32_t taps = segments() / g.filter_height;
+      const uint32_t taps = this->segments() / g.filter_height;
       for (uint32_t kx = 0; kx < taps; ++kx) {
         image_offsets_.push_back(ky * p.dilation_h * row_stride +
                                  size_t{kx} * p.dilation_w * g.input.channels);
-        patch_offsets_.push_back(image_offsets_.size() * segment_length() - segment_length());
+        patch_offsets_.push_back(image_offsets_.size() * this->segment_length() -
+                                 this->segment_length());
       }
     }
   }
 
-  const size_t* Rows(size_t first, size_t count, float* scratch,
-                     const float** rows) const override {
+  const size_t* Rows(size_t first, size_t count, T* scratch, const T** rows) const override {
     const Parameters& p = g_.params;
     const int64_t last_y = int64_t{g_.filter_height - 1} * p.dilation_h;
     const int64_t last_x = int64_t{g_.filter_width - 1} * p.dilation_w;
@@ -455,8 +464,8 @@ class ReceptiveFields : public packed_gemm::RowSource {
       const int64_t iy = int64_t(oy) * p.stride_h - p.pad_top;
       const int64_t ix = int64_t(ox) * p.stride_w - p.pad_left;
       if (iy < 0 || ix < 0 || iy + last_y >= g_.input.height || ix + last_x >= g_.input.width) {
-        FillPatchRows(g_, channels_, first, count, scratch);
-        for (size_t i = 0; i < count; ++i) rows[i] = scratch + i * depth();
+        FillPatchRows(g_, channels_, first, count, scratch, pad_);
+        for (size_t i = 0; i < count; ++i) rows[i] = scratch + i * this->depth();
         return patch_offsets_.data();
       }
       rows[r] = channels_ + ((n * g_.input.height + iy) * g_.input.width + ix) * g_.input.channels;
@@ -481,10 +490,13 @@ class ReceptiveFields : public packed_gemm::RowSource {
   }
 
   const Geometry& g_;
-  const float* channels_;
+  const T* channels_;
+  T pad_;
   std::vector<size_t> image_offsets_;
   std::vector<size_t> patch_offsets_;
 };
+
+using ReceptiveFields = ReceptiveFieldsOf<float, packed_gemm::RowSource>;
 
 // out[r, c] = activation(sum over the receptive field of patch[r, :] * filter[c, :] + bias[c]).
 // With a packed filter, packed_gemm computes it (the bias folded in, the clamp on store);
@@ -604,6 +616,73 @@ void ConvolveQuantized(const Geometry& g, const float* input, float max_abs_inpu
   });
 }
 
+// int8_gemm's packed filter: its DerivedConstants key (PackedFilter's is 0x100).
+constexpr uint32_t kInt8FilterKey = 0x101;
+
+// The quantised convolution on int8_gemm (see int8_gemm.h): the constant filter packed once per
+// model, the input's bytes read in place (receptive fields, padded with the zero point; a
+// pointwise convolution's rows are the input's own), the exact sums of each block of output
+// pixels requantised as soon as they are computed. The sums are those of ConvolveQuantized, so
+// are the outputs. False (nothing done) when it does not apply: a filter that is not a constant,
+// GROUPED_CONV_2D, sums that could leave int32 (ConvolveQuantized saturates them), or
+// MOCK_NNAPI_INT8_GEMM=0.
+template <typename Q>
+bool ConvolveInt8Gemm(const OperationContext& context, const Geometry& g) {
+  const OperandInfo& input = context.Input(0);
+  const OperandInfo& filter = context.Input(1);
+  const OperandInfo& output = context.Output(0);
+  const Parameters& p = g.params;
+  const size_t out_channels = g.output.channels;
+  const size_t depth = size_t{g.filter_height} * g.filter_width * g.input.channels;
+  if (!int8_gemm::Enabled() || !filter.constant || g.groups != 1 ||
+      !int8_gemm::CanMultiply(depth, conv::MaxAbsOffset(input), conv::MaxAbsOffset(filter))) {
+    return false;
+  }
+  const uint8_t* x = input.Data<uint8_t>();  // int8 inputs too: the kernels take their bytes
+  std::unique_ptr<uint8_t[]> nhwc_input;
+  if (p.nchw) {
+    nhwc_input.reset(new uint8_t[g.input.Elements()]);  // every element is written
+    conv::NchwToNhwc(x, g.input, nhwc_input.get());
+    x = nhwc_input.get();
+  }
+  const bool pointwise = g.filter_height == 1 && g.filter_width == 1 && p.stride_w == 1 &&
+                         p.stride_h == 1 && p.pad_left == 0 && p.pad_top == 0 && p.pad_right == 0 &&
+                         p.pad_bottom == 0;
+  const ReceptiveFieldsOf<uint8_t, int8_gemm::RowSource> fields(
+      g, x, static_cast<uint8_t>(input.zero_point));
+  const int8_gemm::StridedRows input_rows(x, g.input.channels, g.input.channels);
+  const int8_gemm::RowSource& rows =
+      pointwise ? static_cast<const int8_gemm::RowSource&>(input_rows) : fields;
+  const int8_gemm::Signedness signedness{input.type == ANEURALNETWORKS_TENSOR_QUANT8_ASYMM_SIGNED,
+                                         filter.type != ANEURALNETWORKS_TENSOR_QUANT8_ASYMM};
+  const auto pack = [&] {
+    return std::make_unique<int8_gemm::PackedWeights>(
+        signedness, rows.segments(), rows.segment_length(), out_channels, filter.Data<uint8_t>(),
+        depth, filter.zero_point, input.zero_point);
+  };
+  std::unique_ptr<int8_gemm::PackedWeights> own;
+  const int8_gemm::PackedWeights* packed = context.Derived<int8_gemm::PackedWeights>(
+      kInt8FilterKey,
+      int8_gemm::PackedWeights::Bytes(rows.segments(), rows.segment_length(), out_channels), pack);
+  if (packed == nullptr) {
+    own = pack();
+    packed = own.get();
+  }
+  const conv::Requantization<Q> requantization(
+      context.Input(2).Data<int32_t>(),
+      conv::OutputMultipliers(input, filter, output, g.output.channels), p.activation, output);
+  Q* out = output.MutableData<Q>();
+  std::unique_ptr<Q[]> nhwc;
+  if (p.nchw) nhwc.reset(new Q[g.output.Elements()]);  // every element is written
+  Q* target = p.nchw ? nhwc.get() : out;
+  const size_t pixels = size_t{g.output.batches} * g.output.height * g.output.width;
+  int8_gemm::Multiply(pixels, rows, *packed, [&](size_t first, size_t count, const int32_t* sums) {
+    requantization.Rows(sums, count, target + first * out_channels);
+  });
+  if (p.nchw) conv::NhwcToNchw(nhwc.get(), g.output, out);
+  return true;
+}
+
 template <typename Q>
 void ExecuteQuantized(const OperationContext& context, const Geometry& geometry,
                       const float* input_values, const float* filter_values) {
@@ -703,6 +782,12 @@ int Execute(OperationContext& context) {
   const Parameters& p = geometry.params;
   if (input.type == ANEURALNETWORKS_TENSOR_FLOAT16 && !p.nchw && ExecuteHalf(context, geometry)) {
     return ANEURALNETWORKS_NO_ERROR;
+  }
+  if (IsQuantizedType(input.type)) {
+    const bool done = output.type == ANEURALNETWORKS_TENSOR_QUANT8_ASYMM
+                          ? ConvolveInt8Gemm<uint8_t>(context, geometry)
+                          : ConvolveInt8Gemm<int8_t>(context, geometry);
+    if (done) return ANEURALNETWORKS_NO_ERROR;
   }
   const conv::NhwcFloatInput in(input, p.nchw);
   // Constant weights in fp16 or quantised are converted once per model (fp32 ones read as is).

@@ -11,9 +11,10 @@
 // type, or for quantised inputs is TENSOR_INT32 with zero point 0 and scale input_scale *
 // weights_scale (relative tolerance 1e-6, Android's CPU check). Shapes are checked when the
 // operation is added if the ranks are known (as Android does).
-// fp16 runs through fp32 sgemm; quantised inputs accumulate exactly in int32 (gemm::IntegerGemm,
-// or for a few rows, IntegerDotRows on the quantised weights themselves) and are requantised with
-// a real multiplier. fp32 with two or more rows and constant weights of at most
+// fp16 runs through fp32 sgemm; quantised inputs accumulate exactly in int32 and are requantised
+// with a real multiplier: constant weights on int8_gemm (packed once per model, any batch),
+// weights that are model inputs through IntegerDotRows on the quantised weights themselves (a few
+// rows) or gemm::IntegerGemm. fp32 with two or more rows and constant weights of at most
 // kPackedWeightsMaxBytes runs on packed_gemm (the weights packed once per model).
 #include <algorithm>
 #include <memory>
@@ -21,6 +22,7 @@
 
 #include "conv_common.h"
 #include "gemm.h"
+#include "int8_gemm.h"
 #include "packed_gemm.h"
 #include "vector_math.h"
 
@@ -216,7 +218,9 @@ bool FullyConnectedPacked(const OperationContext& context, size_t batch, size_t 
 
 // Rows of x up to which the quantised product runs on the quantised weights themselves: reading
 // one byte per weight instead of the four of their float copy (decode's matrix-vector products
-// are bound by that traffic), at a multiply-add rate that only pays for a few rows.
+// are bound by that traffic), at a multiply-add rate that only pays for a few rows. Constant
+// weights take int8_gemm first (QuantizedPacked: measured faster at M = 1 too), so this serves
+// weights that are model inputs (and MOCK_NNAPI_INT8_GEMM=0).
 constexpr size_t kDirectBatch = 4;
 
 template <typename Q>
@@ -262,6 +266,56 @@ bool QuantizedDirect(const OperationContext& context, size_t batch, size_t input
   return true;
 }
 
+// int8_gemm's packed weights: their DerivedConstants key (packed_gemm's fp32 copy is 0x100).
+constexpr uint32_t kInt8WeightsKey = 0x101;
+
+// The quantised FULLY_CONNECTED on int8_gemm: constant weights packed once per model (one byte
+// per weight, where IntegerGemm's path keeps a float copy of four), the input rows read in place,
+// requantised block by block. Applies (true) when the weights are constant and no int32 sum can
+// overflow (as QuantizedDirect: the sums are then those of both other paths), unless
+// MOCK_NNAPI_INT8_GEMM=0.
+template <typename Q>
+bool QuantizedPackedImpl(const OperationContext& context, size_t batch, size_t input_size,
+                         size_t num_units, int32_t activation) {
+  const OperandInfo& input = context.Input(kInput);
+  const OperandInfo& weights = context.Input(kWeights);
+  const OperandInfo& output = context.Output(0);
+  if (!int8_gemm::Enabled() || !weights.constant ||
+      !int8_gemm::CanMultiply(input_size, conv::MaxAbsOffset(input), conv::MaxAbsOffset(weights))) {
+    return false;
+  }
+  const bool is_signed = input.type == ANEURALNETWORKS_TENSOR_QUANT8_ASYMM_SIGNED;
+  const auto pack = [&] {
+    return std::make_unique<int8_gemm::PackedWeights>(
+        int8_gemm::Signedness{is_signed, is_signed}, 1, input_size, num_units,
+        weights.Data<uint8_t>(), input_size, weights.zero_point, input.zero_point);
+  };
+  std::unique_ptr<int8_gemm::PackedWeights> own;
+  const int8_gemm::PackedWeights* packed = context.Derived<int8_gemm::PackedWeights>(
+      kInt8WeightsKey, int8_gemm::PackedWeights::Bytes(1, input_size, num_units), pack);
+  if (packed == nullptr) {
+    own = pack();
+    packed = own.get();
+  }
+  const conv::Requantization<Q> requantization(
+      context.Input(kBias).Data<int32_t>(),
+      conv::OutputMultipliers(input, weights, output, num_units), activation, output);
+  Q* out = output.MutableData<Q>();
+  int8_gemm::Multiply(batch, int8_gemm::StridedRows(input.Data<uint8_t>(), input_size, input_size),
+                      *packed, [&](size_t first, size_t count, const int32_t* sums) {
+                        requantization.Rows(sums, count, out + first * num_units);
+                      });
+  return true;
+}
+
+bool QuantizedPacked(const OperationContext& context, size_t batch, size_t input_size,
+                     size_t num_units, int32_t activation) {
+  if (context.Input(kInput).type == ANEURALNETWORKS_TENSOR_QUANT8_ASYMM) {
+    return QuantizedPackedImpl<uint8_t>(context, batch, input_size, num_units, activation);
+  }
+  return QuantizedPackedImpl<int8_t>(context, batch, input_size, num_units, activation);
+}
+
 int Execute(OperationContext& context) {
   const OperandInfo& input = context.Input(kInput);
   const OperandInfo& weights = context.Input(kWeights);
@@ -289,7 +343,8 @@ int Execute(OperationContext& context) {
       return ANEURALNETWORKS_NO_ERROR;
     }
     default: {  // TENSOR_QUANT8_ASYMM(_SIGNED)
-      if (QuantizedDirect(context, batch, input_size, num_units, activation)) {
+      if (QuantizedPacked(context, batch, input_size, num_units, activation) ||
+          QuantizedDirect(context, batch, input_size, num_units, activation)) {
         return ANEURALNETWORKS_NO_ERROR;
       }
       const conv::FloatValues x(input), w(context, kWeights);

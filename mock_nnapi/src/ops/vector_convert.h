@@ -4,8 +4,10 @@
 // values as the scalar definitions they replace:
 //
 // - RequantizeRows: gemm::Requantize (round(sum * multiplier) + zero point, halves away from
-//   zero, clamped) of int32 accumulators plus a per-channel bias with per-channel multipliers
-//   (on CPUs with AVX-512F, rounded with its vrndscalepd: truncation, then the remainder's half).
+//   zero, clamped) of int32 accumulators plus a per-channel bias with per-channel multipliers. On
+//   AVX-512 CPUs in float, sixteen lanes at a time, with the double definition for the lanes
+//   float could decide differently (near-ties, large sums); MOCK_NNAPI_REQUANTIZE=double keeps
+//   the double version (read once, for measurements).
 // - HalfToFloat / FloatToHalf / RoundToHalf: common/half.h's HalfBitsToFloat and FloatToHalfBits
 //   (round to nearest even, subnormals, overflow to infinity, NaN made quiet with a payload of
 //   0x200) and the round trip of both, which is how relaxed float32 is emulated. On CPUs with
