@@ -92,24 +92,24 @@ inline void PortableHalf(const Block& b, size_t half) {
   constexpr int kVectors = 4;  // 16 columns
   Float4 acc[R][kVectors];
   const float* bp = b.panel + half * 16;
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int v = 0; v < kVectors; ++v) acc[r][v] = Load4(bp + 4 * v);
   }
   bp += kPanelWidth;
   for (size_t s = 0; s < b.segments; ++s) {
     const float* x_rows[R];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) x_rows[r] = b.rows[r] + b.offsets[s];
     for (size_t j = 0; j < b.segment_length; ++j, bp += kPanelWidth) {
       Float4 w[kVectors];
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int v = 0; v < kVectors; ++v) w[v] = Load4(bp + 4 * v);
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
         const Float4 x = Broadcast4(x_rows[r][j]);
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int v = 0; v < kVectors; ++v) acc[r][v] = MultiplyAdd4(acc[r][v], x, w[v]);
       }
     }
@@ -118,12 +118,12 @@ inline void PortableHalf(const Block& b, size_t half) {
   const Float4 high = Broadcast4(b.high);
   const size_t first = half * 16;
   const size_t cols = std::min<size_t>(16, b.cols - first);
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
     float* out = b.c + r * b.ldc + first;
     float tail[16];
     float* dst = cols == 16 ? out : tail;
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int v = 0; v < kVectors; ++v) {
       Store4(dst + 4 * v, b.clamp ? Clamp4(acc[r][v], low, high) : acc[r][v]);
     }
@@ -161,34 +161,34 @@ template <int R, int P, int V>
 __attribute__((target("avx512f"), always_inline)) inline void Avx512Rows(const Block& b) {
   __m512 acc[R][P][V];
   const float* bp[P];
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int q = 0; q < P; ++q) {
     bp[q] = b.panel + q * b.panel_stride;
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int v = 0; v < V; ++v) acc[r][q][v] = _mm512_load_ps(bp[q] + 16 * v);
     }
     bp[q] += kPanelWidth;
   }
   for (size_t s = 0; s < b.segments; ++s) {
     const float* x_rows[R];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) x_rows[r] = b.rows[r] + b.offsets[s];
     for (size_t j = 0; j < b.segment_length; ++j) {
       __m512 w[P][V];
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int q = 0; q < P; ++q) {
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int v = 0; v < V; ++v) w[q][v] = _mm512_load_ps(bp[q] + 16 * v);
         bp[q] += kPanelWidth;
       }
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
         const __m512 x = _mm512_set1_ps(x_rows[r][j]);
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int q = 0; q < P; ++q) {
-          #pragma GCC unroll 16
+#pragma GCC unroll 16
           for (int v = 0; v < V; ++v) acc[r][q][v] = _mm512_fmadd_ps(x, w[q][v], acc[r][q][v]);
         }
       }
@@ -201,12 +201,12 @@ __attribute__((target("avx512f"), always_inline)) inline void Avx512Rows(const B
   masks[1] = b.cols >= 32  ? 0xffff
              : b.cols > 16 ? static_cast<__mmask16>((1u << (b.cols - 16)) - 1)
                            : 0;
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
     float* out = b.c + r * b.ldc;
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int q = 0; q < P; ++q, out += kPanelWidth) {
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int v = 0; v < V; ++v) {
         __m512 value = acc[r][q][v];
         if (b.clamp) {  // the mock's Clamp: x < low ? low : x, then high < x ? high : x
@@ -276,20 +276,20 @@ __attribute__((target("avx2,fma"), always_inline)) inline void Avx2Half(const Bl
                                                                         size_t half) {
   __m256 acc[R][2];
   const float* bp = b.panel + half * 16;
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int v = 0; v < 2; ++v) acc[r][v] = _mm256_load_ps(bp + 8 * v);
   }
   bp += kPanelWidth;
   for (size_t s = 0; s < b.segments; ++s) {
     const float* x_rows[R];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) x_rows[r] = b.rows[r] + b.offsets[s];
     for (size_t j = 0; j < b.segment_length; ++j, bp += kPanelWidth) {
       const __m256 w0 = _mm256_load_ps(bp);
       const __m256 w1 = _mm256_load_ps(bp + 8);
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
         const __m256 x = _mm256_broadcast_ss(x_rows[r] + j);
         acc[r][0] = _mm256_fmadd_ps(x, w0, acc[r][0]);
@@ -301,10 +301,10 @@ __attribute__((target("avx2,fma"), always_inline)) inline void Avx2Half(const Bl
   const __m256 high = _mm256_set1_ps(b.high);
   const size_t first = half * 16;
   const size_t cols = std::min<size_t>(16, b.cols - first);
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
     float* out = b.c + r * b.ldc + first;
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int v = 0; v < 2; ++v) {
       __m256 value = acc[r][v];
       // maxps(low, x) is low > x ? low : x, so x when x is NaN (the mock's Clamp); likewise
