@@ -702,73 +702,33 @@ void ExecuteQuantized(const OperationContext& context, const Geometry& geometry,
   if (p.nchw) conv::NhwcToNchw(nhwc.get(), geometry.output, out);
 }
 
-// TENSOR_FLOAT16 in NHWC with a packed filter (constant filter and bias): bands of output rows
-// shared out over the pool, each converting the input rows its receptive fields read to fp32,
-// convolving them as a map of its own (ConvolveFloat, single-threaded inside the pool's job) and
-// converting its output rows to fp16, in per-thread buffers that stay in cache: no whole-tensor
-// fp32 copies of the input and output. packed_gemm sums every output element in the filter's
+// TENSOR_FLOAT16 in NHWC with a packed filter (constant filter and bias): band by band
+// (conv::ForEachHalfBand), each band convolved as a map of its own (ConvolveFloat,
+// single-threaded inside the pool's job). packed_gemm sums every output element in the filter's
 // order whatever rows it is given, so the results are the fp32 path's, rounded to fp16. False
 // (nothing done) without a packed filter.
 bool ExecuteHalf(OperationContext& context, const Geometry& geometry) {
-  const OperandInfo& input = context.Input(0);
-  const OperandInfo& output = context.Output(0);
   const Parameters& p = geometry.params;
   const conv::FloatValues weights(context, 1);  // converted once per model
   const conv::FloatValues bias_values(context.Input(2));
   const PackedFilterFor packed(context, geometry, weights.data(), bias_values.data());
   if (packed.get() == nullptr) return false;
-  const Shape4& in = geometry.input;
   const Shape4& out = geometry.output;
-  const size_t in_row = size_t{in.width} * in.channels;
-  const size_t out_row = size_t{out.width} * out.channels;
+  const size_t depth = size_t{geometry.filter_height} * geometry.filter_width *
+                       (geometry.input.channels / geometry.groups);
   const size_t window_rows = size_t{geometry.filter_height - 1} * p.dilation_h + 1;
-  // Output rows per band: their receptive rows and output rows in fp32 within kHalfBandBytes,
-  // and at least two bands per thread where the map allows.
-  constexpr size_t kHalfBandBytes = size_t{512} << 10;
-  const size_t fitting = kHalfBandBytes / sizeof(float);
-  size_t band_rows = 1;
-  while (band_rows < out.height &&
-         ((band_rows * p.stride_h + window_rows) * in_row + (band_rows + 1) * out_row) <= fitting) {
-    ++band_rows;
-  }
-  const size_t wanted = 2 * static_cast<size_t>(gemm::ThreadCount());
-  const size_t per_image = (wanted + in.batches - 1) / std::max<size_t>(in.batches, 1);
-  band_rows = std::max<size_t>(1, std::min(band_rows, (out.height + per_image - 1) / per_image));
-  const size_t bands_per_image = (out.height + band_rows - 1) / band_rows;
-  const uint16_t* input_bits = reinterpret_cast<const uint16_t*>(input.Data<Half>());
-  uint16_t* output_bits = reinterpret_cast<uint16_t*>(output.MutableData<Half>());
-  const size_t depth =
-      size_t{geometry.filter_height} * geometry.filter_width * (in.channels / geometry.groups);
-  const size_t cost = band_rows * out.width * depth * out.channels;
-  gemm::ParallelFor(out.batches * bands_per_image, cost, [&](size_t begin, size_t end) {
-    thread_local std::vector<float> input_rows, output_rows;
-    for (size_t band = begin; band < end; ++band) {
-      const size_t n = band / bands_per_image;
-      const int64_t oy0 = static_cast<int64_t>(band % bands_per_image * band_rows);
-      const int64_t oy1 = std::min<int64_t>(out.height, oy0 + band_rows);
-      // Input rows [iy_begin, iy_end) hold every valid tap of output rows [oy0, oy1).
-      const int64_t first = oy0 * p.stride_h - p.pad_top;
-      const int64_t iy_begin = std::max<int64_t>(0, first);
-      const int64_t iy_end = std::max<int64_t>(
-          iy_begin, std::min<int64_t>(in.height, (oy1 - 1) * p.stride_h - p.pad_top +
-                                                     static_cast<int64_t>(window_rows)));
-      input_rows.resize(std::max<size_t>(1, (iy_end - iy_begin) * in_row));
-      output_rows.resize((oy1 - oy0) * out_row);
-      vector_convert::HalfToFloat(input_bits + (n * in.height + iy_begin) * in_row,
-                                  (iy_end - iy_begin) * in_row, input_rows.data());
-      // The band as a map of its own: one image of the converted rows, the padding above it
-      // moved to where the band's first receptive field starts.
-      Geometry part = geometry;
-      part.input.batches = part.output.batches = 1;
-      part.input.height = static_cast<uint32_t>(iy_end - iy_begin);
-      part.output.height = static_cast<uint32_t>(oy1 - oy0);
-      part.params.pad_top = static_cast<int32_t>(iy_begin - first);
-      ConvolveFloat(part, input_rows.data(), weights.data(), bias_values.data(), packed.get(),
-                    p.activation, output_rows.data());
-      vector_convert::FloatToHalf(output_rows.data(), output_rows.size(),
-                                  output_bits + (n * out.height + oy0) * out_row);
-    }
-  });
+  conv::ForEachHalfBand(geometry.input, out, p.stride_h, p.pad_top, window_rows,
+                        size_t{out.width} * depth * out.channels, context.Input(0).Data<Half>(),
+                        context.Output(0).MutableData<Half>(), [&](const conv::HalfBand& band) {
+                          // The band as a map of its own: one image of the converted rows.
+                          Geometry part = geometry;
+                          part.input.batches = part.output.batches = 1;
+                          part.input.height = static_cast<uint32_t>(band.input_rows);
+                          part.output.height = static_cast<uint32_t>(band.rows);
+                          part.params.pad_top = band.pad_top;
+                          ConvolveFloat(part, band.input, weights.data(), bias_values.data(),
+                                        packed.get(), p.activation, band.output);
+                        });
   return true;
 }
 

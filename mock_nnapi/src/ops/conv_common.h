@@ -428,6 +428,73 @@ class FloatValues {
   const float* data_ = nullptr;
 };
 
+// TENSOR_FLOAT16 NHWC convolutions run their fp32 kernels band by band: one band is some output
+// rows of one image; its receptive input rows are converted to fp32 and its output rows back to
+// fp16 in per-thread buffers that stay in cache (no whole-tensor fp32 copies). Every output row
+// is computed as on the whole map, so the results are those of the fp32 kernel rounded to fp16.
+struct HalfBand {
+  size_t image;      // the batch index
+  size_t first_row;  // output rows [first_row, first_row + rows)
+  size_t rows;
+  size_t input_rows;   // input rows converted, from max(0, first_row * stride - pad_top)
+  int32_t pad_top;     // the band's own top padding: where its first window starts
+  const float* input;  // input_rows rows of the image, fp32
+  float* output;       // rows output rows, fp32: `body` writes them all
+};
+
+// Runs body(const HalfBand&) for every band of `out` on the pool and converts the outputs. Bands
+// hold their receptive rows and output rows in fp32 within 512 KiB (half the L2 cache of this
+// machine's cores) and are at least two per thread where the map allows. `window_rows` is the
+// dilated filter height; `cost_per_row` a band row's multiply-adds (the pool's threshold).
+template <typename Body>
+void ForEachHalfBand(const Shape4& in, const Shape4& out, int32_t stride_h, int32_t pad_top,
+                     size_t window_rows, size_t cost_per_row, const Half* input, Half* output,
+                     Body&& body) {
+  const size_t in_row = size_t{in.width} * in.channels;
+  const size_t out_row = size_t{out.width} * out.channels;
+  constexpr size_t kBandBytes = size_t{512} << 10;
+  const size_t fitting = kBandBytes / sizeof(float);
+  size_t band_rows = 1;
+  while (band_rows < out.height &&
+         ((band_rows * stride_h + window_rows) * in_row + (band_rows + 1) * out_row) <= fitting) {
+    ++band_rows;
+  }
+  const size_t wanted = 2 * static_cast<size_t>(gemm::ThreadCount());
+  const size_t per_image = (wanted + in.batches - 1) / std::max<size_t>(in.batches, 1);
+  band_rows = std::max<size_t>(1, std::min(band_rows, (out.height + per_image - 1) / per_image));
+  const size_t bands_per_image = (out.height + band_rows - 1) / band_rows;
+  const uint16_t* input_bits = reinterpret_cast<const uint16_t*>(input);
+  uint16_t* output_bits = reinterpret_cast<uint16_t*>(output);
+  gemm::ParallelFor(
+      out.batches * bands_per_image, band_rows * cost_per_row, [&](size_t begin, size_t end) {
+        thread_local std::vector<float> input_rows, output_rows;
+        for (size_t index = begin; index < end; ++index) {
+          HalfBand band;
+          band.image = index / bands_per_image;
+          band.first_row = index % bands_per_image * band_rows;
+          band.rows = std::min<size_t>(out.height - band.first_row, band_rows);
+          // Input rows [iy_begin, iy_end) hold every valid tap of the band's output rows.
+          const int64_t first = static_cast<int64_t>(band.first_row) * stride_h - pad_top;
+          const int64_t last = static_cast<int64_t>(band.first_row + band.rows - 1) * stride_h -
+                               pad_top + static_cast<int64_t>(window_rows);
+          const int64_t iy_begin = std::max<int64_t>(0, first);
+          const int64_t iy_end = std::max<int64_t>(iy_begin, std::min<int64_t>(in.height, last));
+          band.input_rows = static_cast<size_t>(iy_end - iy_begin);
+          band.pad_top = static_cast<int32_t>(iy_begin - first);
+          input_rows.resize(std::max<size_t>(1, band.input_rows * in_row));
+          output_rows.resize(band.rows * out_row);
+          vector_convert::HalfToFloat(input_bits + (band.image * in.height + iy_begin) * in_row,
+                                      band.input_rows * in_row, input_rows.data());
+          band.input = input_rows.data();
+          band.output = output_rows.data();
+          body(static_cast<const HalfBand&>(band));
+          vector_convert::FloatToHalf(
+              output_rows.data(), output_rows.size(),
+              output_bits + (band.image * out.height + band.first_row) * out_row);
+        }
+      });
+}
+
 // An activation input as NHWC floats (see FloatValues), transposed from NCHW when needed.
 class NhwcFloatInput {
  public:

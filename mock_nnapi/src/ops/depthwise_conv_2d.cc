@@ -678,14 +678,10 @@ int ExecuteQuantized(OperationContext& context, const Geometry& geometry) {
   return ANEURALNETWORKS_NO_ERROR;
 }
 
-// TENSOR_FLOAT16, NHWC, depth multiplier 1: the fp32 kernel (DepthwiseFloatRowsBest) in tiles of
-// output rows, each converting the input rows its windows read to fp32 and its output rows to
-// fp16 in per-thread buffers that stay in cache (no whole-tensor fp32 copies of the input and
-// output). Every output row is computed as on the whole tensor, so the results are the same: the
-// fp32 result rounded to fp16.
+// TENSOR_FLOAT16, NHWC, depth multiplier 1: the fp32 kernel (DepthwiseFloatRowsBest) band by band
+// (conv::ForEachHalfBand). Every output row is computed as on the whole map, so the results are
+// the fp32 kernel's, rounded to fp16.
 void ExecuteHalf(OperationContext& context, const Geometry& geometry) {
-  const OperandInfo& input = context.Input(0);
-  const OperandInfo& output = context.Output(0);
   const Parameters& p = geometry.params;
   const conv::FloatValues weights(context, 1);  // constant fp16 filters converted once
   const conv::FloatValues bias_values(context.Input(2));
@@ -693,59 +689,23 @@ void ExecuteHalf(OperationContext& context, const Geometry& geometry) {
   FloatActivationRange(p.activation, &low, &high);
   const Shape4& in = geometry.input;
   const Shape4& out = geometry.output;
-  const size_t in_row = size_t{in.width} * in.channels;
-  const size_t out_row = size_t{out.width} * out.channels;
   const size_t window_rows = size_t{geometry.filter_height - 1} * p.dilation_h + 1;
-  // Output rows per tile: their receptive rows and output rows in fp32 within kHalfTileBytes
-  // (half the 1 MiB L2 cache of this machine's cores), and at least two tiles per thread where
-  // the map allows. Adjacent tiles convert the rows their windows share each (more tiles, more
-  // rows converted twice).
-  constexpr size_t kHalfTileBytes = size_t{512} << 10;
-  const size_t fitting = kHalfTileBytes / sizeof(float);
-  size_t tile_rows = 1;
-  while (tile_rows < out.height &&
-         ((tile_rows * p.stride_h + window_rows) * in_row + (tile_rows + 1) * out_row) <= fitting) {
-    ++tile_rows;
-  }
-  const size_t wanted = 2 * static_cast<size_t>(gemm::ThreadCount());
-  const size_t per_image = (wanted + in.batches - 1) / std::max<size_t>(in.batches, 1);
-  tile_rows = std::max<size_t>(1, std::min(tile_rows, (out.height + per_image - 1) / per_image));
-  const size_t tiles_per_image = (out.height + tile_rows - 1) / tile_rows;
-  const uint16_t* input_bits = reinterpret_cast<const uint16_t*>(input.Data<Half>());
-  uint16_t* output_bits = reinterpret_cast<uint16_t*>(output.MutableData<Half>());
-  const size_t cost =
-      tile_rows * out_row * geometry.filter_height * geometry.filter_width + tile_rows * in_row;
-  gemm::ParallelFor(out.batches * tiles_per_image, cost, [&](size_t begin, size_t end) {
-    thread_local std::vector<float> input_rows, output_rows;
-    for (size_t tile = begin; tile < end; ++tile) {
-      const size_t n = tile / tiles_per_image;
-      const int64_t oy0 = static_cast<int64_t>(tile % tiles_per_image * tile_rows);
-      const int64_t oy1 = std::min<int64_t>(out.height, oy0 + tile_rows);
-      // Input rows [iy_begin, iy_end) hold every valid tap of output rows [oy0, oy1).
-      const int64_t first = oy0 * p.stride_h - p.pad_top;
-      const int64_t iy_begin = std::max<int64_t>(0, first);
-      const int64_t iy_end = std::max<int64_t>(
-          iy_begin, std::min<int64_t>(in.height, (oy1 - 1) * p.stride_h - p.pad_top +
-                                                     static_cast<int64_t>(window_rows)));
-      input_rows.resize(std::max<size_t>(1, (iy_end - iy_begin) * in_row));
-      output_rows.resize((oy1 - oy0) * out_row);
-      vector_convert::HalfToFloat(input_bits + (n * in.height + iy_begin) * in_row,
-                                  (iy_end - iy_begin) * in_row, input_rows.data());
-      // The tile as a map of its own: one image of the converted rows, the padding above it
-      // moved to where the tile's first window starts.
-      Geometry part = geometry;
-      part.input.batches = part.output.batches = 1;
-      part.input.height = static_cast<uint32_t>(iy_end - iy_begin);
-      part.output.height = static_cast<uint32_t>(oy1 - oy0);
-      part.params.pad_top = static_cast<int32_t>(iy_begin - first);
-      const FloatKernelArguments arguments{
-          &part, input_rows.data(), weights.data(), bias_values.data(), low,
-          high,  output_rows.data()};
-      DepthwiseFloatRowsBest(arguments, 0, part.output.height);
-      vector_convert::FloatToHalf(output_rows.data(), output_rows.size(),
-                                  output_bits + (n * out.height + oy0) * out_row);
-    }
-  });
+  const size_t cost_per_row =
+      size_t{out.width} * out.channels * geometry.filter_height * geometry.filter_width +
+      size_t{in.width} * in.channels;
+  conv::ForEachHalfBand(
+      in, out, p.stride_h, p.pad_top, window_rows, cost_per_row, context.Input(0).Data<Half>(),
+      context.Output(0).MutableData<Half>(), [&](const conv::HalfBand& band) {
+        // The band as a map of its own: one image of the converted rows.
+        Geometry part = geometry;
+        part.input.batches = part.output.batches = 1;
+        part.input.height = static_cast<uint32_t>(band.input_rows);
+        part.output.height = static_cast<uint32_t>(band.rows);
+        part.params.pad_top = band.pad_top;
+        const FloatKernelArguments arguments{&part, band.input, weights.data(), bias_values.data(),
+                                             low,   high,       band.output};
+        DepthwiseFloatRowsBest(arguments, 0, part.output.height);
+      });
 }
 
 int Execute(OperationContext& context) {
