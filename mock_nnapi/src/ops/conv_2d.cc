@@ -432,14 +432,17 @@ class PackedFilterFor {
 // dilation_w == 1) or per filter tap, at fixed offsets from its first tap. A block of rows of
 // which one crosses the padding is assembled in the scratch (FillPatchRows), whose segments
 // follow each other. Either way the products are summed in the filter's (ky, kx, channel) order,
-// so both give the same bits. ReceptiveFieldsOf<uint8_t, int8_gemm::RowSource> reads the raw
-// quantised bytes the same way for int8_gemm (padding: the zero point).
-template <typename T, typename Source>
-class ReceptiveFieldsOf : public Source {
+// so both give the same bits. ReceptiveFieldsOf<uint8_t> reads the raw quantised bytes the same
+// way for int8_gemm (padding: the zero point).
+template <typename T>
+class ReceptiveFieldsOf : public gemm::RowSource<T> {
  public:
   // pad: the value of out-of-image taps (see FillPatchRows).
   ReceptiveFieldsOf(const Geometry& g, const T* channels, T pad = T(0))
-      : Source(SegmentCount(g), SegmentLength(g)), g_(g), channels_(channels), pad_(pad) {
+      : gemm::RowSource<T>(SegmentCount(g), SegmentLength(g)),
+        g_(g),
+        channels_(channels),
+        pad_(pad) {
     const Parameters& p = g.params;
     const size_t row_stride = size_t{g.input.width} * g.input.channels;
     for (uint32_t ky = 0; ky < g.filter_height; ++ky) {
@@ -496,7 +499,7 @@ class ReceptiveFieldsOf : public Source {
   std::vector<size_t> patch_offsets_;
 };
 
-using ReceptiveFields = ReceptiveFieldsOf<float, packed_gemm::RowSource>;
+using ReceptiveFields = ReceptiveFieldsOf<float>;
 
 // out[r, c] = activation(sum over the receptive field of patch[r, :] * filter[c, :] + bias[c]).
 // With a packed filter, packed_gemm computes it (the bias folded in, the clamp on store);
@@ -648,8 +651,7 @@ bool ConvolveInt8Gemm(const OperationContext& context, const Geometry& g) {
   const bool pointwise = g.filter_height == 1 && g.filter_width == 1 && p.stride_w == 1 &&
                          p.stride_h == 1 && p.pad_left == 0 && p.pad_top == 0 && p.pad_right == 0 &&
                          p.pad_bottom == 0;
-  const ReceptiveFieldsOf<uint8_t, int8_gemm::RowSource> fields(
-      g, x, static_cast<uint8_t>(input.zero_point));
+  const ReceptiveFieldsOf<uint8_t> fields(g, x, static_cast<uint8_t>(input.zero_point));
   const int8_gemm::StridedRows input_rows(x, g.input.channels, g.input.channels);
   const int8_gemm::RowSource& rows =
       pointwise ? static_cast<const int8_gemm::RowSource&>(input_rows) : fields;

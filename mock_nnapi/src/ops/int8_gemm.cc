@@ -483,7 +483,7 @@ const Kernel& TheKernel() {
   return kernel;
 }
 
-size_t DivideRoundingUp(size_t a, size_t b) { return (a + b - 1) / b; }
+using gemm::DivideRoundingUp;
 
 // Rows of A per job: a multiple of every kernel's row count (8, 6, 4); the block of A about
 // kBlockBytes (it stays in the core's L2 cache while the panels pass over it), its sums about
@@ -567,12 +567,6 @@ PackedWeights::PackedWeights(Signedness signedness, size_t segments, size_t segm
   }
 }
 
-const size_t* StridedRows::Rows(size_t first, size_t count, uint8_t*, const uint8_t** rows) const {
-  static constexpr size_t kZero = 0;
-  for (size_t i = 0; i < count; ++i) rows[i] = a_ + (first + i) * lda_;
-  return &kZero;
-}
-
 bool CanMultiply(size_t k, double max_abs_input, double max_abs_weights) {
   return static_cast<double>(k) * max_abs_input * max_abs_weights < 2147483647.0;
 }
@@ -607,22 +601,16 @@ void Multiply(size_t m, const RowSource& a, const PackedWeights& b, const Finish
   const size_t row_blocks = DivideRoundingUp(m, block_rows);
   // Two blocks a thread at least; otherwise the panels are shared out too.
   const bool by_rows = threads <= 1 || (!large_weights && row_blocks >= 2 * threads);
-  // Otherwise groups of panels too (the multi-panel calls of a few rows kept whole).
-  size_t group_panels = panels;
-  if (!by_rows) {
-    group_panels =
-        DivideRoundingUp(panels, std::min(panels, DivideRoundingUp(wanted_jobs, row_blocks)));
-    if (m <= kernel.few_rows) {
-      group_panels = DivideRoundingUp(group_panels, kernel.max_panels) * kernel.max_panels;
-    }
-  }
-  const size_t groups = DivideRoundingUp(panels, group_panels);
+  const gemm::JobGrid grid(m, block_rows, panels,
+                           by_rows ? panels
+                                   : gemm::GroupPanels(panels, row_blocks, wanted_jobs,
+                                                       m <= kernel.few_rows, kernel.max_panels));
   std::unique_ptr<int32_t[]> all_sums(by_rows ? nullptr : new int32_t[m * n]);
   const int32_t p_zero = b.packed_zero_point();
   const bool input_signed = b.signedness().input_signed;
   const size_t job_work = std::min(block_rows, m) * (b.segments() * b.segment_groups() * 4) *
-                          group_panels * kPanelWidth / 4;
-  gemm::ParallelFor(row_blocks * groups, job_work, [&](size_t begin, size_t end) {
+                          grid.group_panels() * kPanelWidth / 4;
+  gemm::ParallelFor(grid.jobs(), job_work, [&](size_t begin, size_t end) {
     // Uninitialised: written before they are read.
     std::unique_ptr<uint8_t[]> scratch(new uint8_t[block_rows * depth]);
     std::unique_ptr<const uint8_t*[]> rows(new const uint8_t*[block_rows]);
@@ -630,11 +618,10 @@ void Multiply(size_t m, const RowSource& a, const PackedWeights& b, const Finish
         new const size_t*[DivideRoundingUp(block_rows, kernel.rows)]);
     std::unique_ptr<int32_t[]> row_terms(new int32_t[block_rows]);
     std::unique_ptr<int32_t[]> tile(by_rows ? new int32_t[block_rows * n] : nullptr);
-    for (size_t job = begin; job < end; ++job) {
-      const size_t row_begin = (job / groups) * block_rows;
-      const size_t row_count = std::min(m, row_begin + block_rows) - row_begin;
-      const size_t panel_begin = (job % groups) * group_panels;
-      const size_t panel_end = std::min(panels, panel_begin + group_panels);
+    for (size_t index = begin; index < end; ++index) {
+      const gemm::JobGrid::Job job = grid[index];
+      const size_t row_begin = job.row_begin;
+      const size_t row_count = job.row_end - job.row_begin;
       // The block's rows (kernel.rows at a time), and their terms -p_zero * row sum.
       for (size_t r = 0; r < row_count; r += kernel.rows) {
         const size_t count = std::min(kernel.rows, row_count - r);
@@ -660,8 +647,8 @@ void Multiply(size_t m, const RowSource& a, const PackedWeights& b, const Finish
       block.ldc = n;
       // Panels outer: each passes over the block's rows while it is in the cache.
       const size_t panel_step = row_count <= kernel.few_rows ? kernel.max_panels : 1;
-      for (size_t p = panel_begin; p < panel_end; p += block.panels) {
-        block.panels = std::min(panel_step, panel_end - p);
+      for (size_t p = job.panel_begin; p < job.panel_end; p += block.panels) {
+        block.panels = std::min(panel_step, job.panel_end - p);
         for (size_t r = 0; r < row_count; r += kernel.rows) {
           block.row_count = std::min(kernel.rows, row_count - r);
           block.rows = rows.get() + r;

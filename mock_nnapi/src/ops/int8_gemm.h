@@ -40,6 +40,8 @@
 #include <functional>
 #include <memory>
 
+#include "gemm_blocks.h"
+
 namespace mock_nnapi {
 namespace int8_gemm {
 
@@ -94,41 +96,9 @@ class PackedWeights {
   std::unique_ptr<uint8_t[], AlignedDelete> data_;
 };
 
-// Most rows of A a RowSource is asked for at once.
-constexpr size_t kMaxBlockRows = 8;
-
-// A (the input's bytes), row by row: row i is the concatenation, for s = 0 .. segments - 1, of
-// the segment_length bytes at row(i) + offsets[s] (packed_gemm::RowSource's contract, on bytes).
-class RowSource {
- public:
-  RowSource(size_t segments, size_t segment_length)
-      : segments_(segments), segment_length_(segment_length) {}
-  virtual ~RowSource() = default;
-  size_t segments() const { return segments_; }
-  size_t segment_length() const { return segment_length_; }
-  size_t depth() const { return segments_ * segment_length_; }
-  // Writes the pointers of rows [first, first + count) (count <= kMaxBlockRows) to rows[] and
-  // returns the segment offsets that apply to all of them. `scratch` has room for count * depth()
-  // bytes, for rows the source assembles. Called from several threads at once.
-  virtual const size_t* Rows(size_t first, size_t count, uint8_t* scratch,
-                             const uint8_t** rows) const = 0;
-
- private:
-  size_t segments_;
-  size_t segment_length_;
-};
-
-// A row-major matrix of bytes (row i at a + i * lda, k bytes) as a RowSource.
-class StridedRows : public RowSource {
- public:
-  StridedRows(const void* a, size_t lda, size_t k)
-      : RowSource(1, k), a_(static_cast<const uint8_t*>(a)), lda_(lda) {}
-  const size_t* Rows(size_t first, size_t count, uint8_t*, const uint8_t** rows) const override;
-
- private:
-  const uint8_t* a_;
-  size_t lda_;
-};
+// A's rows (gemm_blocks.h): the input's bytes (uint8 or int8 data alike).
+using RowSource = gemm::RowSource<uint8_t>;
+using StridedRows = gemm::StridedRows<uint8_t>;
 
 // Whether no sum of k products of (x - x_zero) and (w - w_zero) can leave the int32 range
 // (max_abs_*: the largest |x - x_zero|, |w - w_zero|); otherwise callers keep their saturating

@@ -372,7 +372,7 @@ const Kernel& TheKernel() {
   return kernel;
 }
 
-size_t DivideRoundingUp(size_t a, size_t b) { return (a + b - 1) / b; }
+using gemm::DivideRoundingUp;
 
 // Rows of A per job: a multiple of every kernel's row count (8, 6, 4), with the block of A about
 // kBlockBytes (it stays in the core's L2 cache while the panels pass over it).
@@ -410,28 +410,9 @@ PackedMatrix::PackedMatrix(gemm::Transpose trans_b, size_t k, size_t n, const fl
   }
 }
 
-namespace {
-
-// A row-major matrix as a RowSource: one segment.
-class StridedRows : public RowSource {
- public:
-  StridedRows(const float* a, size_t lda, size_t k) : RowSource(1, k), a_(a), lda_(lda) {}
-  const size_t* Rows(size_t first, size_t count, float*, const float** rows) const override {
-    for (size_t i = 0; i < count; ++i) rows[i] = a_ + (first + i) * lda_;
-    return &kZero;
-  }
-
- private:
-  static constexpr size_t kZero = 0;
-  const float* a_;
-  size_t lda_;
-};
-
-}  // namespace
-
 void Multiply(size_t m, const float* a, size_t lda, const PackedMatrix& b, float low, float high,
               float* c, size_t ldc) {
-  Multiply(m, StridedRows(a, lda, b.k()), b, low, high, c, ldc);
+  Multiply(m, gemm::StridedRows<float>(a, lda, b.k()), b, low, high, c, ldc);
 }
 
 void Multiply(size_t m, const RowSource& a, const PackedMatrix& b, float low, float high, float* c,
@@ -448,28 +429,20 @@ void Multiply(size_t m, const RowSource& a, const PackedMatrix& b, float low, fl
   const size_t by_bytes = std::max<size_t>(1, kBlockBytes / (std::max<size_t>(k, 1) * 4));
   const size_t block_rows = std::min(DivideRoundingUp(m, kRowQuantum) * kRowQuantum,
                                      std::max(kRowQuantum, by_bytes / kRowQuantum * kRowQuantum));
-  const size_t row_blocks = DivideRoundingUp(m, block_rows);
-  const size_t wanted_jobs = 4 * static_cast<size_t>(gemm::ThreadCount());
-  const size_t panel_groups =
-      row_blocks >= wanted_jobs ? 1 : std::min(panels, DivideRoundingUp(wanted_jobs, row_blocks));
-  size_t group_panels = DivideRoundingUp(panels, panel_groups);
-  if (m <= kernel.few_rows) {  // keep the multi-panel calls whole
-    group_panels = DivideRoundingUp(group_panels, kernel.max_panels) * kernel.max_panels;
-  }
-  const size_t groups = DivideRoundingUp(panels, group_panels);
-  const size_t job_work = std::min(block_rows, m) * (k + 1) * group_panels * kPanelWidth;
-  gemm::ParallelFor(row_blocks * groups, job_work, [&](size_t begin, size_t end) {
+  const gemm::JobGrid grid(m, block_rows, panels,
+                           gemm::GroupPanels(panels, DivideRoundingUp(m, block_rows),
+                                             4 * static_cast<size_t>(gemm::ThreadCount()),
+                                             m <= kernel.few_rows, kernel.max_panels));
+  const size_t job_work = std::min(block_rows, m) * (k + 1) * grid.group_panels() * kPanelWidth;
+  gemm::ParallelFor(grid.jobs(), job_work, [&](size_t begin, size_t end) {
     // Uninitialised: a RowSource writes the rows it assembles before they are read.
     std::unique_ptr<float[]> scratch(new float[kMaxBlockRows * std::max<size_t>(k, 1)]);
     const float* rows[kMaxBlockRows];
-    for (size_t job = begin; job < end; ++job) {
-      const size_t row_begin = (job / groups) * block_rows;
-      const size_t row_end = std::min(m, row_begin + block_rows);
-      const size_t panel_begin = (job % groups) * group_panels;
-      const size_t panel_end = std::min(panels, panel_begin + group_panels);
-      for (size_t r = row_begin; r < row_end; r += kernel.rows) {
+    for (size_t index = begin; index < end; ++index) {
+      const gemm::JobGrid::Job job = grid[index];
+      for (size_t r = job.row_begin; r < job.row_end; r += kernel.rows) {
         Block block{};
-        block.row_count = std::min(kernel.rows, row_end - r);
+        block.row_count = std::min(kernel.rows, job.row_end - r);
         block.offsets = a.Rows(r, block.row_count, scratch.get(), rows);
         block.rows = rows;
         block.segments = a.segments();
@@ -480,8 +453,8 @@ void Multiply(size_t m, const RowSource& a, const PackedMatrix& b, float low, fl
         block.clamp = clamp;
         block.ldc = ldc;
         const size_t step = block.row_count <= kernel.few_rows ? kernel.max_panels : 1;
-        for (size_t p = panel_begin; p < panel_end; p += block.panels) {
-          block.panels = std::min(step, panel_end - p);
+        for (size_t p = job.panel_begin; p < job.panel_end; p += block.panels) {
+          block.panels = std::min(step, job.panel_end - p);
           const size_t last = p + block.panels - 1;
           block.panel = b.panel(p);
           block.cols = std::min(kPanelWidth, b.n() - last * kPanelWidth);

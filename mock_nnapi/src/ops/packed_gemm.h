@@ -26,6 +26,7 @@
 #include <memory>
 
 #include "gemm.h"
+#include "gemm_blocks.h"
 
 namespace mock_nnapi {
 namespace packed_gemm {
@@ -60,31 +61,9 @@ class PackedMatrix {
   std::unique_ptr<float[], AlignedDelete> data_;
 };
 
-// Most rows of A a RowSource is asked for at once.
-constexpr size_t kMaxBlockRows = 8;
-
-// A, row by row: row i is the concatenation, for s = 0 .. segments - 1, of the segment_length
-// floats at row(i) + offsets[s]. A convolution's receptive fields read in place (one segment per
-// filter row), or a row-major matrix (one segment).
-class RowSource {
- public:
-  RowSource(size_t segments, size_t segment_length)
-      : segments_(segments), segment_length_(segment_length) {}
-  virtual ~RowSource() = default;
-  size_t segments() const { return segments_; }
-  size_t segment_length() const { return segment_length_; }
-  size_t depth() const { return segments_ * segment_length_; }
-  // Writes the pointers of rows [first, first + count) (count <= kMaxBlockRows) to rows[] and
-  // returns the segment offsets that apply to all of them. `scratch` has room for count * depth()
-  // floats, for rows the source assembles (e.g. receptive fields crossing the padding). Called
-  // from several threads at once.
-  virtual const size_t* Rows(size_t first, size_t count, float* scratch,
-                             const float** rows) const = 0;
-
- private:
-  size_t segments_;
-  size_t segment_length_;
-};
+// A's rows (gemm_blocks.h): floats.
+using RowSource = gemm::RowSource<float>;
+using gemm::kMaxBlockRows;
 
 // C[i, j] = clamp(bias[j] + sum_k A[i, k] * B[k, j], low, high) for i < m, j < b.n();
 // c[i * ldc + j]. low/high are FloatActivationRange's (-inf/+inf: no clamp; NaN stays NaN).
