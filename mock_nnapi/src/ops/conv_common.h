@@ -428,6 +428,25 @@ class FloatValues {
   const float* data_ = nullptr;
 };
 
+// A per-thread work buffer kept between runs (thread_local): grows to the largest size asked
+// for, never shrinks, and is not initialised (std::vector::resize zero-fills what it adds, which
+// costs as much as a small band's conversion when band sizes alternate).
+template <typename T>
+class ScratchArray {
+ public:
+  T* Get(size_t count) {
+    if (count > capacity_) {
+      data_.reset(new T[count]);
+      capacity_ = count;
+    }
+    return data_.get();
+  }
+
+ private:
+  std::unique_ptr<T[]> data_;
+  size_t capacity_ = 0;
+};
+
 // TENSOR_FLOAT16 NHWC convolutions run their fp32 kernels band by band: one band is some output
 // rows of one image; its receptive input rows are converted to fp32 and its output rows back to
 // fp16 in per-thread buffers that stay in cache (no whole-tensor fp32 copies). Every output row
@@ -467,7 +486,7 @@ void ForEachHalfBand(const Shape4& in, const Shape4& out, int32_t stride_h, int3
   uint16_t* output_bits = reinterpret_cast<uint16_t*>(output);
   gemm::ParallelFor(
       out.batches * bands_per_image, band_rows * cost_per_row, [&](size_t begin, size_t end) {
-        thread_local std::vector<float> input_rows, output_rows;
+        thread_local ScratchArray<float> input_rows, output_rows;
         for (size_t index = begin; index < end; ++index) {
           HalfBand band;
           band.image = index / bands_per_image;
@@ -481,15 +500,15 @@ void ForEachHalfBand(const Shape4& in, const Shape4& out, int32_t stride_h, int3
           const int64_t iy_end = std::max<int64_t>(iy_begin, std::min<int64_t>(in.height, last));
           band.input_rows = static_cast<size_t>(iy_end - iy_begin);
           band.pad_top = static_cast<int32_t>(iy_begin - first);
-          input_rows.resize(std::max<size_t>(1, band.input_rows * in_row));
-          output_rows.resize(band.rows * out_row);
+          float* input_floats = input_rows.Get(std::max<size_t>(1, band.input_rows * in_row));
+          float* output_floats = output_rows.Get(band.rows * out_row);
           vector_convert::HalfToFloat(input_bits + (band.image * in.height + iy_begin) * in_row,
-                                      band.input_rows * in_row, input_rows.data());
-          band.input = input_rows.data();
-          band.output = output_rows.data();
+                                      band.input_rows * in_row, input_floats);
+          band.input = input_floats;
+          band.output = output_floats;
           body(static_cast<const HalfBand&>(band));
           vector_convert::FloatToHalf(
-              output_rows.data(), output_rows.size(),
+              output_floats, band.rows * out_row,
               output_bits + (band.image * out.height + band.first_row) * out_row);
         }
       });
