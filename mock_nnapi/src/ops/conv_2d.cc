@@ -718,18 +718,11 @@ bool ExecuteHalf(OperationContext& context, const Geometry& geometry) {
   const Shape4& out = geometry.output;
   const size_t depth = size_t{geometry.filter_height} * geometry.filter_width *
                        (geometry.input.channels / geometry.groups);
-  const size_t window_rows = size_t{geometry.filter_height - 1} * p.dilation_h + 1;
-  conv::ForEachHalfBand(geometry.input, out, p.stride_h, p.pad_top, window_rows,
-                        size_t{out.width} * depth * out.channels, context.Input(0).Data<Half>(),
-                        context.Output(0).MutableData<Half>(), [&](const conv::HalfBand& band) {
-                          // The band as a map of its own: one image of the converted rows.
-                          Geometry part = geometry;
-                          part.input.batches = part.output.batches = 1;
-                          part.input.height = static_cast<uint32_t>(band.input_rows);
-                          part.output.height = static_cast<uint32_t>(band.rows);
-                          part.params.pad_top = band.pad_top;
-                          ConvolveFloat(part, band.input, weights.data(), bias_values.data(),
-                                        packed.get(), p.activation, band.output);
+  conv::ForEachHalfBand(geometry, size_t{out.width} * depth * out.channels,
+                        context.Input(0).Data<Half>(), context.Output(0).MutableData<Half>(),
+                        [&](const Geometry& band, const float* input, float* output) {
+                          ConvolveFloat(band, input, weights.data(), bias_values.data(),
+                                        packed.get(), p.activation, output);
                         });
   return true;
 }

@@ -689,23 +689,16 @@ void ExecuteHalf(OperationContext& context, const Geometry& geometry) {
   FloatActivationRange(p.activation, &low, &high);
   const Shape4& in = geometry.input;
   const Shape4& out = geometry.output;
-  const size_t window_rows = size_t{geometry.filter_height - 1} * p.dilation_h + 1;
   const size_t cost_per_row =
       size_t{out.width} * out.channels * geometry.filter_height * geometry.filter_width +
       size_t{in.width} * in.channels;
-  conv::ForEachHalfBand(
-      in, out, p.stride_h, p.pad_top, window_rows, cost_per_row, context.Input(0).Data<Half>(),
-      context.Output(0).MutableData<Half>(), [&](const conv::HalfBand& band) {
-        // The band as a map of its own: one image of the converted rows.
-        Geometry part = geometry;
-        part.input.batches = part.output.batches = 1;
-        part.input.height = static_cast<uint32_t>(band.input_rows);
-        part.output.height = static_cast<uint32_t>(band.rows);
-        part.params.pad_top = band.pad_top;
-        const FloatKernelArguments arguments{&part, band.input, weights.data(), bias_values.data(),
-                                             low,   high,       band.output};
-        DepthwiseFloatRowsBest(arguments, 0, part.output.height);
-      });
+  conv::ForEachHalfBand(geometry, cost_per_row, context.Input(0).Data<Half>(),
+                        context.Output(0).MutableData<Half>(),
+                        [&](const Geometry& band, const float* input, float* output) {
+                          const FloatKernelArguments arguments{
+                              &band, input, weights.data(), bias_values.data(), low, high, output};
+                          DepthwiseFloatRowsBest(arguments, 0, band.output.height);
+                        });
 }
 
 int Execute(OperationContext& context) {
