@@ -1,14 +1,19 @@
 # SPDX-License-Identifier: Apache-2.0
 """What the single-operation tests share besides :class:`OpTester`: operand-type shorthands, the
 dtypes the data-movement operations take, the fused activations and the quantisation rule as
-numpy references, random samples, the error checks and zero-sized inputs."""
+numpy references, random samples, the error checks, zero-sized inputs and probe scripts run in
+a fresh process."""
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,6 +32,8 @@ from mock_nnapi import (
 )
 
 from .op_tester import OpTester
+
+REPOSITORY = Path(__file__).resolve().parents[2]
 
 F16 = OperandCode.TENSOR_FLOAT16
 F32 = OperandCode.TENSOR_FLOAT32
@@ -211,3 +218,17 @@ def feature_level_profile(tmp_path):
         yield [by_name[f"fl{level}"] for level in range(1, 9)]
     finally:
         control.set_profile(None)
+
+
+def run_probe(script: str, **environment: str) -> Any:
+    """Runs `script` in a fresh Python process (the repository root its working directory and on
+    its PYTHONPATH, so it can import the tests' modules) with `environment` added to this one's,
+    and returns the JSON its last line of output prints. For what a process reads once: thread
+    counts, kernel choices (MOCK_NNAPI_*), counters from zero."""
+    env = dict(os.environ, **environment)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPOSITORY), env.get("PYTHONPATH")]))
+    result = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, cwd=REPOSITORY
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])

@@ -19,11 +19,7 @@ int32 keep the saturating path.
 
 from __future__ import annotations
 
-import json
-import os
 import platform
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -31,11 +27,10 @@ import pytest
 
 from mock_nnapi import FuseCode, OperationCode
 
+from .helpers import run_probe
 from .test_conv_2d import PER_CHANNEL, QUANT_TYPES, build, conv_reference, conv_scalars
 from .test_fully_connected import fc_tester
 from .test_quantized_exact import multiplier_of, requantized
-
-REPOSITORY = Path(__file__).resolve().parents[2]
 
 # (input zero point, weights zero point) per input type: the ends of the ranges both ways, and
 # values in between (weights whose zero point is not 128 / -128 need the input's row sums).
@@ -356,13 +351,7 @@ print(json.dumps({"digests": digests, "products": control.counter("int8_gemm_pro
 
 
 def _probe(**environment: str) -> dict:
-    env = dict(os.environ, **environment)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPOSITORY), env.get("PYTHONPATH")]))
-    result = subprocess.run(
-        [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, cwd=REPOSITORY
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return run_probe(PROBE, **environment)
 
 
 def _cpu_flags() -> set[str]:

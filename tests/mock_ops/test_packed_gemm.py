@@ -16,18 +16,14 @@ device job compares its outputs with the x86 mock's under assert_close's fp32 cr
 
 from __future__ import annotations
 
-import json
-import os
 import platform
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from mock_nnapi import FuseCode, PaddingCode
 
-from .helpers import FUSED_ACTIVATIONS
+from .helpers import FUSED_ACTIVATIONS, run_probe
 from .op_tester import assert_close
 from .test_conv_2d import random_float, run_float_conv
 from .test_fully_connected import fc_tester, reference
@@ -253,11 +249,7 @@ print(json.dumps([o.tobytes().hex() for o in outputs]))
 
 
 def _probe(**environment: str) -> list[str]:
-    env = dict(os.environ, **environment)
-    result = subprocess.run(
-        [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True
-    )
-    return json.loads(result.stdout)
+    return run_probe(PROBE, **environment)
 
 
 def test_same_bits_for_one_and_two_threads():

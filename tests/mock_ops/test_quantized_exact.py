@@ -18,16 +18,12 @@ give identical bits.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
 from mock_nnapi import FuseCode, OperationCode
 
+from .helpers import run_probe
 from .test_conv_2d import PER_CHANNEL, QUANT_TYPES, build, conv_reference, conv_scalars
 from .test_fully_connected import fc_tester
 
@@ -409,15 +405,7 @@ print(json.dumps([o.tobytes().hex() for o in outputs]))
 
 
 def _depthwise_probe(threads: str) -> list[str]:
-    env = dict(os.environ, OPENBLAS_NUM_THREADS=threads)
-    result = subprocess.run(
-        [sys.executable, "-c", DEPTHWISE_THREADS_PROBE],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return json.loads(result.stdout)
+    return run_probe(DEPTHWISE_THREADS_PROBE, OPENBLAS_NUM_THREADS=threads)
 
 
 def test_depthwise_quantized_same_bits_for_one_and_two_threads():
