@@ -78,6 +78,17 @@ def test_generate_token_ids_and_bad_input(capsys):
     assert "GiB of float32 weights" in capsys.readouterr().err
 
 
+def test_bench_refuses_weights_it_could_not_hold_in_both_builds(capsys):
+    """`llm bench` keeps the NNAPI and host builds at once: the memory check counts both."""
+    if 2 * llm.LLAMA2_7B.parameter_count() * 4 < 0.8 * _physical_memory():
+        pytest.skip("this machine could hold two builds of Llama-2-7B's weights")
+    argv = ["llm", "bench", "--model", "llama-2-7b", "--prompt-length", "8", "--repeat", "1"]
+    assert cli.main([*argv, "--decode-tokens", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "GiB of float32 weights (2 builds at once)" in err
+    assert "--estimate-model llama-2-7b" in err and "Traceback" not in err
+
+
 def _physical_memory() -> int:
     import os
 

@@ -163,11 +163,10 @@ def _check_memory(config, dtype: str, copies: int = 1) -> None:
     except (ValueError, OSError):
         return
     if need > 0.8 * physical:
+        at_once = f" ({copies} builds at once)" if copies > 1 else ""
         raise UsageError(
-            f"{config.name} needs {need / 2**30:.1f} GiB of {dtype} weights"
-            + (f" ({copies} builds at once)" if copies > 1 else "")
-            + f", more than this "
-            f"machine's {physical / 2**30:.1f} GiB allows; use a smaller configuration, or "
+            f"{config.name} needs {need / 2**30:.1f} GiB of {dtype} weights{at_once}, more than "
+            f"this machine's {physical / 2**30:.1f} GiB allows; use a smaller configuration, or "
             f"'tvm-nnapi llm bench --estimate-model {config.name}' for its modelled latency"
         )
 
@@ -339,6 +338,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
             f"{args.prompt_length} + {args.decode_tokens} tokens exceed the context "
             f"window of {config.name} ({config.context_window_size})"
         )
+    builds = [("nnapi", True, False), ("host", False, False)]
+    if args.resident_weights:
+        builds.insert(1, ("nnapi-resident", True, True))
+    _check_memory(config, args.dtype, copies=len(builds))  # before the estimate's work
     from .config import get_config
 
     try:
@@ -360,10 +363,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     rng = np.random.default_rng(0)
     prompt = [int(t) for t in rng.integers(0, config.vocab_size, args.prompt_length)]
-    builds = [("nnapi", True, False), ("host", False, False)]
-    if args.resident_weights:
-        builds.insert(1, ("nnapi-resident", True, True))
-    _check_memory(config, args.dtype, copies=len(builds))
     engines = {}
     for label, nnapi, resident in builds:
         _progress(f"building {config.name} ({label})...")
