@@ -270,11 +270,11 @@ MOCK_NNAPI_INLINE void SumRow(int kernel, const int16_t* const* taps, size_t tap
   }
 }
 
-// Per-thread buffers, kept between runs.
+// Per-thread buffers, kept between runs (not zero-filled: FillRows and SumRow write all they use).
 struct Scratch {
-  std::vector<int16_t> rows;
-  std::vector<int32_t> sums;
-  std::vector<const int16_t*> taps;
+  conv::ScratchArray<int16_t> rows;
+  conv::ScratchArray<int32_t> sums;
+  conv::ScratchArray<const int16_t*> taps;
 };
 
 template <typename Q>
@@ -288,16 +288,14 @@ MOCK_NNAPI_INLINE void TileImpl(const Geometry& g, const Plan& plan, const Q* in
   const int64_t iy0 = static_cast<int64_t>(tile.oy0) * g.stride_h - g.pad_top;
   const size_t row_count =
       (tile.oy1 - tile.oy0 - 1) * g.stride_h + size_t{g.filter_height - 1} * g.dilation_h + 1;
-  scratch.rows.resize(row_count * plan.padded_width * padded);
-  scratch.sums.resize(size_t{g.out_width} * padded);
+  int16_t* rows = scratch.rows.Get(row_count * plan.padded_width * padded);
+  int32_t* sums = scratch.sums.Get(size_t{g.out_width} * padded);
   const size_t tap_count = size_t{g.filter_height} * g.filter_width;
-  scratch.taps.resize(tap_count);
-  int16_t* rows = scratch.rows.data();
+  const int16_t** taps = scratch.taps.Get(tap_count);
   FillRows(g, plan, input, zero_point, tile, iy0, row_count, padded, rows);
   const size_t out_channels = g.out_channels();
   const int32_t* weights = filter.values.data() + tile.oc0;
   const size_t step = size_t(g.stride_w) * padded;
-  int32_t* sums = scratch.sums.data();
   // SumBlockFour's filter widths and strides (dilation 1), 0 for none.
   const int kw = static_cast<int>(g.filter_width);
   int kernel = 0;
@@ -310,11 +308,11 @@ MOCK_NNAPI_INLINE void TileImpl(const Geometry& g, const Plan& plan, const Q* in
       const int16_t* row =
           rows + (first_row + size_t{ky} * g.dilation_h) * plan.padded_width * padded;
       for (uint32_t kx = 0; kx < g.filter_width; ++kx) {
-        scratch.taps[size_t{ky} * g.filter_width + kx] = row + size_t{kx} * g.dilation_w * padded;
+        taps[size_t{ky} * g.filter_width + kx] = row + size_t{kx} * g.dilation_w * padded;
       }
     }
-    SumRow(kernel, scratch.taps.data(), tap_count, g.filter_height, weights, filter.padded_channels,
-           g.out_width, step, padded, sums);
+    SumRow(kernel, taps, tap_count, g.filter_height, weights, filter.padded_channels, g.out_width,
+           step, padded, sums);
     Q* out = output + (tile.n * g.out_height + oy) * g.out_width * out_channels;
     if (count == out_channels && padded == count) {
       vector_convert::RequantizeRows(sums, g.out_width, count, requantization.bias,
