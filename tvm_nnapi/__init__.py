@@ -10,19 +10,65 @@ Typical use::
 
 On a host (x86) the NNAPI calls go to the mock_nnapi library built with this package; on
 Android to the system libneuralnetworks.so. ``$TVM_NNAPI_LIBRARY`` selects another library.
+
+Importing the package registers the ``relax.ext.nnapi`` codegen and loads the runtime library
+(so that ``tvm.runtime.load_module`` reads exported programs) when TVM is installed. Without
+TVM the package still imports, and so do the parts that need no TVM (calibration, device
+profiles, the differential report, errors); the compiler's names then raise an ImportError that
+says so when used.
 """
 
 from __future__ import annotations
 
-from ._version import __version__ as __version__
-from .compiler.build import build, offload_summary
-from .compiler.codegen import nnapi_codegen
-from .compiler.partition import PartitionResult, nnapi_subgraphs, partition, partition_with_report
-from .compiler.patterns import PartitionOptions, Refusal, RefusalKind
-from .errors import CodegenError, NnapiBackendError
-from .runtime._library import configure_nnapi_library, load_runtime_library
+import importlib
+from typing import Any
 
-load_runtime_library()
+from ._version import __version__ as __version__
+from .errors import CodegenError, NnapiBackendError
+
+#: Public names and the module that defines each (imported on first use).
+_LAZY = {
+    "build": ".compiler.build",
+    "offload_summary": ".compiler.build",
+    "nnapi_codegen": ".compiler.codegen",
+    "PartitionResult": ".compiler.partition",
+    "nnapi_subgraphs": ".compiler.partition",
+    "partition": ".compiler.partition",
+    "partition_with_report": ".compiler.partition",
+    "PartitionOptions": ".compiler.patterns",
+    "Refusal": ".compiler.patterns",
+    "RefusalKind": ".compiler.patterns",
+    "configure_nnapi_library": ".runtime._library",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tvm_nnapi' has no attribute {name!r}")
+    try:
+        value = getattr(importlib.import_module(module, __name__), name)
+    except ImportError as error:
+        raise ImportError(
+            f"tvm_nnapi.{name} needs TVM (pip install 'apache-tvm>=0.27,<0.28'): {error}"
+        ) from error
+    globals()[name] = value
+    return value
+
+
+def _register_with_tvm() -> None:
+    """The codegen and the runtime library, where TVM is installed."""
+    try:
+        import tvm  # noqa: F401
+    except ImportError:
+        return
+    from .compiler import codegen  # noqa: F401  (registers relax.ext.nnapi)
+    from .runtime._library import load_runtime_library
+
+    load_runtime_library()
+
+
+_register_with_tvm()
 
 __all__ = [
     "CodegenError",

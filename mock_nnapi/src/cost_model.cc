@@ -6,10 +6,13 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 
+#include "json.h"
 #include "nnapi_work.h"
+#include "profile.h"
 
 namespace mock_nnapi {
 
@@ -89,8 +92,13 @@ OperationWork CountExecutedOperationWork(int32_t operation_type,
 
 OperationCost CostOfOperation(const DeviceTiming& timing, int32_t operation_type,
                               const OperationWork& work, DataClass data_class, double speed) {
+  return CostOfOperation(timing, OperationClassOf(operation_type), work, data_class, speed);
+}
+
+OperationCost CostOfOperation(const DeviceTiming& timing, OperationClass operation_class,
+                              const OperationWork& work, DataClass data_class, double speed) {
   const int data_index = static_cast<int>(data_class);
-  const int class_index = static_cast<int>(OperationClassOf(operation_type));
+  const int class_index = static_cast<int>(operation_class);
   OperationCost cost;
   cost.compute_us = work.flops / (timing.peak_gops[data_index] * 1e3);
   cost.memory_us = work.bytes / (timing.memory_bandwidth_gbps * 1e3);
@@ -203,12 +211,17 @@ double ModelledCompilationUs(const Compilation& compilation) {
   for (uint32_t op = 0; op < compilation.model().operations().size(); ++op) {
     ++operations_per_device[&ModelledDevice(compilation, op)];
   }
+  return ModelledCompilationUs(operations_per_device, compilation.cache_hit());
+}
+
+double ModelledCompilationUs(const std::map<const Device*, size_t>& operations_per_device,
+                             bool cache_hit) {
   double total = 0;
   for (const auto& [device, count] : operations_per_device) {
     const DeviceTiming& timing = device->timing;
-    total += compilation.cache_hit()
-                 ? timing.compilation_cache_hit_us
-                 : timing.compilation_fixed_us + timing.compilation_per_operation_us * count;
+    total += cache_hit ? timing.compilation_cache_hit_us
+                       : timing.compilation_fixed_us +
+                             timing.compilation_per_operation_us * static_cast<double>(count);
   }
   return total;
 }
@@ -478,6 +491,201 @@ ModelledExecution CostRecorder::Finish() const {
   }
   timeline.ReturnOutputs(compilation_.model().outputs(), produced_bytes);
   return timeline.Finish();
+}
+
+// ---- Re-timing a recorded execution -----------------------------------------------------------
+
+namespace {
+
+// Reads the fields of one trace event, naming the event in every error.
+class EventReader {
+ public:
+  EventReader(const JsonValue& event, size_t index, std::string* error)
+      : event_(event), path_("events[" + std::to_string(index) + "]"), error_(error) {}
+
+  bool Fail(const std::string& field, const std::string& what) {
+    *error_ = path_ + (field.empty() ? "" : "." + field) + ": " + what;
+    return false;
+  }
+  const std::string& path() const { return path_; }
+
+  bool String(const char* key, std::string* out) {
+    const JsonValue* value = event_.Find(key);
+    if (value == nullptr || !value->is_string()) return Fail(key, "expected a string");
+    *out = value->string_value();
+    return true;
+  }
+  bool Number(const char* key, double* out, bool required = true) {
+    const JsonValue* value = event_.Find(key);
+    if (value == nullptr && !required) return true;
+    if (value == nullptr || !value->is_number() || !(value->number_value() >= 0)) {
+      return Fail(key, "expected a non-negative number");
+    }
+    *out = value->number_value();
+    return true;
+  }
+  bool Integer(const char* key, int64_t* out) {
+    const JsonValue* value = event_.Find(key);
+    if (value == nullptr || !value->is_integer()) return Fail(key, "expected an integer");
+    *out = value->integer_value();
+    return true;
+  }
+  bool Bool(const char* key, bool* out) {
+    const JsonValue* value = event_.Find(key);
+    if (value == nullptr) return true;  // optional, false when absent
+    if (!value->is_bool()) return Fail(key, "expected true or false");
+    *out = value->bool_value();
+    return true;
+  }
+
+ private:
+  const JsonValue& event_;
+  std::string path_;
+  std::string* error_;
+};
+
+}  // namespace
+
+bool ReadRecordedEvents(const JsonValue& trace, std::vector<RecordedEvent>* events,
+                        std::string* error) {
+  if (!trace.is_object()) {
+    *error = "expected a trace object (MockNnapi_getLastTrace)";
+    return false;
+  }
+  const JsonValue* items = trace.Find("events");
+  if (items == nullptr || !items->is_array()) {
+    *error = "events: expected an array of timeline events";
+    return false;
+  }
+  events->clear();
+  events->reserve(items->array_items().size());
+  for (size_t i = 0; i < items->array_items().size(); ++i) {
+    const JsonValue& item = items->array_items()[i];
+    EventReader read(item, i, error);
+    if (!item.is_object()) return read.Fail("", "expected an event object");
+    RecordedEvent event;
+    std::string kind;
+    if (!read.String("kind", &kind)) return false;
+    if (kind == "runtime") {
+      event.kind = TimelineEvent::Kind::kRuntime;
+      events->push_back(std::move(event));
+      continue;
+    }
+    if (!read.Bool("cpu_fallback", &event.cpu_fallback) || !read.String("device", &event.device)) {
+      return false;
+    }
+    if (kind == "driver") {
+      event.kind = TimelineEvent::Kind::kDriver;
+    } else if (kind == "transfer") {
+      event.kind = TimelineEvent::Kind::kTransfer;
+      std::string direction;
+      int64_t operand = -1;
+      if (!read.String("direction", &direction) || !read.Number("bytes", &event.bytes) ||
+          !read.Integer("operand", &operand)) {
+        return false;
+      }
+      if (direction != "host_to_device" && direction != "device_to_host") {
+        return read.Fail("direction", "expected host_to_device or device_to_host");
+      }
+      if (operand < 0 || operand > std::numeric_limits<uint32_t>::max()) {
+        return read.Fail("operand", "expected an operand index");
+      }
+      event.to_device = direction == "host_to_device";
+      event.operand = static_cast<uint32_t>(operand);
+    } else if (kind == "operation") {
+      event.kind = TimelineEvent::Kind::kOperation;
+      int64_t type = 0;
+      int64_t index = 0;
+      std::string data_class;
+      if (!read.Integer("operation_type", &type) || !read.Integer("operation", &index) ||
+          !read.String("data_class", &data_class) || !read.Number("flops", &event.work.flops) ||
+          !read.Number("bytes", &event.work.bytes) ||
+          !read.Number("fused_bytes", &event.fused_bytes, /*required=*/false)) {
+        return false;
+      }
+      if (type < 0 || type > std::numeric_limits<int32_t>::max() ||
+          nnapi_common::FindOperationFacts(static_cast<int32_t>(type)) == nullptr) {
+        return read.Fail("operation_type", "not an NNAPI operation code");
+      }
+      if (index < 0 || index > std::numeric_limits<uint32_t>::max()) {
+        return read.Fail("operation", "expected an operation index");
+      }
+      const std::optional<DataClass> parsed = DataClassFromName(data_class);
+      if (!parsed) return read.Fail("data_class", "unknown data class " + data_class);
+      event.operation_type = static_cast<int32_t>(type);
+      event.operation_index = static_cast<uint32_t>(index);
+      event.data_class = *parsed;
+    } else {
+      return read.Fail("kind", "unknown event kind " + kind);
+    }
+    events->push_back(std::move(event));
+  }
+  // A step is taken on the device of the operation it precedes (a CPU fallback included).
+  int64_t next_operation = -1;
+  for (size_t i = events->size(); i-- > 0;) {
+    RecordedEvent& event = (*events)[i];
+    if (event.kind == TimelineEvent::Kind::kOperation) next_operation = static_cast<int64_t>(i);
+    if (event.kind == TimelineEvent::Kind::kDriver) event.step_of = next_operation;
+  }
+  return true;
+}
+
+bool RetimeExecution(const Profile& profile, const std::vector<RecordedEvent>& events,
+                     ModelledExecution* result,
+                     std::map<const Device*, size_t>* operations_per_device, std::string* error) {
+  std::map<std::string, const Device*, std::less<>> by_name;
+  const Device* runtime_cpu = nullptr;
+  for (const auto& device : profile.devices) {
+    by_name[device->name] = device.get();
+    if (device->runtime_cpu && runtime_cpu == nullptr) runtime_cpu = device.get();
+  }
+  const std::unique_ptr<Device> default_cpu = MakeDefaultRuntimeCpuDevice();
+  if (runtime_cpu == nullptr) runtime_cpu = default_cpu.get();
+
+  // The device of each event: by name, a CPU fallback operation on the runtime CPU, a step on
+  // the device of its operation.
+  std::vector<const Device*> devices(events.size(), nullptr);
+  for (size_t i = 0; i < events.size(); ++i) {
+    const RecordedEvent& event = events[i];
+    if (event.kind == TimelineEvent::Kind::kRuntime || event.kind == TimelineEvent::Kind::kDriver) {
+      continue;
+    }
+    if (event.cpu_fallback) {
+      devices[i] = runtime_cpu;
+      continue;
+    }
+    const auto found = by_name.find(event.device);
+    if (found == by_name.end()) {
+      *error = "events[" + std::to_string(i) + "].device: profile '" + profile.name +
+               "' has no device named '" + event.device + "'";
+      return false;
+    }
+    devices[i] = found->second;
+  }
+  TimelineBuilder timeline;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const RecordedEvent& event = events[i];
+    switch (event.kind) {
+      case TimelineEvent::Kind::kRuntime:
+        timeline.Runtime(profile.runtime_overhead_us);
+        break;
+      case TimelineEvent::Kind::kDriver:
+        if (event.step_of >= 0) timeline.Step(*devices[event.step_of]);
+        break;
+      case TimelineEvent::Kind::kTransfer:
+        timeline.Transfer(*devices[i], event.to_device, event.operand, event.bytes);
+        break;
+      case TimelineEvent::Kind::kOperation:
+        // A device that had no step event (no step overhead when recorded) still pays one.
+        timeline.Step(*devices[i]);
+        timeline.Operation(*devices[i], event.operation_type, event.operation_index, event.work,
+                           event.data_class, event.cpu_fallback, event.fused_bytes);
+        ++(*operations_per_device)[devices[i]];
+        break;
+    }
+  }
+  *result = timeline.Finish();
+  return true;
 }
 
 }  // namespace mock_nnapi

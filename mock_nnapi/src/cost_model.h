@@ -7,7 +7,9 @@
 #define MOCK_NNAPI_SRC_COST_MODEL_H_
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +19,9 @@
 #include "executor.h"
 
 namespace mock_nnapi {
+
+class JsonValue;
+struct Profile;
 
 // Work of one executed operation, from its operand shapes.
 struct OperationWork {
@@ -48,6 +53,10 @@ struct OperationCost {
   double energy_uj = 0;   // flops x pJ/op + bytes x pJ/byte
 };
 OperationCost CostOfOperation(const DeviceTiming& timing, int32_t operation_type,
+                              const OperationWork& work, DataClass data_class, double speed = 1.0);
+// The same equation for an operation of `operation_class` (a Relax operator on the host, a
+// partitioning decision before any NNAPI model exists).
+OperationCost CostOfOperation(const DeviceTiming& timing, OperationClass operation_class,
                               const OperationWork& work, DataClass data_class, double speed = 1.0);
 
 // Android's relative performance figures (Capabilities::PerformanceInfo) of a device, DERIVED
@@ -144,6 +153,43 @@ const Device& ModelledDevice(const Compilation& compilation, uint32_t operation_
 // Modelled compilation time (us): per device used, fixed + per-operation cost, or the
 // compilation-cache hit cost.
 double ModelledCompilationUs(const Compilation& compilation);
+double ModelledCompilationUs(const std::map<const Device*, size_t>& operations_per_device,
+                             bool cache_hit);
+
+// A recorded execution: what re-timing reads of a trace's events (their work, devices, classes,
+// fusion and transfers, in timeline order). Read once, re-timed for any profile.
+struct RecordedEvent {
+  TimelineEvent::Kind kind = TimelineEvent::Kind::kOperation;
+  std::string device;
+  bool cpu_fallback = false;
+  // kDriver: the index of the operation event whose execution step it is (the step is taken on
+  // that operation's device), or -1 when no operation follows.
+  int64_t step_of = -1;
+  // kOperation.
+  int32_t operation_type = 0;
+  uint32_t operation_index = 0;
+  DataClass data_class = DataClass::kFloat32;
+  OperationWork work;
+  double fused_bytes = 0;
+  // kTransfer.
+  bool to_device = false;
+  uint32_t operand = 0;
+  double bytes = 0;
+};
+// Reads the "events" of a trace document (the JSON of MockNnapi_getLastTrace). False with
+// `error` naming the event and field at fault.
+bool ReadRecordedEvents(const JsonValue& trace, std::vector<RecordedEvent>* events,
+                        std::string* error);
+// Re-times recorded events on the devices of `profile`, found by name (a CPU fallback event on
+// `profile`'s runtime CPU device). Each operation keeps its work, data class and fusion, each
+// transfer its bytes and direction, the device sequence its execution steps; every duration
+// comes from `profile`'s parameters through the same timeline as CostRecorder::Finish, on
+// devices at full speed. With the profile the events were recorded on, the result is their own
+// timeline. `operations_per_device` receives the count of operations per device (for
+// ModelledCompilationUs). False with `error` naming the event whose device `profile` lacks.
+bool RetimeExecution(const Profile& profile, const std::vector<RecordedEvent>& events,
+                     ModelledExecution* result,
+                     std::map<const Device*, size_t>* operations_per_device, std::string* error);
 // Modelled microseconds as integer nanoseconds.
 uint64_t ModelledNanoseconds(double microseconds);
 

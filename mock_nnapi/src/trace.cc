@@ -4,12 +4,15 @@
 #include <algorithm>
 #include <atomic>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <sstream>
+#include <utility>
 
 #include "check.h"
 #include "fault_injection.h"
 #include "json.h"
+#include "profile.h"
 
 namespace mock_nnapi {
 
@@ -66,8 +69,8 @@ void WriteEvent(const TimelineEvent& event, const std::vector<std::string>& lane
          << ",\"data_class\":" << JsonQuote(DataClassName(event.data_class))
          << ",\"operation_class\":"
          << JsonQuote(OperationClassName(OperationClassOf(event.operation_type)))
-         << ",\"flops\":" << JsonNumber(event.flops, 15)
-         << ",\"bytes\":" << JsonNumber(event.bytes, 15)
+         << ",\"flops\":" << JsonNumber(event.flops, 17)
+         << ",\"bytes\":" << JsonNumber(event.bytes, 17)
          << ",\"compute_us\":" << JsonNumber(event.compute_us)
          << ",\"memory_us\":" << JsonNumber(event.memory_us)
          << ",\"busy_us\":" << JsonNumber(event.busy_us)
@@ -77,12 +80,12 @@ void WriteEvent(const TimelineEvent& event, const std::vector<std::string>& lane
          << ",\"memory_efficiency\":" << JsonNumber(event.memory_efficiency)
          << ",\"bound\":" << JsonQuote(event.compute_bound ? "compute" : "memory")
          << ",\"fused\":" << (event.fused ? "true" : "false")
-         << ",\"fused_bytes\":" << JsonNumber(event.fused_bytes, 15)
+         << ",\"fused_bytes\":" << JsonNumber(event.fused_bytes, 17)
          << ",\"cpu_fallback\":" << (event.cpu_fallback ? "true" : "false")
          << ",\"energy_uj\":" << JsonNumber(event.energy_uj);
   } else if (event.kind == TimelineEvent::Kind::kTransfer) {
     *out << ",\"operand\":" << event.operand << ",\"direction\":" << JsonQuote(event.direction)
-         << ",\"bytes\":" << JsonNumber(event.bytes, 15)
+         << ",\"bytes\":" << JsonNumber(event.bytes, 17)
          << ",\"energy_uj\":" << JsonNumber(event.energy_uj);
   }
   *out << "}";
@@ -92,8 +95,9 @@ std::string ToJson(const ExecutionTrace& trace) {
   const ModelledExecution& modelled = trace.modelled;
   std::ostringstream out;
   out << "{\"id\":" << trace.id << ",\"modelled\":true"
-      << ",\"profile\":" << JsonQuote(trace.profile)
-      << ",\"result\":" << JsonQuote(ResultCodeName(trace.result))
+      << ",\"profile\":" << JsonQuote(trace.profile);
+  if (!trace.retimed_from.empty()) out << ",\"retimed_from\":" << JsonQuote(trace.retimed_from);
+  out << ",\"result\":" << JsonQuote(ResultCodeName(trace.result))
       << ",\"result_code\":" << trace.result
       << ",\"preference\":" << JsonQuote(PreferenceName(trace.preference))
       << ",\"timeout_ns\":" << (trace.timeout_ns ? std::to_string(*trace.timeout_ns) : "null")
@@ -222,6 +226,86 @@ int CompleteModelledExecution(const Compilation& compilation, const CostRecorder
     RecordTrace(std::move(trace));
   }
   return result;
+}
+
+namespace {
+
+int32_t PreferenceFromName(const std::string& name) {
+  for (int32_t preference :
+       {ANEURALNETWORKS_PREFER_LOW_POWER, ANEURALNETWORKS_PREFER_FAST_SINGLE_ANSWER,
+        ANEURALNETWORKS_PREFER_SUSTAINED_SPEED}) {
+    if (name == PreferenceName(preference)) return preference;
+  }
+  return ANEURALNETWORKS_PREFER_FAST_SINGLE_ANSWER;
+}
+
+}  // namespace
+
+std::string TraceJson(const ExecutionTrace& trace) { return ToJson(trace); }
+
+bool ReadRecordedExecution(const std::string& trace_json, RecordedExecution* recorded,
+                           std::string* error) {
+  JsonValue document;
+  if (!ParseJson(trace_json, &document, error) ||
+      !ReadRecordedEvents(document, &recorded->events, error)) {
+    *error = "trace: " + *error;
+    return false;
+  }
+  ExecutionTrace& trace = recorded->header;
+  trace = ExecutionTrace();
+  if (const JsonValue* id = document.Find("id"); id != nullptr && id->is_integer()) {
+    trace.id = static_cast<uint64_t>(id->integer_value());
+  }
+  if (const JsonValue* code = document.Find("result_code"); code != nullptr && code->is_integer()) {
+    trace.result = static_cast<int>(code->integer_value());
+  }
+  if (const JsonValue* value = document.Find("preference");
+      value != nullptr && value->is_string()) {
+    trace.preference = PreferenceFromName(value->string_value());
+  }
+  if (const JsonValue* value = document.Find("timeout_ns");
+      value != nullptr && value->is_integer()) {
+    trace.timeout_ns = static_cast<uint64_t>(value->integer_value());
+  }
+  if (const JsonValue* value = document.Find("cost_only"); value != nullptr && value->is_bool()) {
+    trace.cost_only = value->bool_value();
+  }
+  if (const JsonValue* compilation = document.Find("compilation");
+      compilation != nullptr && compilation->is_object()) {
+    if (const JsonValue* value = compilation->Find("explicit_devices");
+        value != nullptr && value->is_bool()) {
+      trace.explicit_devices = value->bool_value();
+    }
+    if (const JsonValue* value = compilation->Find("cache_hit");
+        value != nullptr && value->is_bool()) {
+      trace.cache_hit = value->bool_value();
+    }
+    if (const JsonValue* devices = compilation->Find("devices");
+        devices != nullptr && devices->is_array()) {
+      for (const JsonValue& device : devices->array_items()) {
+        if (device.is_string()) trace.compilation_devices.push_back(device.string_value());
+      }
+    }
+  }
+  const JsonValue* recorded_on = document.Find("profile");
+  trace.profile =
+      recorded_on != nullptr && recorded_on->is_string() ? recorded_on->string_value() : "unknown";
+  return true;
+}
+
+bool RetimeRecordedExecution(const Profile& profile, const RecordedExecution& recorded,
+                             ExecutionTrace* retimed, std::string* error) {
+  ExecutionTrace trace = recorded.header;
+  std::map<const Device*, size_t> operations_per_device;
+  if (!RetimeExecution(profile, recorded.events, &trace.modelled, &operations_per_device, error)) {
+    *error = "trace: " + *error;
+    return false;
+  }
+  trace.retimed_from = recorded.header.profile;
+  trace.profile = profile.name;
+  trace.compilation_us = ModelledCompilationUs(operations_per_device, trace.cache_hit);
+  *retimed = std::move(trace);
+  return true;
 }
 
 }  // namespace mock_nnapi

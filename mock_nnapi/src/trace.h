@@ -27,6 +27,8 @@ struct ExecutionTrace {
   bool cache_hit = false;
   std::optional<uint64_t> timeout_ns;
   bool cost_only = false;  // kernels were skipped (MockNnapi_setCostOnlyExecution)
+  // Set on a re-timed trace: the profile the execution was recorded on.
+  std::string retimed_from;
   ModelledExecution modelled;
 };
 
@@ -44,6 +46,23 @@ void ClearTraces();
 // How many traces are kept (0 stops tracing).
 void SetTraceCapacity(size_t capacity);
 size_t TraceCapacity();
+
+// A trace as the JSON object MockNnapi_getLastTrace returns.
+std::string TraceJson(const ExecutionTrace& trace);
+// A trace document (that JSON) read for re-timing: its header (everything but the modelled
+// timeline) and its recorded events.
+struct RecordedExecution {
+  ExecutionTrace header;
+  std::vector<RecordedEvent> events;
+};
+// False with `error` naming the field or event at fault.
+bool ReadRecordedExecution(const std::string& trace_json, RecordedExecution* recorded,
+                           std::string* error);
+// The recorded execution re-timed on the devices of `profile` (RetimeExecution): its header
+// with `profile`'s modelled times, compilation time included, and `retimed_from` naming the
+// profile it was recorded on. False with `error`.
+bool RetimeRecordedExecution(const Profile& profile, const RecordedExecution& recorded,
+                             ExecutionTrace* retimed, std::string* error);
 
 // Modelled durations of one execution, in nanoseconds (never measured).
 struct ModelledTiming {

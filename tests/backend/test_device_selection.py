@@ -13,6 +13,7 @@ from tvm.script import relax as R
 import mock_nnapi
 import tvm_nnapi
 from tvm_nnapi import runtime
+from tvm_nnapi.tools.cost_policy import cost_policy_from_profile
 
 
 @tvm.script.ir_module
@@ -168,7 +169,7 @@ class WideProjection:
 def test_cost_policy_from_a_phone_profile_splits_decode_and_prefill(options, profile):
     # A 512x512 projection: one token is dominated by NNAPI's per-call and transfer cost,
     # a 512-token prompt by arithmetic, where the accelerator is several times faster.
-    policy = runtime.cost_policy_from_profile(profile)
+    policy = cost_policy_from_profile(profile)
     assert policy.startswith("cost:")
     options.configure(policy=policy)
     vm = relax.VirtualMachine(tvm_nnapi.build(WideProjection, host_fallback=True), tvm.cpu())

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import pytest
-from mock_nnapi.device_profiles import device_efficiency
+from mock_nnapi.cost_model import CostModel
 
 from mock_nnapi import Model, OperandCode, OperationCode, control
 
@@ -97,25 +97,27 @@ def test_efficiency_by_data_class(write_profile):
         ),
     ],
 )
-def test_python_reads_efficiencies_with_the_mocks_precedence(
+def test_the_cost_model_reads_efficiencies_with_the_documented_precedence(
     tables, side, operation_class, data_class, expected
 ):
     device = {"efficiency": {"default": 0.2, "matmul": 0.4}, **tables}
-    assert device_efficiency(device, side, operation_class, data_class) == expected
+    model = CostModel(profile_with([device_entry("cpu", "CPU", **device)]))
+    assert model.efficiency("cpu", side, operation_class, data_class) == expected
 
 
-def test_the_mock_agrees_with_the_python_reader(write_profile):
+def test_executions_use_the_cost_models_efficiencies(write_profile):
     device = {
         "efficiency": {"default": 0.2, "elementwise": 0.4},
         "memory_efficiency": {"default": {"float16": 0.7}, "elementwise": {"float32": 0.9}},
         "compute_efficiency": {"default": 0.3},
     }
     _select(write_profile, **device)
+    model = CostModel(profile_with([device_entry("cpu", "CPU", **device)]))
     for code, data_class in ((F32, "float32"), (OperandCode.TENSOR_FLOAT16, "float16")):
         run(binary_model([OperationCode.ADD], [1000], code))
         (add,), _ = _operations()
         for side in ("compute", "memory"):
-            expected = device_efficiency(device, side, "elementwise", data_class)
+            expected = model.efficiency("cpu", side, "elementwise", data_class)
             assert add[f"{side}_efficiency"] == expected, (side, data_class)
 
 

@@ -149,10 +149,12 @@ def test_quant8_float16_and_relaxed_operations_use_their_own_figures(profile):
     """A CONV_2D on each device is costed with the throughput, compute efficiency and energy
     per operation of its data class: int8 at the device's quant8 figures, float16 at float16,
     relaxed float32 at relaxed_float32 (the NPUs' and DSP's float16 rate), not float32's."""
-    from mock_nnapi.device_profiles import device_efficiency, load_profile
+    from mock_nnapi.cost_model import CostModel
+    from mock_nnapi.device_profiles import load_profile
 
     control.set_profile(profile)
     described = {d["name"]: d for d in load_profile(profile)["devices"]}
+    model = CostModel(profile)
     devices = devices_by_name()
     for data_class, code, relaxed in CLASSES:
         (conv, _) = _reference_models(code, relaxed)
@@ -169,7 +171,7 @@ def test_quant8_float16_and_relaxed_operations_use_their_own_figures(profile):
             assert event["data_class"] == data_class
             peak = _table(spec["throughput"], data_class)
             assert event["compute_us"] == pytest.approx(event["flops"] / (peak * 1e3), rel=1e-9)
-            efficiency = device_efficiency(spec, "compute", "convolution", data_class)
+            efficiency = model.efficiency(name, "compute", "convolution", data_class)
             assert event["compute_efficiency"] == pytest.approx(efficiency)
             energy = spec["energy"]
             expected_uj = (

@@ -25,9 +25,6 @@ from typing import Any
 
 import tvm
 
-# The one Python reader of device profiles (re-exported here, where they were defined before).
-from mock_nnapi.device_profiles import device_efficiency, host_cpu_device, load_profile
-
 from ._library import runtime_function
 
 OPTIONS = (
@@ -129,42 +126,3 @@ def precompile(program: Any, **symbols: int | Iterable[int]) -> int:
             count += 1
         lengths = {len(v) for v in values.values()}
     return count
-
-
-def cost_policy_from_profile(
-    profile: str, dtype: str = "float32", device: str | None = None, host_efficiency: float = 1.0
-) -> str:
-    """A ``cost:`` device-selection policy from a device profile (see :func:`configure`).
-
-    NNAPI side: the named ``device`` (default: the non-CPU device with the highest throughput
-    for ``dtype``) at its throughput times its matmul compute efficiency, with the runtime's and the
-    device's per-execution overheads plus the transfer latency as the per-call cost and the
-    transfer bandwidth for inputs and outputs. Host side: TVM's CPU code, modelled with the
-    profile's CPU device throughput times ``host_efficiency``. All figures are modelled.
-    """
-    data = load_profile(profile)
-    devices = data["devices"]
-    host = host_cpu_device(data)
-    candidates = [d for d in devices if d["type"] != "CPU" and dtype in d.get("throughput", {})]
-    if device is not None:
-        candidates = [d for d in devices if d["name"] == device]
-        if not candidates:
-            raise ValueError(f"profile {profile!r} has no device named {device!r}")
-    if not candidates:
-        candidates = [d for d in devices if d["type"] == "CPU"]
-    chosen = max(candidates, key=lambda d: d["throughput"].get(dtype, 0))
-    efficiency = (
-        device_efficiency(chosen, "compute", "matmul", dtype) if "efficiency" in chosen else 1.0
-    )
-    nnapi_gflops = chosen["throughput"][dtype] * efficiency
-    transfer = chosen.get("transfer") or {"latency_us": 0, "bandwidth_gbps": 1e6}
-    call_us = (
-        data.get("runtime", {}).get("overhead_us", 0)
-        + chosen.get("overhead_us", {}).get("execution", 0)
-        + transfer["latency_us"]
-    )
-    host_gflops = host["throughput"].get(dtype, host["throughput"]["float32"])
-    return (
-        f"cost:nnapi_gflops={nnapi_gflops:g},host_gflops={host_gflops * host_efficiency:g},"
-        f"call_us={call_us:g},transfer_gbps={transfer['bandwidth_gbps']:g}"
-    )

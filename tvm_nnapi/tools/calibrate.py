@@ -10,10 +10,11 @@ Three parts, all usable without TVM:
 - **Modelling** (:class:`ModelledRow`): each row's workload (:mod:`tvm_nnapi.tools.workloads`)
   is compiled for the row's NNAPI device of the profile and executed once on the mock in
   cost-only mode; its trace (each operation's FLOPs, bytes, classes and device) is then
-  re-timed for any value of the profile's free parameters by the cost model's equations,
-  without re-running the mock (:meth:`ModelledRow.time_us`; the same numbers as the mock's,
-  which the tests check).
-- **Fitting** (:func:`fit`): bounded least squares on log time over the rows, with a weak
+  re-timed for any value of the profile's free parameters by the mock's cost model
+  (:class:`mock_nnapi.cost_model.CostModel`, the one implementation of the equations), without
+  re-running the workload (:meth:`ModelledRow.time_us`).
+- **Fitting** (:func:`fit`): bounded least squares on log time over the rows
+  (``scipy.optimize.least_squares``, trust-region reflective), with a weak
   prior pulling each parameter to its value in the starting profile (so parameters that no row
   determines stay where the profile had them). Writes the calibrated profile with a ``sources``
   entry per fitted parameter naming the rows it came from, and the error of fit per row.
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.optimize import least_squares
 
 from ..errors import CalibrationError
 
@@ -398,21 +400,35 @@ def _dram_peak(profile: Mapping[str, Any]) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
-@dataclass
-class _Terms:
-    """A trace as arrays: what the timing equation needs per event."""
+class _Retimer:
+    """Re-times recorded traces for parameter values: the profile document with the values set
+    at their paths (and the paths tied to them, :func:`_aliases`) is handed to the mock's cost
+    model (:class:`mock_nnapi.cost_model.CostModel`), which re-times each trace with the same
+    equations the mock times executions with. The model of the last values is kept."""
 
-    runtime: int  # index of runtime.overhead_us
-    steps: list[int]  # one parameter index per execution step
-    transfers_us: float
-    flops: np.ndarray
-    bytes: np.ndarray
-    peak_gops: np.ndarray
-    compute: np.ndarray  # parameter index of each operation's compute efficiency
-    memory: np.ndarray
-    bandwidth: np.ndarray
-    overhead: np.ndarray
-    unfused: np.ndarray  # 1 where the operation pays its per-operation overhead
+    def __init__(self, profile: Mapping[str, Any], parameters: ParameterSet) -> None:
+        self.profile = profile
+        self.parameters = parameters
+        self._text = json.dumps(profile)
+        self._key: bytes | None = None
+        self._model: Any = None
+
+    def document(self, values: np.ndarray) -> dict[str, Any]:
+        """The profile with ``values`` at the parameters' paths and their aliases."""
+        document: dict[str, Any] = json.loads(self._text)
+        for path, value in zip(self.parameters.parameters, values, strict=True):
+            for target in (path, *_aliases(path)):
+                _set_path(document, target, float(value), rounded=False)
+        return document
+
+    def model(self, values: np.ndarray) -> Any:
+        from mock_nnapi.cost_model import CostModel
+
+        key = np.asarray(values, dtype=float).tobytes()
+        if key != self._key:
+            self._model = CostModel(self.document(values))
+            self._key = key
+        return self._model
 
 
 @dataclass
@@ -420,7 +436,8 @@ class ModelledRow:
     """A measurement with its workload's trace on the profile's device."""
 
     measurement: Measurement
-    terms: _Terms
+    retimer: _Retimer
+    trace: Any  # the workload's trace, read for re-timing (mock_nnapi.cost_model)
     weight_bytes: float
     flops: float
     trace_total_us: float
@@ -428,18 +445,14 @@ class ModelledRow:
     trace_on_hardware_us: float
 
     def time_us(self, values: np.ndarray) -> float:
-        """The modelled time the row's ``timing`` covers, for parameter values ``values``."""
-        t = self.terms
-        compute = t.flops / (t.peak_gops * 1e3 * values[t.compute])
-        memory = t.bytes / (values[t.bandwidth] * 1e3 * values[t.memory])
-        busy = float(np.maximum(compute, memory).sum())
+        """The modelled time the row's ``timing`` covers, for parameter values ``values``
+        (the mock's cost model re-timing the row's trace)."""
+        times = self.retimer.model(values).retime(self.trace)
         if self.measurement.timing == "on_hardware":
-            return busy
-        in_driver = busy + float((values[t.overhead] * t.unfused).sum())
-        in_driver += float(values[t.steps].sum()) + t.transfers_us
+            return float(times.on_hardware_us)
         if self.measurement.timing == "in_driver":
-            return in_driver
-        return in_driver + float(values[t.runtime])
+            return float(times.in_driver_us)
+        return float(times.total_us)
 
     def value(self, values: np.ndarray) -> float:
         """The modelled counterpart of ``measured``, in its unit."""
@@ -459,6 +472,7 @@ def model_rows(
 ) -> tuple[dict[str, Any], ParameterSet, list[ModelledRow]]:
     """Runs each row's workload on the mock with ``profile`` selected (cost-only) and returns
     the profile document, its parameters the rows touch, and the modelled rows."""
+    from mock_nnapi.cost_model import CostModel, RecordedExecution
     from mock_nnapi.device_profiles import load_profile, profile_path
 
     from mock_nnapi import api, control
@@ -468,8 +482,10 @@ def model_rows(
     path = profile_path(profile)
     data = load_profile(path)
     parameters = ParameterSet(data)
+    retimer = _Retimer(data, parameters)
+    cost_model = CostModel(data)
     dram = _dram_peak(data)
-    runtime = parameters.add(
+    parameters.add(
         "runtime.overhead_us", float(data.get("runtime", {}).get("overhead_us", 0)), 0.0, 1e4
     )
     modelled = []
@@ -486,57 +502,64 @@ def model_rows(
                 compilation = api.Compilation(workload.model, [devices[row.device]]).finish()
                 with control.CostOnlyExecution():
                     compilation.execute(_zeros_like_inputs(workload.model))
-                cache[key] = (workload.weight_bytes, control.last_execution_trace())
-            weight_bytes, trace = cache[key]
+                trace = control.last_execution_trace()
+                if trace is None:
+                    raise CalibrationError(f"{row.id}: the mock recorded no trace (tracing off?)")
+                cache[key] = (workload.weight_bytes, trace, RecordedExecution(trace))
+            weight_bytes, trace, recorded = cache[key]
+            _add_parameters(trace, data, parameters, cost_model, dram)
             modelled.append(
-                _modelled_row(row, data, parameters, runtime, weight_bytes, trace, dram)
+                ModelledRow(
+                    row,
+                    retimer,
+                    recorded,
+                    weight_bytes,
+                    float(trace["flops"]),
+                    float(trace["modelled_total_us"]),
+                    float(trace["modelled_in_driver_us"]),
+                    float(trace["modelled_on_hardware_us"]),
+                )
             )
     finally:
         control.set_profile(previous)
     return data, parameters, modelled
 
 
-def _modelled_row(
-    row: Measurement,
+def _add_parameters(
+    trace: Mapping[str, Any],
     data: Mapping[str, Any],
     parameters: ParameterSet,
-    runtime: str,
-    weight_bytes: float,
-    trace: Mapping[str, Any],
+    cost_model: Any,
     dram: float | None,
-) -> ModelledRow:
-    from mock_nnapi.device_profiles import device_efficiency
+) -> None:
+    """Adds the parameters a trace's times depend on, at their values in the profile: each
+    device's execution-step overhead, and per operation its class's compute efficiency (per
+    dtype family), memory efficiency, the device's bandwidth and per-operation overhead."""
 
     def device_parameters(name: str) -> tuple[int, dict[str, Any]]:
         i = _device_index(data, name)
         return i, data["devices"][i]
 
-    arrays: dict[str, list[float]] = {k: [] for k in ("F", "B", "P", "c", "m", "b", "o", "u")}
-    steps: list[int] = []
-    transfers = 0.0
     for event in trace["events"]:
         if event["kind"] == "driver":
             i, device = device_parameters(event["device"])
             value = float(device["overhead_us"]["execution"])
-            path = parameters.add(f"devices[{i}].overhead_us.execution", value, 0.0, 1e4)
-            steps.append(parameters.index(path))
-        elif event["kind"] == "transfer":
-            transfers += float(event["duration_us"])
+            parameters.add(f"devices[{i}].overhead_us.execution", value, 0.0, 1e4)
         elif event["kind"] == "operation":
             i, device = device_parameters(event["device"])
             k = TIES.get(event["operation_class"], event["operation_class"])
             c = event["data_class"]
             prefix = f"devices[{i}]"
-            ce = parameters.add(
+            parameters.add(
                 f"{prefix}.compute_efficiency.{k}.{DTYPE_FAMILIES.get(c, c)}",
-                device_efficiency(device, "compute", k, c),
+                cost_model.efficiency(device["name"], "compute", k, c),
                 0.01,
                 1.0,
             )
             # Streaming efficiency is one per class: the memory system does not see the dtype.
-            me = parameters.add(
+            parameters.add(
                 f"{prefix}.memory_efficiency.{k}",
-                device_efficiency(device, "memory", k, c),
+                cost_model.efficiency(device["name"], "memory", k, c),
                 0.05,
                 1.0,
             )
@@ -546,46 +569,12 @@ def _modelled_row(
             )
             if dram is None:
                 parameters.parameters[bw].free = False
-            overhead = parameters.add(
+            parameters.add(
                 f"{prefix}.overhead_us.operation",
                 float(device["overhead_us"]["operation"]),
                 0.0,
                 1e3,
             )
-            throughput = device["throughput"]
-            peak = throughput.get(c) or throughput.get(
-                "float32" if c in ("relaxed_float32", "int32") else "quant8"
-            )
-            arrays["F"].append(float(event["flops"]))
-            arrays["B"].append(float(event["bytes"]))
-            arrays["P"].append(float(peak))
-            arrays["c"].append(parameters.index(ce))
-            arrays["m"].append(parameters.index(me))
-            arrays["b"].append(parameters.index(bw))
-            arrays["o"].append(parameters.index(overhead))
-            arrays["u"].append(0.0 if event.get("fused") else 1.0)
-    terms = _Terms(
-        runtime=parameters.index(runtime),
-        steps=steps,
-        transfers_us=transfers,
-        flops=np.array(arrays["F"]),
-        bytes=np.array(arrays["B"]),
-        peak_gops=np.array(arrays["P"]),
-        compute=np.array(arrays["c"], dtype=int),
-        memory=np.array(arrays["m"], dtype=int),
-        bandwidth=np.array(arrays["b"], dtype=int),
-        overhead=np.array(arrays["o"], dtype=int),
-        unfused=np.array(arrays["u"]),
-    )
-    return ModelledRow(
-        row,
-        terms,
-        weight_bytes,
-        float(trace["flops"]),
-        float(trace["modelled_total_us"]),
-        float(trace["modelled_in_driver_us"]),
-        float(trace["modelled_on_hardware_us"]),
-    )
 
 
 # ---- fitting -----------------------------------------------------------------------------------
@@ -650,47 +639,9 @@ def _g(value: float) -> str:
     return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
 
 
-def _solve(
-    residuals: Any, x0: np.ndarray, lower: np.ndarray, upper: np.ndarray, iterations: int = 200
-) -> tuple[np.ndarray, int]:
-    """Projected Levenberg-Marquardt: minimises ``|residuals(x)|^2`` over the box
-    ``lower <= x <= upper`` (finite-difference Jacobian; numpy only)."""
-    x = np.clip(x0, lower, upper)
-    r = residuals(x)
-    cost = float(r @ r)
-    damping = 1e-3
-    step = 1e-6
-    done = 0
-    while done < iterations:
-        done += 1
-        jacobian = np.empty((r.size, x.size))
-        for j in range(x.size):
-            probe = x.copy()
-            h = step if probe[j] + step <= upper[j] else -step
-            probe[j] += h
-            jacobian[:, j] = (residuals(probe) - r) / h
-        gradient = jacobian.T @ r
-        normal = jacobian.T @ jacobian
-        improved = False
-        while damping < 1e10:
-            matrix = normal + damping * (np.diag(np.diag(normal)) + np.eye(x.size) * 1e-9)
-            candidate = np.clip(x - np.linalg.solve(matrix, gradient), lower, upper)
-            r_candidate = residuals(candidate)
-            cost_candidate = float(r_candidate @ r_candidate)
-            if cost_candidate < cost - 1e-15:
-                improved = True
-                converged = cost - cost_candidate < 1e-12 * max(cost, 1e-30)
-                x, r, cost = candidate, r_candidate, cost_candidate
-                damping = max(damping / 3, 1e-12)
-                break
-            damping *= 4
-        if not improved or converged:
-            break
-    return x, done
-
-
-def _set_path(profile: dict[str, Any], path: str, value: float) -> None:
-    """Sets ``devices[i].a.b.c`` (creating objects) or ``runtime.overhead_us``."""
+def _set_path(profile: dict[str, Any], path: str, value: float, rounded: bool = True) -> None:
+    """Sets ``devices[i].a.b.c`` (creating objects) or ``runtime.overhead_us``; ``rounded``
+    writes 6 decimals (a profile for people to read), else the value as it is."""
     parts = path.split(".")
     target: Any = profile
     head = parts[0]
@@ -704,7 +655,7 @@ def _set_path(profile: dict[str, Any], path: str, value: float) -> None:
             entry = {} if entry is None else {"default": entry}
             target[key] = entry
         target = entry
-    target[parts[-1]] = round(float(value), 6)
+    target[parts[-1]] = round(float(value), 6) if rounded else float(value)
 
 
 def fit(
@@ -743,32 +694,46 @@ def fit(
             for p in parameters.parameters.values()
         ]
     )
-    lower[fixed] = upper[fixed] = x0[fixed]
+    free_index = np.flatnonzero(~fixed & (upper > lower))
     measured = np.log([row.measurement.measured for row in modelled])
 
-    def values_of(x: np.ndarray) -> np.ndarray:
-        values = np.exp(x)
-        return np.where(fixed, start, values)
+    def values_of(x_free: np.ndarray) -> np.ndarray:
+        values = start.copy()
+        values[free_index] = np.exp(x_free)
+        return values
 
-    def residuals(x: np.ndarray) -> np.ndarray:
-        values = values_of(x)
+    def residuals(x_free: np.ndarray) -> np.ndarray:
+        values = values_of(x_free)
         model = np.log([row.value(values) for row in modelled])
-        return np.concatenate([model - measured, prior_weight * (x - x0)[~fixed]])
+        return np.concatenate([model - measured, prior_weight * (x_free - x0[free_index])])
 
     before = [row.value(start) for row in modelled]
-    x, iterations = _solve(residuals, x0, lower, upper)
-    values = values_of(x)
-    r = residuals(x)
+    if free_index.size:
+        # Bounded least squares (trust-region reflective), finite-difference Jacobian.
+        solution = least_squares(
+            residuals,
+            np.clip(x0[free_index], lower[free_index], upper[free_index]),
+            bounds=(lower[free_index], upper[free_index]),
+            method="trf",
+            x_scale="jac",
+        )
+        x_free, iterations = solution.x, int(solution.njev or solution.nfev)
+    else:
+        x_free, iterations = x0[free_index], 0
+    values = values_of(x_free)
+    r = residuals(x_free)
 
     # Which rows inform each parameter: those whose modelled value moves by at least
     # INFORMED_ELASTICITY percent per percent of the parameter. A parameter no row informs keeps
     # its starting value exactly (the prior held it there anyway).
     informed: dict[str, list[str]] = {}
     for j, path in enumerate(names):
-        if fixed[j]:
+        if j not in free_index:
             continue
         probe = values.copy()
-        probe[j] *= 1.01
+        # 1% up, or down where up would leave the parameter's range (an efficiency at 1).
+        upward = probe[j] * 1.01 <= parameters.parameters[path].upper
+        probe[j] = probe[j] * 1.01 if upward else probe[j] / 1.01
         for row in modelled:
             elasticity = abs(math.log(row.value(probe) / row.value(values))) / math.log(1.01)
             if elasticity >= INFORMED_ELASTICITY:

@@ -15,8 +15,9 @@ Every time here is **modelled**, never measured (docs/cost-model.md):
   source of NNAPI-side times. Inputs (weights included) are zero pages that are never touched,
   so a 7B model is costed without allocating its 28 GB of weights.
 - Host side: every Relax operator (those left on the host, and the same operators inside each
-  NNAPI subgraph for the all-host program) is costed by :class:`HostModel`, a roofline with the
-  profile's CPU parameters (docs/cost-model.md, "Host code").
+  NNAPI subgraph for the all-host program) is costed by
+  :class:`~tvm_nnapi.tools.host_model.HostModel`: the profile's CPU device in the mock's cost
+  model, with the efficiencies of a preset (docs/cost-model.md, "Host code").
 
 The breakdown of an NNAPI subgraph call follows the trace: *input set-up* is the host-to-device
 copies of the subgraph's inputs (its activations and, when the build passes them at run time,
@@ -44,6 +45,22 @@ from ..compiler.flops import call_flops
 from ..compiler.ir_utils import bindings, located_operator_calls
 from ..compiler.partition import CODEGEN_NAME, partition_with_report
 from ..compiler.patterns import PartitionOptions
+from .host_model import HOST_MODELS, TVM_DEFAULT_CODE_EFFICIENCY, HostModel, HostWork
+
+__all__ = [
+    "HOST_MODELS",
+    "TVM_DEFAULT_CODE_EFFICIENCY",
+    "Estimate",
+    "ExternWork",
+    "GraphTransform",
+    "HostModel",
+    "HostWork",
+    "PreparedEstimate",
+    "estimate",
+    "operation_class",
+    "operator_work",
+    "why_nnapi_loses",
+]
 
 #: Relax operators TVM lowers to views of their input (no kernel, no memory traffic).
 VIEW_OPERATORS = frozenset({"relax.reshape", "relax.expand_dims", "relax.squeeze", "relax.flatten"})
@@ -64,128 +81,6 @@ _REDUCTION = frozenset({"relax.sum", "relax.mean", "relax.max", "relax.min", "re
 _SOFTMAX = frozenset({"relax.nn.softmax", "relax.nn.log_softmax"})
 _CONVOLUTION = frozenset({"relax.nn.conv2d", "relax.nn.conv2d_transpose", "relax.nn.conv1d"})
 _POOLING = frozenset({"relax.nn.max_pool2d", "relax.nn.avg_pool2d", "relax.nn.adaptive_avg_pool2d"})
-
-#: The efficiency of TVM's *unscheduled* CPU code (``relax.build(mod, "llvm")`` with the default
-#: pipeline, no dlight or MetaSchedule tuning), measured by ``bench/bench_host_efficiency.py``:
-#: its LLM projection (an NT matmul) ran at 1.1%-1.3% of OpenBLAS's speed on the same x86 host;
-#: with OpenBLAS near 80% of peak, that is about 1% of peak. See docs/cost-model.md.
-TVM_DEFAULT_CODE_EFFICIENCY = 0.01
-
-HOST_MODELS = ("profile-cpu", "tvm-default")
-
-
-# ---- host model ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class HostModel:
-    """The modelled time of TVM's CPU code for one Relax operator (docs/cost-model.md, "Host
-    code")::
-
-        busy = max(F / (peak[c] x compute_efficiency[k][c]),
-                   B / (bandwidth x memory_efficiency[k][c]))
-        time = busy + operation_overhead
-
-    (with one ``efficiency[k]`` for both sides when the profile gives no split, which is
-    ``max(F / peak[c], B / bandwidth) / efficiency[k]``).
-
-    ``peak`` (GFLOP/s per data class) and ``bandwidth`` (GB/s) are the profile's runtime CPU
-    device (its ``throughput`` and ``memory_bandwidth_gbps``); ``efficiency`` per operation
-    class depends on the preset:
-
-    - ``profile-cpu`` (default): the profile's CPU device efficiencies, i.e. TVM's code is
-      assumed as good as the profile's estimate of an optimised mobile CPU implementation
-      (the NNAPI CPU driver). This favours the host.
-    - ``tvm-default``: :data:`TVM_DEFAULT_CODE_EFFICIENCY` for every class, TVM's unscheduled
-      code as measured.
-    """
-
-    name: str
-    profile: str
-    device: str
-    peak_gflops: Mapping[str, float]
-    bandwidth_gbps: float
-    efficiency: Mapping[str, float]
-    operation_overhead_us: float = 0.0
-    #: ``compute_efficiency`` / ``memory_efficiency`` tables of the CPU device (profile-cpu
-    #: only; docs/device-profiles.md), refining ``efficiency`` per side and data class.
-    split_efficiency: Mapping[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_profile(cls, profile: str, preset: str = "profile-cpu") -> HostModel:
-        """The host model of ``profile`` (a built-in name or a path) with a preset."""
-        from mock_nnapi.device_profiles import host_cpu_device, load_profile
-
-        if preset not in HOST_MODELS:
-            raise ValueError(f"unknown host model {preset!r}; known: {HOST_MODELS}")
-        data = load_profile(profile)
-        cpu = host_cpu_device(data)
-        peak = dict(cpu["throughput"])
-        peak.setdefault("relaxed_float32", peak["float32"])
-        split: dict[str, Any] = {}
-        if preset == "profile-cpu":
-            efficiency = dict(cpu["efficiency"])
-            split = {
-                key: cpu[key] for key in ("compute_efficiency", "memory_efficiency") if key in cpu
-            }
-        else:
-            efficiency = {"default": TVM_DEFAULT_CODE_EFFICIENCY}
-        return cls(
-            name=preset,
-            profile=str(data["name"]),
-            device=str(cpu["name"]),
-            peak_gflops=peak,
-            bandwidth_gbps=float(cpu["memory_bandwidth_gbps"]),
-            efficiency=efficiency,
-            split_efficiency=split,
-        )
-
-    def efficiency_of(self, operation_class: str) -> float:
-        return float(self.efficiency.get(operation_class, self.efficiency["default"]))
-
-    def side_efficiency(self, side: str, operation_class: str, data_class: str) -> float:
-        """``compute`` or ``memory`` efficiency of a class, read as the mock reads it."""
-        from mock_nnapi.device_profiles import device_efficiency
-
-        device = {"efficiency": self.efficiency, **self.split_efficiency}
-        return device_efficiency(device, side, operation_class, data_class)
-
-    def time_us(self, flops: float, bytes_: float, data_class: str, operation_class: str) -> float:
-        """Modelled microseconds of one operator."""
-        peak = self.peak_gflops.get(data_class, self.peak_gflops["float32"])
-        compute = flops / (peak * 1e3)
-        memory = bytes_ / (self.bandwidth_gbps * 1e3)
-        if not self.split_efficiency:
-            busy = max(compute, memory) / self.efficiency_of(operation_class)
-        else:
-            busy = max(
-                compute / self.side_efficiency("compute", operation_class, data_class),
-                memory / self.side_efficiency("memory", operation_class, data_class),
-            )
-        return busy + self.operation_overhead_us
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "profile": self.profile,
-            "device": self.device,
-            "peak_gflops": dict(self.peak_gflops),
-            "bandwidth_gbps": self.bandwidth_gbps,
-            "efficiency": dict(self.efficiency),
-            "operation_overhead_us": self.operation_overhead_us,
-            **({"split_efficiency": dict(self.split_efficiency)} if self.split_efficiency else {}),
-        }
-
-
-@dataclass
-class HostWork:
-    """Work of one host operator or extern call: FLOPs, bytes and its classes."""
-
-    flops: float
-    bytes: float
-    data_class: str = "float32"
-    operation_class: str = "default"
-
 
 #: Work of an extern (packed) function call the estimate cannot see into, e.g. the KV-cache
 #: attention of an LLM: ``(call) -> HostWork`` or None when unknown.

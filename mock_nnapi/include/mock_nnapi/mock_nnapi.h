@@ -170,6 +170,69 @@ MOCK_NNAPI_EXPORT int MockNnapi_getModelledCompilationTime(
 MOCK_NNAPI_EXPORT void MockNnapi_setCostOnlyExecution(int32_t enabled);
 MOCK_NNAPI_EXPORT int32_t MockNnapi_getCostOnlyExecution(void);
 
+/*
+ * The cost model on its own (docs/cost-model.md): the one implementation of the MODELLED
+ * per-operation time and of the timeline the mock times its executions with, for any profile,
+ * without selecting it and without NNAPI objects. The estimate, calibration and partitioning
+ * call these; the mock's own executions use the same code.
+ *
+ * MockNnapi_createCostModel reads a profile: a built-in name, a path, or the JSON text of a
+ * profile document (text starting with '{'). BAD_DATA for a bad profile, with the reason in
+ * MockNnapi_getLastError. The model is immutable and may be shared between threads; free it
+ * with MockNnapi_freeCostModel.
+ */
+typedef struct MockNnapi_CostModel MockNnapi_CostModel;
+MOCK_NNAPI_EXPORT int MockNnapi_createCostModel(const char* profile, MockNnapi_CostModel** model);
+MOCK_NNAPI_EXPORT void MockNnapi_freeCostModel(MockNnapi_CostModel* model);
+
+/* The modelled cost of one operation (docs/cost-model.md, "Time of an operation"). */
+typedef struct MockNnapi_OperationCost {
+  double compute_us;         /* flops / peak of the data class */
+  double memory_us;          /* bytes / memory bandwidth */
+  double compute_efficiency; /* fraction of peak the class reaches */
+  double memory_efficiency;  /* fraction of bandwidth the class reaches */
+  double busy_us;            /* max(compute / compute_eff, memory / memory_eff) */
+  double overhead_us;        /* the device's per-operation driver overhead (unfused) */
+  double energy_uj;
+  int32_t compute_bound; /* 1 when the compute side bounds the time */
+} MockNnapi_OperationCost;
+/* `flops` and `bytes` of an operation of class `operationClass` ("convolution", ... as
+ * MockNnapi_getCostClasses lists) in `dataClass` ("float32", ...) on the profile device named
+ * `device`. BAD_DATA for an unknown device or class, or negative work. */
+MOCK_NNAPI_EXPORT int MockNnapi_costOfOperation(const MockNnapi_CostModel* model,
+                                                const char* device, const char* operationClass,
+                                                const char* dataClass, double flops, double bytes,
+                                                MockNnapi_OperationCost* cost);
+
+/* Totals of a modelled execution (microseconds, microjoules). */
+typedef struct MockNnapi_ModelledTimes {
+  double total_us;
+  double in_driver_us;
+  double on_hardware_us;
+  double energy_uj;
+  double compilation_us;
+} MockNnapi_ModelledTimes;
+/* A recorded execution: a trace object of MockNnapi_getLastTrace (from any profile) read once
+ * for re-timing. BAD_DATA naming the event and field at fault for a trace it cannot read. */
+typedef struct MockNnapi_RecordedExecution MockNnapi_RecordedExecution;
+MOCK_NNAPI_EXPORT int MockNnapi_createRecordedExecution(const char* traceJson,
+                                                        MockNnapi_RecordedExecution** recorded);
+MOCK_NNAPI_EXPORT void MockNnapi_freeRecordedExecution(MockNnapi_RecordedExecution* recorded);
+/* Re-times a recorded execution on the model's devices, found by the trace's device names: the
+ * operations keep their work, classes, fusion and transfers; every duration comes from the
+ * model's profile. With the profile the trace was recorded on, the times are the trace's own.
+ * Fills `times`, and, when `retimedJson` is not NULL, sets it to the re-timed trace object
+ * (valid until the next call on this thread). BAD_DATA when the profile lacks a device of the
+ * trace. */
+MOCK_NNAPI_EXPORT int MockNnapi_retimeExecution(const MockNnapi_CostModel* model,
+                                                const MockNnapi_RecordedExecution* recorded,
+                                                MockNnapi_ModelledTimes* times,
+                                                const char** retimedJson);
+
+/* The cost model's class names, as JSON: {"operation_classes": [...], "data_classes": [...],
+ * "operations": {"ADD": "elementwise", ...}} (every NNAPI operation's class). */
+MOCK_NNAPI_EXPORT const char* MockNnapi_getCostClasses(void);
+
 #ifdef __cplusplus
 }
 #endif

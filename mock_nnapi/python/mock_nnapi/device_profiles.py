@@ -7,7 +7,9 @@ module is the one Python reader of the same files, for what must work where the 
 NNAPI library in use (on a phone the system ``libneuralnetworks.so`` is, but the modelled
 estimates and the ``cost:`` policy still read a profile) and for reading a profile without
 selecting it. It finds a profile by name in the mock's order and answers the questions the
-Python side asks of a profile; it does not validate (select the profile in the mock for that).
+Python side asks of a profile's facts (devices, support, feature level); it does not validate
+(select the profile in the mock for that) and computes no time: every modelled time and
+efficiency comes from :mod:`mock_nnapi.cost_model`, the mock's one implementation.
 """
 
 from __future__ import annotations
@@ -128,26 +130,3 @@ def runtime_feature_level(data: dict[str, Any]) -> int:
     """The runtime's feature level as written in the profile (1-8 or a FeatureLevelCode;
     default 8)."""
     return int(data.get("runtime", {}).get("feature_level", 8))
-
-
-def device_efficiency(
-    device: dict[str, Any], side: str, operation_class: str, data_class: str
-) -> float:
-    """The fraction of peak compute (``side="compute"``) or of memory bandwidth
-    (``side="memory"``) a profile device reaches for one operation class and data class, read
-    as the mock reads it (docs/device-profiles.md): ``<side>_efficiency`` of the class (for the
-    data class, else the class's ``default``), else that table's ``default`` entry, else
-    ``efficiency`` of the class, else ``efficiency.default``."""
-    if side not in ("compute", "memory"):
-        raise ValueError(f"side must be 'compute' or 'memory', got {side!r}")
-    single = device["efficiency"]
-    value = float(single.get(operation_class, single["default"]))
-    table: dict[str, Any] = device.get(f"{side}_efficiency", {})
-    for key in ("default", operation_class):
-        entry = table.get(key)
-        if isinstance(entry, dict):
-            picked: Any = entry.get(data_class, entry.get("default", value))
-            value = float(picked)
-        elif isinstance(entry, (int, float)):
-            value = float(entry)
-    return value
