@@ -1393,12 +1393,12 @@ def _rss_kib(field: str) -> int:
 def memory_probe() -> int:
     """In a child process: build TinyLlama-1.1B (random weights, NNAPI prefill), then reset the
     peak-RSS counter and run one prefill of 128 tokens. Prints JSON."""
-    from tvm_nnapi.llm import cli
+    from tvm_nnapi.llm import build_engine
     from tvm_nnapi.llm.config import TINYLLAMA_1_1B
 
     config = TINYLLAMA_1_1B
     start = time.perf_counter()
-    engine = cli._engine(config, "float32", True, None, 0)
+    engine = build_engine(config, "float32", True, None, 0)
     built = time.perf_counter() - start
     ready_kib = _rss_kib("VmRSS")
     build_peak_kib = _rss_kib("VmHWM")

@@ -31,8 +31,8 @@ from pathlib import Path
 
 from llm_experiments import update_docs  # the same marker-delimited docs section
 
-from tvm_nnapi.llm import experiments as llm_experiments
-from tvm_nnapi.tools import precision_experiments as pe
+from tvm_nnapi.experiments import llm as llm_experiments
+from tvm_nnapi.experiments import precision as pe
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMAND = "python bench/precision_experiments.py"

@@ -17,7 +17,7 @@ from tvm import relax
 
 from mock_nnapi import control
 from tvm_nnapi import llm
-from tvm_nnapi.llm.experiments import LlmEstimator
+from tvm_nnapi.experiments.llm import LlmEstimator
 from tvm_nnapi.tools.estimate import HostModel, PreparedEstimate, estimate
 
 PHONE = "snapdragon-8-gen-2"

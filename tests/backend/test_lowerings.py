@@ -445,6 +445,56 @@ def test_the_compiler_never_imports_the_tools():
             assert not above, f"{name} imports {sorted(above)}"
 
 
+def _package_of(module: str) -> str:
+    """``tvm_nnapi.tools.estimate`` -> ``tools``; a top-level module is its own package."""
+    return module.split(".")[1] if module.count(".") else module
+
+
+def test_tvm_nnapi_packages_import_one_way():
+    """No cycle between packages (tools, llm, experiments, commands, ...), nothing imports the
+    commands but the entry points, and the runtime imports nothing of the mock's package but
+    the locator of the mock library it defaults to on a host (profiles, cost model and controls
+    are the tools' business)."""
+    edges: dict[str, set[str]] = {}
+    for name, imported in _import_graph().items():
+        if name.count(".") == 0:
+            continue
+        source = _package_of(name)
+        edges.setdefault(source, set()).update(
+            _package_of(m) for m in imported if _package_of(m) != source
+        )
+    for source, targets in edges.items():
+        if "commands" in targets:
+            assert source in ("cli", "__main__"), f"{source} imports the commands"
+    visiting: list[str] = []
+    done: set[str] = set()
+
+    def visit(package: str) -> None:
+        if package in done:
+            return
+        assert package not in visiting, " -> ".join([*visiting[visiting.index(package) :], package])
+        visiting.append(package)
+        for target in sorted(edges.get(package, ())):
+            visit(target)
+        visiting.pop()
+        done.add(package)
+
+    for package in sorted(edges):
+        visit(package)
+    for path in (PACKAGE / "runtime").rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            mock = [n for n in names if n.split(".")[0] == "mock_nnapi"]
+            assert all(n == "mock_nnapi._library" for n in mock), (path, mock)
+
+
 # ---- what the converters emit --------------------------------------------------------------------
 
 

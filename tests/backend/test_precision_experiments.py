@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tvm_nnapi.tools import precision_experiments as pe
+from tvm_nnapi.experiments import precision as pe
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE = "snapdragon-8-gen-2"

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tvm_nnapi.compiler.patterns import PartitionOptions
-from tvm_nnapi.llm.experiments import LlmEstimator
+from tvm_nnapi.experiments.llm import LlmEstimator
 from tvm_nnapi.tools.w8a8 import per_tensor_w8a8_graph, w8a8_graph
 
 PROFILE = "snapdragon-8-gen-2"

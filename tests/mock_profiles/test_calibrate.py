@@ -208,3 +208,26 @@ def test_derive_is_what_the_cli_does(tmp_path):
     expected = calibrate.derive(load_profile("snapdragon-8-gen-2"), load_profile("tensor-g2"))
     assert derived == expected
     control.set_profile(str(out))  # passes the mock's strict reader
+
+
+def test_calibration_imports_without_tvm():
+    """Calibration, the cost model and the device profiles need no TVM (a process where
+    ``import tvm`` fails)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys; sys.modules['tvm'] = None\n"
+        "import tvm_nnapi.tools.calibrate, tvm_nnapi.commands.calibrate\n"
+        "import mock_nnapi.cost_model, mock_nnapi.device_profiles\n"
+        "import tvm_nnapi\n"
+        "try:\n"
+        "    tvm_nnapi.build\n"
+        "except ImportError as error:\n"
+        "    print('refused:', error)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "refused: tvm_nnapi.build needs TVM" in done.stdout

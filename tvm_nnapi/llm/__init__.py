@@ -14,45 +14,57 @@ print(llm.offload_report(mod, llm.TINY, seq_len=128).format())  # what prefill o
 
 from __future__ import annotations
 
-from .config import (
-    CONFIGS,
-    LLAMA2_7B,
-    MISTRAL_7B,
-    QWEN1_5_7B,
-    QWEN2_7B,
-    TINY,
-    TINY_QWEN,
-    TINYLLAMA_1_1B,
-    LlamaConfig,
-    get_config,
-)
-from .dispatch import (
-    NNAPIDispatch,
-    OffloadReport,
-    attention_flops,
-    bind_weights,
-    build_llm,
-    offload_report,
-)
-from .generate import (
-    GenerationResult,
-    LlamaEngine,
-    SamplingConfig,
-    generate_text,
-    load_tokenizer,
-    sample_token,
-)
-from .model import ENTRY_FUNCTIONS, LlamaForCausalLM, export_model
-from .weights import (
-    SafetensorsCheckpoint,
-    WeightError,
-    hf_sources,
-    load_safetensors,
-    param_specs,
-    random_weights,
-    save_safetensors,
-    to_hf_tensors,
-)
+import importlib
+from typing import Any
+
+#: Public names and the module that defines each (imported on first use, so that importing
+#: ``tvm_nnapi.llm.config`` needs no TVM).
+_LAZY = {
+    "CONFIGS": ".config",
+    "LLAMA2_7B": ".config",
+    "MISTRAL_7B": ".config",
+    "QWEN1_5_7B": ".config",
+    "QWEN2_7B": ".config",
+    "TINY": ".config",
+    "TINY_QWEN": ".config",
+    "TINYLLAMA_1_1B": ".config",
+    "LlamaConfig": ".config",
+    "get_config": ".config",
+    "NNAPIDispatch": ".dispatch",
+    "OffloadReport": ".dispatch",
+    "attention_flops": ".dispatch",
+    "bind_weights": ".dispatch",
+    "build_llm": ".dispatch",
+    "offload_report": ".dispatch",
+    "build_engine": ".engine",
+    "GenerationResult": ".generate",
+    "LlamaEngine": ".generate",
+    "SamplingConfig": ".generate",
+    "generate_text": ".generate",
+    "load_tokenizer": ".generate",
+    "sample_token": ".generate",
+    "ENTRY_FUNCTIONS": ".model",
+    "LlamaForCausalLM": ".model",
+    "export_model": ".model",
+    "SafetensorsCheckpoint": ".weights",
+    "WeightError": ".weights",
+    "hf_sources": ".weights",
+    "load_safetensors": ".weights",
+    "param_specs": ".weights",
+    "random_weights": ".weights",
+    "save_safetensors": ".weights",
+    "to_hf_tensors": ".weights",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tvm_nnapi.llm' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CONFIGS",
@@ -75,6 +87,7 @@ __all__ = [
     "WeightError",
     "attention_flops",
     "bind_weights",
+    "build_engine",
     "build_llm",
     "export_model",
     "generate_text",

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""What the accelerators buy, MODELLED (issue 16, docs/experiments.md "Precision"): CV networks
+"""What the accelerators buy, MODELLED (docs/experiments.md "Precision"): CV networks
 per phone profile and precision, LLM prefill with relaxed float16, a W8A8 LLM prefill what-if,
 and the measured accuracy of that W8A8 scheme. ``bench/precision_experiments.py`` runs it and
 writes the docs section.
@@ -27,7 +27,6 @@ accuracy check, which is measured in numpy on the host (:mod:`tvm_nnapi.llm.w8a8
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -36,9 +35,10 @@ from typing import Any
 import numpy as np
 
 from ..compiler.patterns import PartitionOptions
-from ..llm.experiments import MODELS, PHONE_PROFILES, PROMPT_LENGTHS, THESIS_BAND, LlmEstimator
-from .estimate import Estimate, PreparedEstimate
-from .w8a8 import w8a8_graph
+from ..tools.estimate import Estimate, PreparedEstimate
+from ..tools.partition_target import partition_options
+from ..tools.w8a8 import w8a8_graph
+from .llm import MODELS, PHONE_PROFILES, PROMPT_LENGTHS, THESIS_BAND, LlmEstimator
 
 BUILTIN_CV = ("residual", "mobilenet_v2_small", "mobilenet_v2")
 #: int8+relaxed-fp16: the QDQ model with relaxed float16 (``--relax-fp16``), so the operators
@@ -66,9 +66,7 @@ def relaxed_profiles(profiles: Sequence[str]) -> list[str]:
 
 def profile_options(profile: str, relaxed: bool) -> PartitionOptions:
     """The partition options ``tvm-nnapi estimate --profile P [--relax-fp16]`` uses."""
-    from ..cli import _partition_options
-
-    return _partition_options(argparse.Namespace(feature_level=None, relax_fp16=relaxed), profile)
+    return partition_options(profile, relax_fp16=relaxed)
 
 
 def _devices_text(subgraphs: Sequence[dict[str, Any]]) -> str:
@@ -153,7 +151,7 @@ def _cv_networks(
 ) -> list[tuple[str, Any, Any, tuple | None]]:
     """(name, float Relax module, torch module or None, input shape) of each CV network (of
     those in ``wanted``, when given: the others are not imported)."""
-    from .sources import load_model_source
+    from ..tools.sources import load_model_source
 
     networks: list[tuple[str, Any, Any, tuple | None]] = []
     for name in BUILTIN_CV:

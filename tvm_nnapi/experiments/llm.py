@@ -5,7 +5,7 @@ configurations on the phone profiles, TVM's CPU backend vs the NNAPI-offloaded b
 Every number is **modelled** (:mod:`tvm_nnapi.tools.estimate`, docs/cost-model.md); nothing here is
 measured. Full-size models are estimated from their shapes: weights are never allocated.
 
-    from tvm_nnapi.llm import experiments
+    from tvm_nnapi.experiments import llm as experiments
     results = experiments.run_experiments(["tinyllama-1.1b"], ["snapdragon-8-gen-2"])
     print(experiments.format_tables(results))
 """
@@ -17,14 +17,12 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import tvm
-from tvm import relax
-
 from ..compiler.patterns import PartitionOptions
-from ..tools.estimate import Estimate, GraphTransform, HostWork, PreparedEstimate
-from .config import LlamaConfig, get_config
-from .dispatch import ATTENTION_BUILTIN, attention_flops
-from .model import export_model
+from ..llm.config import LlamaConfig, get_config
+from ..llm.dispatch import ATTENTION_BUILTIN
+from ..llm.model import export_model
+from ..tools.estimate import Estimate, GraphTransform, PreparedEstimate
+from ..tools.llm_work import attention_work
 
 MODELS = ("llama-2-7b", "mistral-7b", "qwen2-7b", "tinyllama-1.1b")
 PHONE_PROFILES = ("dimensity-9000", "tensor-g2", "snapdragon-8-gen-2")
@@ -34,31 +32,6 @@ DECODE_CONTEXT = 256
 HOST_MODELS = ("profile-cpu", "tvm-default")
 #: The published band of the thesis: prefill speedup over TVM's CPU backend.
 THESIS_BAND = (3.5, 12.4)
-
-
-def attention_work(
-    config: LlamaConfig, dtype: str, seq_len: int, history: int
-) -> Callable[[relax.Call], HostWork]:
-    """Work of one layer's KV-cache attention call (rotary embedding, cache append, causal
-    attention of ``seq_len`` new tokens after ``history`` cached ones), on the host in both
-    builds: FLOPs from :func:`attention_flops`; bytes of q/k/v in, the output, the cache read
-    (``history + seq_len`` positions of k and v) and the cache write."""
-    element = tvm.runtime.DataType(dtype).bits // 8
-    d = config.head_dim
-    h_q, h_kv = config.num_attention_heads, config.num_key_value_heads
-    bytes_ = element * (
-        seq_len * (h_q + 2 * h_kv) * d  # fused qkv in
-        + seq_len * h_q * d  # attention output
-        + (history + seq_len) * 2 * h_kv * d  # k and v read from the cache
-        + seq_len * 2 * h_kv * d  # k and v appended
-    )
-    work = HostWork(
-        float(attention_flops(config, seq_len, history)),
-        float(bytes_),
-        "float16" if dtype == "float16" else "float32",
-        "matmul",
-    )
-    return lambda _call: work
 
 
 class LlmEstimator:

@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import UsageError
 
 
-def add_subcommands(subparsers: Any) -> None:
+def register(subparsers: Any) -> None:
     """Add ``llm`` (with ``generate`` and ``bench``) to the ``tvm-nnapi`` subcommands."""
     parser = subparsers.add_parser(
         "llm",
@@ -118,7 +118,7 @@ def add_subcommands(subparsers: Any) -> None:
 
 
 def _model_arguments(parser: argparse.ArgumentParser, default_model: str = "tiny-llama") -> None:
-    from .config import CONFIGS
+    from ..llm.config import CONFIGS
 
     parser.add_argument(
         "--model",
@@ -143,7 +143,7 @@ def _partition_options(args: argparse.Namespace):
 
 
 def _config(args: argparse.Namespace):
-    from .config import LlamaConfig, get_config
+    from ..llm.config import LlamaConfig, get_config
 
     try:
         if args.config:
@@ -171,44 +171,11 @@ def _check_memory(config, dtype: str, copies: int = 1) -> None:
         )
 
 
-def _engine(
-    config,
-    dtype: str,
-    nnapi: bool,
-    weights_path: str | None,
-    seed: int,
-    resident: bool = False,
-    options=None,
-):
-    import tvm
+def _build_engine(*args: Any, **kwargs: Any) -> Any:
+    """:func:`tvm_nnapi.llm.build_engine` (imported when a command needs it: TVM)."""
+    from ..llm import build_engine
 
-    from . import build_llm, export_model, load_safetensors, param_specs, random_weights
-    from .generate import LlamaEngine
-
-    mod, named_params, _ = export_model(config, dtype)
-    specs = param_specs(named_params)
-    if weights_path:
-        paths = weights_path.split(",")
-        weights = load_safetensors(paths[0] if len(paths) == 1 else paths, config, specs, dtype)
-    else:
-        weights = random_weights(specs, dtype, seed)
-    # One TVM copy of the weights, shared by the engine (embed, decode) and, when resident, by
-    # the constants bound into prefill until its NNAPI subgraphs are compiled. Each numpy array
-    # is dropped as soon as it is copied, so the two sets never coexist (peak: the weights once
-    # plus one array, not twice the weights).
-    weights.reverse()
-    tensors = []
-    while weights:
-        tensors.append(tvm.runtime.tensor(weights.pop()))
-    del weights
-    executable = build_llm(
-        mod,
-        entry_functions=["prefill"] if nnapi else [],
-        options=options,
-        resident_weights=tensors if resident else None,
-        weight_names=[name for name, _ in specs],
-    )
-    return LlamaEngine(executable, config, tensors, dtype)
+    return build_engine(*args, **kwargs)
 
 
 def _progress(message: str) -> None:
@@ -218,7 +185,7 @@ def _progress(message: str) -> None:
 def cmd_generate(args: argparse.Namespace) -> int:
     """Generate with a Llama-family model: prefill on NNAPI (the mock here, the phone's NNAPI on
     Android) or everything on the host. Text is streamed as it is generated."""
-    from .generate import SamplingConfig, generate_text, load_tokenizer
+    from ..llm.generate import SamplingConfig, generate_text, load_tokenizer
 
     config = _config(args)
     if args.prompt is not None and not args.tokenizer:
@@ -245,10 +212,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
         where += ", relaxed float16"
     _progress(f"building {config.name} ({args.dtype}, {where})...")
     start = time.perf_counter()
-    from .weights import WeightError
+    from ..llm.weights import WeightError
 
     try:
-        engine = _engine(
+        engine = _build_engine(
             config,
             args.dtype,
             args.nnapi,
@@ -328,7 +295,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     then the MODELLED estimate on a phone profile (docs/experiments.md). With
     --resident-weights, the build with its weights bound as NNAPI constants is measured and
     modelled as well."""
-    from .experiments import LlmEstimator
+    from ..experiments.llm import LlmEstimator
 
     config = _config(args)
     if args.prompt_length < 1 or args.decode_tokens < 1 or args.repeat < 1:
@@ -342,7 +309,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.resident_weights:
         builds.insert(1, ("nnapi-resident", True, True))
     _check_memory(config, args.dtype, copies=len(builds))  # before the estimate's work
-    from .config import get_config
+    from ..llm.config import get_config
 
     try:
         estimate_config = get_config(args.estimate_model) if args.estimate_model else config
@@ -367,7 +334,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     for label, nnapi, resident in builds:
         _progress(f"building {config.name} ({label})...")
         options = _partition_options(args) if nnapi else None
-        engines[label] = _engine(config, args.dtype, nnapi, None, 0, resident, options)
+        engines[label] = _build_engine(config, args.dtype, nnapi, None, 0, resident, options)
         _prefill(engines[label], prompt)  # warm-up: NNAPI compilation of this prompt length
     # The builds take turns, one prefill and one decode run each per round: a drift of the
     # machine's speed (other load) reaches every build alike.

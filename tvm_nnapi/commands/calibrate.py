@@ -1,0 +1,153 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``tvm-nnapi calibrate`` (fit a device profile to measured rows) and ``tvm-nnapi measure``
+(time calibration workloads through NNAPI): docs/cost-model.md, "Calibration"."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from ..errors import CalibrationError
+from ..tools.calibrate import (
+    TIMINGS,
+    derive,
+    fit,
+    fit_summary,
+    measure,
+    read_measurements,
+    write_measurements,
+    write_profile,
+)
+
+
+def _spec(text: str) -> tuple[str, str, str]:
+    parts = text.split(":")
+    if len(parts) != 3 or not all(parts):
+        import argparse
+
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected WORKLOAD:PRECISION:DEVICE, e.g. mobilenet_v2:float16:qti-dsp"
+        )
+    return parts[0], parts[1], parts[2]
+
+
+def cmd_calibrate(args: Any) -> int:
+    """Fit a device profile's cost-model parameters to measured rows (CSV or the JSON that
+    `tvm-nnapi measure` writes): least squares on log time, bounded by physical limits. Writes
+    the calibrated profile (each fitted parameter cited in `sources`) and prints the error of
+    fit per row. Every modelled number is labelled modelled (docs/cost-model.md)."""
+    import sys
+
+    from mock_nnapi.device_profiles import ProfileNotFoundError, load_profile
+
+    try:
+        if args.derive_from:
+            derived = derive(load_profile(args.derive_from), load_profile(args.profile))
+            if args.name:
+                derived["name"] = args.name
+            if not args.measurements:
+                write_profile(derived, args.output)
+                print(f"derived profile: {args.output} (estimates carried over, no fit)")
+                return 0
+            write_profile(derived, args.output)
+            args.profile = args.output
+        if not args.measurements:
+            raise CalibrationError("give measurement files to fit (or --derive-from)")
+        rows = [row for path in args.measurements for row in read_measurements(path)]
+        result = fit(args.profile, rows, prior_weight=args.prior_weight, name=args.name)
+    except (CalibrationError, ProfileNotFoundError, FileNotFoundError) as error:
+        print(f"tvm-nnapi calibrate: {error}", file=sys.stderr)
+        return 2
+    write_profile(result.profile, args.output)
+    table = result.report()
+    if args.report:
+        Path(args.report).write_text(table)
+    if args.json:
+        print(json.dumps(fit_summary(result), indent=2))
+    else:
+        print(f"calibrated profile: {args.output} ({len(result.fitted)} parameters fitted)")
+        print("error of fit per row (modelled = cost model, published = the row):")
+        print(table, end="")
+    return 0
+
+
+def cmd_measure(args: Any) -> int:
+    """Time workloads on the NNAPI library in use (a phone's libneuralnetworks.so through
+    TVM_NNAPI_LIBRARY, or the mock, where every number is modelled) and write the rows
+    `tvm-nnapi calibrate` reads: wall clock and NNAPI getDuration per workload and device."""
+    import sys
+
+    from mock_nnapi import _library, control
+
+    try:
+        if args.profile:
+            if not _library.is_mock():
+                raise CalibrationError("--profile needs the mock NNAPI (TVM_NNAPI_LIBRARY is set)")
+            control.set_profile(args.profile)
+        timings = measure(args.workloads, repeats=args.repeats)
+        rows = [t.measurement(args.timing, source=args.source) for t in timings]
+    except (CalibrationError, ValueError, OSError) as error:
+        print(f"tvm-nnapi measure: {error}", file=sys.stderr)
+        return 2
+    metadata = {
+        "nnapi_library": str(_library.library_path()),
+        "mock": _library.is_mock(),
+        "profile": control.profile_name() if _library.is_mock() else None,
+        "timings": [asdict(t) for t in timings],
+    }
+    write_measurements(args.output, rows, metadata)
+    for row in rows:
+        print(f"{row.id}: {row.measured:.4g} {row.unit} ({row.configuration})")
+    return 0
+
+
+def register(commands: Any) -> None:
+    """Adds ``calibrate`` and ``measure`` to the ``tvm-nnapi`` command line."""
+    calibrate = commands.add_parser(
+        "calibrate",
+        help="fit a device profile to measured rows and report the error of fit",
+        description=cmd_calibrate.__doc__,
+    )
+    calibrate.add_argument("profile", help="starting profile (a name or a .json path)")
+    calibrate.add_argument(
+        "measurements", nargs="*", help="measurement files (.csv or tvm_nnapi.measurements/1 .json)"
+    )
+    calibrate.add_argument(
+        "--derive-from",
+        metavar="CALIBRATED",
+        help="first copy the timing parameters of this calibrated profile's devices of the same "
+        "kind (for a SoC without measurements; labelled estimates)",
+    )
+    calibrate.add_argument("-o", "--output", required=True, help="calibrated profile to write")
+    calibrate.add_argument("--name", help="name of the calibrated profile (default: unchanged)")
+    calibrate.add_argument(
+        "--prior-weight",
+        type=float,
+        default=0.05,
+        help="weight of the pull towards the starting values, per log-parameter (default 0.05)",
+    )
+    calibrate.add_argument("--report", metavar="OUT.md", help="write the error-of-fit table")
+    calibrate.add_argument("--json", action="store_true", help="print a JSON summary")
+    calibrate.set_defaults(handler=cmd_calibrate)
+
+    measure_parser = commands.add_parser(
+        "measure",
+        help="time calibration workloads through NNAPI (getDuration and wall clock)",
+        description=cmd_measure.__doc__,
+    )
+    measure_parser.add_argument(
+        "workloads", nargs="+", type=_spec, metavar="WORKLOAD:PRECISION:DEVICE"
+    )
+    measure_parser.add_argument("-o", "--output", required=True, help=".json or .csv to write")
+    measure_parser.add_argument(
+        "--timing",
+        choices=TIMINGS,
+        default="wall",
+        help="which time the rows carry (default wall; on the mock use in_driver)",
+    )
+    measure_parser.add_argument("--repeats", type=int, default=10, help="timed executions")
+    measure_parser.add_argument("--profile", help="mock profile to select first (mock only)")
+    measure_parser.add_argument("--source", default="", help="the rows' source column")
+    measure_parser.set_defaults(handler=cmd_measure)

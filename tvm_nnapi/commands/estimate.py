@@ -1,0 +1,162 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``tvm-nnapi estimate``: the modelled latency of the NNAPI-offloaded program against the
+all-host one on a device profile (every time an output of the cost model, never measured)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .common import Progress, partition_options
+from .pipeline import ModelCommand, add_model_arguments, run_model_command
+
+
+def estimate_document(args: argparse.Namespace, source, profile: str | None, progress: Progress):
+    try:
+        from tvm_nnapi.tools.estimate import estimate
+    except ImportError as error:
+        raise RuntimeError(
+            f"the estimation engine (tvm_nnapi.tools.estimate) is not available: {error}"
+        ) from error
+    from tvm import relax
+
+    # The engine binds the entry's symbols itself: hand it the module as loaded.
+    module = source.symbolic_module
+    defined = {str(v) for v in relax.analysis.defined_symbolic_vars(module[source.entry])}
+    shapes = {name: value for name, value in source.shapes.items() if name in defined}
+    extern_work = None
+    if source.kind == "llm":
+        # The KV-cache attention runs on the host in both programs; its work comes from the
+        # configuration (for decode, seq_len is the number of tokens already in the cache).
+        from tvm_nnapi.llm.dispatch import ATTENTION_BUILTIN
+        from tvm_nnapi.tools.llm_work import attention_work
+
+        seq_len = source.shapes.get("seq_len", 1)
+        new_tokens, history = (seq_len, 0) if source.entry == "prefill" else (1, seq_len)
+        work = attention_work(source.llm_config, source.llm_dtype, new_tokens, history)
+        extern_work = {ATTENTION_BUILTIN: work}
+    progress(f"costing the NNAPI subgraphs on {profile} (modelled)...")
+    result = estimate(
+        module,
+        profile or "reference",
+        shapes=shapes,
+        entry=source.entry,
+        host_model=getattr(args, "host_model", "profile-cpu"),
+        weights=getattr(args, "weights", "input"),
+        options=partition_options(args, profile),
+        extern_work=extern_work,
+    )
+    return result.to_dict()
+
+
+def devices_from_estimate(
+    args: argparse.Namespace, source, profile: str | None, progress: Progress
+) -> dict[str, list[str]]:
+    """Which devices of the profile run each NNAPI subgraph (NNAPI decides when it compiles):
+    from the estimation engine, which compiles every subgraph on the mock with the profile. An
+    empty result when the engine cannot (e.g. a symbolic dimension without a value)."""
+    try:
+        estimate = estimate_document(args, source, profile, progress)
+    except Exception as error:  # the explanation stands without devices
+        progress(f"devices not known: {error}")
+        return {}
+    return {row["name"]: row["devices"] for row in estimate["subgraphs"]}
+
+
+def print_estimate(console, estimate: dict[str, Any]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from tvm_nnapi.tools.estimate import why_nnapi_loses
+    from tvm_nnapi.tools.report import _format_us, format_speedup
+
+    table = Table(title=f"Estimate on {estimate['profile']} (MODELLED, not measured; per call)")
+    columns = (
+        "subgraph",
+        "calls",
+        "devices",
+        "compute",
+        "set-up",
+        "transfers",
+        "driver",
+        "NNAPI / call",
+        "host / call",
+        "speedup",
+    )
+    for column in columns:
+        table.add_column(
+            column, overflow="fold", justify="left" if column == "subgraph" else "right"
+        )
+    for sub in estimate.get("subgraphs", []):
+        table.add_row(
+            sub["name"],
+            str(sub.get("calls", 1)),
+            ", ".join(sub.get("devices", [])),
+            _format_us(sub.get("modelled_compute_us")),
+            _format_us(sub.get("modelled_input_setup_us")),
+            _format_us(sub.get("modelled_transfer_us")),
+            _format_us(sub.get("modelled_driver_overhead_us")),
+            _format_us(sub.get("modelled_nnapi_us")),
+            _format_us(sub.get("modelled_host_us")),
+            format_speedup(sub.get("modelled_speedup")),
+        )
+    console.print(table)
+    totals = estimate.get("totals", {})
+    console.print(
+        f"modelled: NNAPI-offloaded program {_format_us(totals.get('modelled_nnapi_program_us'))}"
+        f", all-host program {_format_us(totals.get('modelled_host_program_us'))}, speedup "
+        f"{format_speedup(totals.get('modelled_speedup'))} (host operators in both: "
+        f"{_format_us(totals.get('modelled_host_only_us'))})"
+    )
+    reason = why_nnapi_loses(estimate)
+    if reason:
+        console.print(escape(reason))
+
+
+def _stage(
+    args: argparse.Namespace, source: Any, document: dict[str, Any], graph: Any, progress: Progress
+) -> None:
+    source.check_bound()
+    document["estimate"] = estimate_document(args, source, document["profile"], progress)
+    document["explain"]["subgraph_devices"] = {
+        row["name"]: row["devices"] for row in document["estimate"]["subgraphs"]
+    }
+
+
+ESTIMATE = ModelCommand(
+    "estimate", _stage, render=lambda out, document: print_estimate(out, document["estimate"])
+)
+
+
+def cmd_estimate(args: argparse.Namespace) -> int:
+    """Modelled latency of the NNAPI-offloaded program vs the all-host program on a device
+    profile, per NNAPI subgraph and in total. Every time is an output of the cost model
+    (docs/cost-model.md), never a measurement."""
+    return run_model_command(args, ESTIMATE)
+
+
+def register(commands: Any) -> None:
+    """Adds ``estimate`` to the ``tvm-nnapi`` subcommands."""
+    estimate = commands.add_parser(
+        "estimate",
+        help="modelled latency: NNAPI-offloaded vs all-host program on a phone profile",
+        description=cmd_estimate.__doc__,
+    )
+    add_model_arguments(
+        estimate,
+        "device profile to model (a name such as snapdragon-8-gen-2, or a .json path; "
+        "default: the mock's current profile)",
+    )
+    estimate.add_argument(
+        "--host-model",
+        choices=["profile-cpu", "tvm-default"],
+        default="profile-cpu",
+        help="how TVM's host code is modelled (docs/cost-model.md; default profile-cpu)",
+    )
+    estimate.add_argument(
+        "--weights",
+        choices=["input", "resident"],
+        default="input",
+        help="weights copied to the device at every call (input, as built) or resident",
+    )
+    estimate.set_defaults(handler=cmd_estimate)

@@ -1,0 +1,46 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``tvm-nnapi explain``: which operators go to NNAPI (as which NNAPI operations) and why the
+others stay on the host."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .common import Progress
+from .estimate import devices_from_estimate
+from .pipeline import ModelCommand, add_model_arguments, run_model_command
+
+
+def _stage(
+    args: argparse.Namespace, source: Any, document: dict[str, Any], graph: Any, progress: Progress
+) -> None:
+    if args.profile:
+        document["explain"]["subgraph_devices"] = devices_from_estimate(
+            args, source, document["profile"], progress
+        )
+
+
+EXPLAIN = ModelCommand("explain", _stage)
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    """Show, for a model, which operators go to NNAPI (and as which NNAPI operations) and why
+    the others stay on the host (typed reasons: dtype, rank, attribute, feature level, device
+    support, cost policy). Nothing is built or run."""
+    return run_model_command(args, EXPLAIN)
+
+
+def register(commands: Any) -> None:
+    """Adds ``explain`` to the ``tvm-nnapi`` subcommands."""
+    explain = commands.add_parser(
+        "explain",
+        help="which operators go to NNAPI, as which NNAPI operations, and why others do not",
+        description=cmd_explain.__doc__,
+    )
+    add_model_arguments(
+        explain,
+        "device profile of the target: its runtime feature level and the operations its "
+        "devices support decide what is offloaded",
+    )
+    explain.set_defaults(handler=cmd_explain)

@@ -1,0 +1,294 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``tvm-nnapi run``: build with NNAPI offload, run on the NNAPI library in use and on host llvm,
+compare (optionally operator by operator), write a Perfetto trace of the modelled timeline."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any
+
+from ..errors import UsageError
+from .common import Progress, device_choice_text, partition_options
+from .pipeline import ModelCommand, add_model_arguments, run_model_command
+
+
+def _safe_name(text: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text.rsplit("/", 1)[-1]).strip("_") or "model"
+
+
+def _run(args: argparse.Namespace, source, graph, progress: Progress):
+    import json
+
+    from tvm_nnapi.tools.graph_view import assign_devices_from_traces
+    from tvm_nnapi.tools.report import timeline_from_traces
+    from tvm_nnapi.tools.run import chrome_trace, run_model
+
+    options = partition_options(args, getattr(args, "profile", None))
+    if getattr(args, "layerwise", False) and source.kind == "llm":
+        raise UsageError(
+            f"{source.spec}: --layerwise compares the subgraphs of one function run on its "
+            "inputs; an LLM runs through its engine (KV cache, several functions) and is not "
+            "supported yet: use a module (a built-in CNN, .py, .onnx, TVMScript)"
+        )
+    result = run_model(source, seed=args.seed, rtol=args.rtol, progress=progress, options=options)
+    layers = None
+    if getattr(args, "layerwise", False):
+        import tvm_nnapi
+        from tvm_nnapi.tools.layerwise import layerwise
+        from tvm_nnapi.tools.run import computation_precision, random_inputs
+
+        progress("comparing every NNAPI operator with the host (--layerwise)...")
+        partitioned = tvm_nnapi.partition(source.module, options, source.partition_entries)
+        layers = layerwise(
+            source,
+            partitioned,
+            random_inputs(source, args.seed),
+            computation_precision(source, options.relax_fp32_to_fp16),
+            args.rtol,
+        )
+    labels = [name for name, _ in graph.subgraph_calls]
+    if len(labels) != len(result.traces):
+        labels = []
+    assign_devices_from_traces(graph, result.traces)
+    trace_path = args.trace or f"{_safe_name(source.spec)}.trace.json"
+    if trace_path != "-":
+        with open(trace_path, "w", encoding="utf-8") as file:
+            json.dump(chrome_trace(result, labels), file)
+        result.trace_file = trace_path
+    data = result.to_dict()
+    data["device_choice"] = getattr(args, "device_choice", None)
+    if layers is not None:
+        data["layerwise"] = layers.to_dict()
+    if args.result:
+        with open(args.result, "w", encoding="utf-8") as file:
+            json.dump(data, file, indent=2)
+    return data, timeline_from_traces(result.traces, labels)
+
+
+def _print_run(console, run: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    from tvm_nnapi.tools.report import _format_us
+
+    table = Table(title="Run on the mock NNAPI vs host llvm")
+    table.add_column("measure")
+    table.add_column("value", justify="right", overflow="fold")
+    table.add_row("NNAPI library", run["nnapi_library"])
+    table.add_row("device profile", run["profile"])
+    table.add_row("NNAPI devices chosen", device_choice_text(run.get("device_choice")))
+    devices = sorted({d for e in run["modelled"]["executions"] for d in e["devices"]})
+    table.add_row("NNAPI devices that ran operations (mock traces)", ", ".join(devices) or "none")
+    table.add_row(
+        "NNAPI executions / operations (mock counters)",
+        f"{run['nnapi_executions']} / {run['nnapi_operations_executed']}",
+    )
+    table.add_row("max |NNAPI - llvm|", f"{run['max_abs_error']:.3e}")
+    table.add_row("max |NNAPI - llvm| / max |llvm|", f"{run['max_rel_error']:.3e}")
+    tolerances = sorted(
+        {(o["tolerance"], o.get("precision") or o["dtype"]) for o in run["outputs"]}
+    )
+    table.add_row(
+        "tolerance (precision computed in)",
+        ", ".join(
+            f"{tol:g} steps ({precision})" if precision == "quant8" else f"{tol:.0e} ({precision})"
+            for tol, precision in tolerances
+        ),
+    )
+    quantized = [o for o in run["outputs"] if o.get("max_error_steps") is not None]
+    if quantized:
+        table.add_row(
+            "max error in output quantization steps",
+            ", ".join(f"{o['max_error_steps']:.2f}" for o in quantized),
+        )
+        table.add_row(
+            "top-1 agrees with llvm",
+            ", ".join("yes" if o["top1_agrees"] else "no" for o in quantized),
+        )
+    for name, seconds in run["measured_seconds"].items():
+        table.add_row(f"{name.replace('_', ' ')} (measured on this host)", f"{seconds:.4f} s")
+    table.add_row(
+        "NNAPI executions (MODELLED on the profile)", _format_us(run["modelled"]["nnapi_total_us"])
+    )
+    if run.get("trace_file"):
+        table.add_row("Perfetto trace (modelled times)", run["trace_file"])
+    console.print(table)
+    if run.get("layerwise") is not None:
+        _print_layerwise(console, run["layerwise"])
+    if run["passed"]:
+        console.print("[green]OK[/green]: results match the host llvm build")
+    elif not run["nnapi_ran"] and run["nnapi_subgraphs"]:
+        console.print("[red]FAIL[/red]: NNAPI did not run although the model has NNAPI subgraphs")
+    else:
+        console.print("[red]MISMATCH[/red]: results differ from the host llvm build")
+
+
+def _layer_text(row: dict[str, Any]) -> str:
+    operators = " + ".join(op.removeprefix("relax.") for op in row["relax_operators"])
+    operations = ", ".join(row["nnapi_operations"]) or "?"
+    return (
+        f"{row['subgraph']} call {row['call_index']}, {row['binding']} "
+        f"({operators} -> NNAPI {operations})"
+    )
+
+
+def _print_layerwise(console, layers: dict[str, Any]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    rows = layers["rows"]
+    first = layers["first_divergence"]
+    table = Table(
+        title=f"Layer-wise: each NNAPI operator vs the host on the same inputs "
+        f"({layers['operators_compared']} operators, {layers['precision']})"
+    )
+    columns = (
+        "subgraph",
+        "call",
+        "binding",
+        "Relax",
+        "NNAPI",
+        "max error (rel / steps)",
+        "tolerance",
+    )
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    # The first over the tolerance, then the largest errors against their tolerance (at most 8).
+    shown = sorted(rows, key=lambda r: -_layer_excess(r))[:8]
+    if first is not None and first not in shown:
+        shown = [first, *shown[:7]]
+    for row in shown:
+        marker = "[red]" if not row["passed"] else ""
+        table.add_row(
+            row["subgraph"],
+            str(row["call_index"]),
+            row["binding"],
+            escape(" + ".join(op.removeprefix("relax.") for op in row["relax_operators"])),
+            ", ".join(row["nnapi_operations"]),
+            f"{marker}{_layer_error(row)}",
+            _layer_tolerance(row),
+        )
+    console.print(table)
+    if first is None:
+        console.print(
+            f"layer-wise: every one of the {len(rows)} NNAPI operators is within tolerance"
+        )
+    else:
+        console.print(
+            f"[red]layer-wise: first operator over the tolerance[/red]: "
+            f"{escape(_layer_text(first))}: "
+            + (
+                f"max |NNAPI - host| = {first['max_error_steps']:g} quantization steps > "
+                f"{first['tolerance']:g}"
+                if first.get("max_error_steps") is not None
+                else f"max |NNAPI - host| / max |host| = {first['max_rel_error']:.3e} > "
+                f"{first['tolerance']:.0e}"
+            )
+        )
+
+
+def _layer_error(row: dict[str, Any]) -> str:
+    """A row's error: in quantization steps for a quantized result, else relative."""
+    if row.get("max_error_steps") is not None:
+        return f"{row['max_error_steps']:g} steps"
+    return f"{row['max_rel_error']:.3e}"
+
+
+def _layer_tolerance(row: dict[str, Any]) -> str:
+    if row.get("max_error_steps") is not None:
+        return f"{row['tolerance']:g} steps"
+    return f"{row['tolerance']:.0e}"
+
+
+def _layer_excess(row: dict[str, Any]) -> float:
+    """A row's error as a multiple of its tolerance (to show the worst rows first)."""
+    error = row.get("max_error_steps")
+    error = row["max_rel_error"] if error is None else error
+    tolerance = row["tolerance"]
+    return error / tolerance if tolerance else (math.inf if error else 0.0)
+
+
+def _check_spec(args: argparse.Namespace) -> None:
+    if args.model.startswith("llm:"):
+        # Before exporting the model: refuse weights too large to allocate.
+        from ..tools.run import check_llm_weights
+        from ..tools.sources import parse_llm_spec
+
+        check_llm_weights(args.model, *parse_llm_spec(args.model))
+
+
+def _check_source(source: Any) -> None:
+    from ..tools.run import check_runnable
+
+    check_runnable(source)
+
+
+def _stage(
+    args: argparse.Namespace, source: Any, document: dict[str, Any], graph: Any, progress: Progress
+) -> None:
+    explanation = document["explain"]
+    document["run"], document["timeline"] = _run(args, source, graph, progress)
+    explanation["graph"] = graph.to_dict()  # with the devices the run used
+    if document["run"].get("layerwise"):
+        from ..tools.layerwise import LayerRow, LayerwiseResult, mark_graph
+
+        layers = document["run"]["layerwise"]
+        rows = [LayerRow(**row) for row in layers["rows"]]
+        mark_graph(explanation["graph"], LayerwiseResult(rows, layers["precision"]))
+    devices: dict[str, list[str]] = {}
+    for node in graph.nodes:
+        if node.subgraph:
+            known = devices.setdefault(node.subgraph, [])
+            known.extend(d for d in node.devices if d not in known)
+    explanation["subgraph_devices"] = devices
+
+
+RUN = ModelCommand(
+    "run",
+    _stage,
+    render=lambda out, document: _print_run(out, document["run"]),
+    check_spec=_check_spec,
+    check_source=_check_source,
+)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Build the model with NNAPI offload, run it on the mock NNAPI, run the host llvm build of
+    the same module on the same random inputs, and compare (max absolute/relative error,
+    pass/fail). Writes the mock's execution trace as Chrome trace-event JSON (open it in
+    Perfetto; times MODELLED) and, with --result, the differential result as JSON. Exit code 1
+    when the results differ."""
+    return run_model_command(args, RUN)
+
+
+def register(commands: Any) -> None:
+    """Adds ``run`` to the ``tvm-nnapi`` subcommands."""
+    run = commands.add_parser(
+        "run",
+        help="build, run on the mock NNAPI, compare with host llvm, write a Perfetto trace",
+        description=cmd_run.__doc__,
+    )
+    add_model_arguments(run, "mock device profile to run on (name or .json path)")
+    run.add_argument(
+        "--trace",
+        metavar="FILE",
+        help="Perfetto trace file (default MODEL.trace.json in the current directory; - for none)",
+    )
+    run.add_argument("--result", metavar="FILE", help="also write the differential result JSON")
+    run.add_argument(
+        "--rtol",
+        type=float,
+        default=None,
+        help="tolerance on max|NNAPI - llvm| / max|llvm| (default by the precision the model "
+        "computes in: 1e-4 float32, 1e-2 float16 and float32 with --relax-fp16)",
+    )
+    run.add_argument("--seed", type=int, default=0, help="seed of the random inputs and weights")
+    run.add_argument(
+        "--layerwise",
+        action="store_true",
+        help="also compare every NNAPI operator's output with the host computation of the same "
+        "operator on the same inputs, and name the first one over the tolerance",
+    )
+    run.set_defaults(handler=cmd_run)
