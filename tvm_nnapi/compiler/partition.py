@@ -19,9 +19,8 @@ from tvm.relax.expr_functor import PyExprMutator, mutator
 
 from .ir_utils import bindings, rename_functions
 from .lowerings import offloadable_relax_ops, pattern_table
-from .lowerings import prepare as prepare_lowerings
 from .patterns import PartitionOptions, Refusal, RefusalKind, collect_refusals
-from .prepare import prepare
+from .prepare import dedicate_dequantize, prepare
 
 CODEGEN_NAME = "nnapi"
 #: Attribute of an NNAPI subgraph function partitioned with ``relax_fp32_to_fp16``: the codegen
@@ -414,7 +413,7 @@ def partition_with_report(
     original = mod
     if options.prepare:
         mod = prepare(mod, entry_functions, nhwc=options.nhwc)
-    mod = prepare_lowerings(relax.transform.ConvertToDataflow(min_size=1)(mod))
+    mod = dedicate_dequantize(relax.transform.ConvertToDataflow(min_size=1)(mod))
     with collect_refusals() as collector:
         mod = relax.transform.FuseOpsByPattern(
             pattern_table(options),

@@ -43,6 +43,12 @@ types inferred again.
 The activation of a convolution or a matmul (relu, relu6, relu1 after its bias) is then fused
 by the patterns themselves (``nnapi.conv2d_bias_act``, ``nnapi.matmul_bias_t_act``): NNAPI's
 FuseCode operand.
+
+:func:`dedicate_dequantize` is the one rewrite the quantized lowerings
+(:mod:`.lowerings.quantized`) need: partitioning runs it on the dataflow form of every module,
+after :func:`prepare` and also when ``PartitionOptions(prepare=False)`` skips that. A
+dequantized value read by several operators is dequantized once per reader, so that each
+``dequantize -> op -> quantize`` group owns the ``dequantize`` of its input.
 """
 
 from __future__ import annotations
@@ -60,7 +66,7 @@ from .ir_utils import substitute_vars
 from .layout import nhwc_convolutions
 from .patterns import static_shape
 
-__all__ = ["FOLDABLE", "inbound_slices", "prepare", "prepare_function"]
+__all__ = ["FOLDABLE", "dedicate_dequantize", "inbound_slices", "prepare", "prepare_function"]
 
 
 def _ints(values: object) -> list[int]:
@@ -664,3 +670,88 @@ def prepare(
     if not changed:
         return mod
     return IRModule(functions, attrs=mod.attrs, global_infos=mod.global_infos)
+
+
+# ---- dedicated dequantizes -----------------------------------------------------------------------
+
+_DEQUANTIZE = "relax.dequantize"
+
+
+def _call_arg_uses(value: relax.Expr, counts: dict, other: set) -> None:
+    """Count the uses of variables as call arguments (directly or in a tuple argument); any
+    other use goes to ``other``."""
+    if isinstance(value, relax.Call):
+        for arg in value.args:
+            fields = arg.fields if isinstance(arg, relax.Tuple) else [arg]
+            for item in fields:
+                if isinstance(item, relax.Var):
+                    counts[item] = counts.get(item, 0) + 1
+                elif not isinstance(item, tvm.ir.Constant | relax.ShapeExpr):
+                    relax.analysis.post_order_visit(
+                        item, lambda n: other.add(n) if isinstance(n, relax.Var) else None
+                    )
+    else:
+        relax.analysis.post_order_visit(
+            value, lambda n: other.add(n) if isinstance(n, relax.Var) else None
+        )
+
+
+@mutator
+class _DedicateDequantize(PyExprMutator):
+    def __init__(self, shared: dict[relax.Var, relax.Call]) -> None:
+        super().__init__()
+        self.shared = shared
+
+    def visit_var_binding_(self, binding: relax.VarBinding) -> None:
+        if binding.var in self.shared:
+            return  # re-emitted at each reader
+        super().visit_var_binding_(binding)
+
+    def _fresh(self, arg: relax.Expr) -> relax.Expr:
+        if isinstance(arg, relax.Var) and arg in self.shared:
+            dq = self.shared[arg]
+            args = [self.visit_expr(a) for a in dq.args]
+            return self.builder_.emit(relax.Call(dq.op, args, dq.attrs, dq.ty_args), arg.name)
+        if isinstance(arg, relax.Tuple):
+            return relax.Tuple([self._fresh(field) for field in arg.fields])
+        return self.visit_expr(arg)
+
+    def visit_call_(self, call: relax.Call) -> relax.Expr:
+        args = [self._fresh(arg) for arg in call.args]
+        return relax.Call(call.op, args, call.attrs, call.ty_args)
+
+
+def dedicate_dequantize(mod: tvm.IRModule) -> tvm.IRModule:
+    """Give every reader of a dequantized value read by several operators its own
+    ``dequantize`` (of the same quantized value), so that each quantized group owns its input's
+    dequantize. Values used otherwise (returned, aliased) keep their one dequantize."""
+    changed = False
+    functions = {}
+    for gvar, func in mod.functions.items():
+        functions[gvar] = func
+        if not isinstance(func, relax.Function) or (func.attrs or {}).get("Composite"):
+            continue
+        dequantizes: dict[relax.Var, relax.Call] = {}
+        counts: dict[relax.Var, int] = {}
+        other: set = set()
+        if not isinstance(func.body, relax.SeqExpr):
+            continue
+        for block in func.body.blocks:
+            for binding in block.bindings:
+                value = binding.value
+                if isinstance(value, relax.Call) and value.op == tvm.ir.Op.get(_DEQUANTIZE):
+                    if isinstance(block, relax.DataflowBlock):
+                        dequantizes[binding.var] = value
+                _call_arg_uses(value, counts, other)
+        _call_arg_uses(func.body.body, counts, other)
+        shared = {
+            var: call
+            for var, call in dequantizes.items()
+            if counts.get(var, 0) > 1 and var not in other
+        }
+        if shared:
+            functions[gvar] = _DedicateDequantize(shared).visit_expr(func)
+            changed = True
+    if not changed:
+        return mod
+    return tvm.IRModule(functions, attrs=mod.attrs, global_infos=mod.global_infos)

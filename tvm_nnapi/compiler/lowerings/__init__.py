@@ -16,7 +16,7 @@ which never imports this package; nothing registers anything at import.
 
 from __future__ import annotations
 
-from tvm import IRModule, relax
+from tvm import relax
 from tvm.relax.transform import FusionPattern
 
 from ..patterns import Lowering, PartitionOptions, Refused, fusion_patterns
@@ -59,12 +59,6 @@ LOWERINGS: tuple[Lowering, ...] = (
 
 #: Operators with no lowering whose refusal explains more than "no NNAPI pattern".
 REFUSED: tuple[Refused, ...] = (*elementwise.REFUSED, *search.REFUSED)
-
-
-def prepare(mod: IRModule) -> IRModule:
-    """The rewrites the lowerings need before partitioning (each quantized group owns the
-    dequantizes it reads: :func:`quantized.dedicate_dequantize`)."""
-    return quantized.dedicate_dequantize(mod)
 
 
 def _by_name(lowerings: tuple[Lowering, ...]) -> dict[str, Lowering]:
