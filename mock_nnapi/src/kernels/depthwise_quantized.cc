@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "gemm.h"
+#include "../ops/gemm.h"
 #include "vector_convert.h"
 #include "vector_math.h"
 

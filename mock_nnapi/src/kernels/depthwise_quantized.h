@@ -12,14 +12,14 @@
 // multiply-add loop has no edge cases; every output row is then requantised from a row of int32
 // sums straight into the output (vector_convert::RequantizeRows, the requantisation of
 // conv::Requantization): no whole-tensor conversion or int32 buffer.
-#ifndef MOCK_NNAPI_SRC_OPS_DEPTHWISE_QUANTIZED_H_
-#define MOCK_NNAPI_SRC_OPS_DEPTHWISE_QUANTIZED_H_
+#ifndef MOCK_NNAPI_SRC_KERNELS_DEPTHWISE_QUANTIZED_H_
+#define MOCK_NNAPI_SRC_KERNELS_DEPTHWISE_QUANTIZED_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
-#include "conv_common.h"
+#include "../ops/conv_common.h"
 
 namespace mock_nnapi {
 namespace depthwise_quantized {
@@ -70,4 +70,4 @@ void Run(const Geometry& g, const int8_t* input, int32_t input_zero_point,
 }  // namespace depthwise_quantized
 }  // namespace mock_nnapi
 
-#endif  // MOCK_NNAPI_SRC_OPS_DEPTHWISE_QUANTIZED_H_
+#endif  // MOCK_NNAPI_SRC_KERNELS_DEPTHWISE_QUANTIZED_H_

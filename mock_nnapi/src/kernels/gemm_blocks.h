@@ -5,8 +5,8 @@
 //   neither GEMM needs an im2col copy;
 // - JobGrid: a product shared out over the pool as blocks of A's rows times groups of B's column
 //   panels (each GEMM chooses its block sizes; the grid and the grouping rule are the same).
-#ifndef MOCK_NNAPI_SRC_OPS_GEMM_BLOCKS_H_
-#define MOCK_NNAPI_SRC_OPS_GEMM_BLOCKS_H_
+#ifndef MOCK_NNAPI_SRC_KERNELS_GEMM_BLOCKS_H_
+#define MOCK_NNAPI_SRC_KERNELS_GEMM_BLOCKS_H_
 
 #include <algorithm>
 #include <cstddef>
@@ -109,4 +109,4 @@ class JobGrid {
 }  // namespace gemm
 }  // namespace mock_nnapi
 
-#endif  // MOCK_NNAPI_SRC_OPS_GEMM_BLOCKS_H_
+#endif  // MOCK_NNAPI_SRC_KERNELS_GEMM_BLOCKS_H_

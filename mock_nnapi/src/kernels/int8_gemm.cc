@@ -10,8 +10,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "../ops/gemm.h"
 #include "../statistics.h"
-#include "gemm.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>

@@ -32,8 +32,8 @@
 // - portable: plain C++ on int32 (what arm64 and other targets build), 4 rows x 32 columns; used
 //   only when MOCK_NNAPI_INT8_GEMM_KERNEL=portable asks for it (see Enabled).
 // All of them compute the same exact sums.
-#ifndef MOCK_NNAPI_SRC_OPS_INT8_GEMM_H_
-#define MOCK_NNAPI_SRC_OPS_INT8_GEMM_H_
+#ifndef MOCK_NNAPI_SRC_KERNELS_INT8_GEMM_H_
+#define MOCK_NNAPI_SRC_KERNELS_INT8_GEMM_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -130,4 +130,4 @@ const char* KernelName();
 }  // namespace int8_gemm
 }  // namespace mock_nnapi
 
-#endif  // MOCK_NNAPI_SRC_OPS_INT8_GEMM_H_
+#endif  // MOCK_NNAPI_SRC_KERNELS_INT8_GEMM_H_

@@ -19,13 +19,13 @@
 // The micro-kernel is chosen when first used (the widest the CPU runs); the environment variable
 // MOCK_NNAPI_PACKED_GEMM_KERNEL=avx512|avx2|portable selects a narrower one (read once; for tests
 // and measurements; a kernel the CPU cannot run is never chosen).
-#ifndef MOCK_NNAPI_SRC_OPS_PACKED_GEMM_H_
-#define MOCK_NNAPI_SRC_OPS_PACKED_GEMM_H_
+#ifndef MOCK_NNAPI_SRC_KERNELS_PACKED_GEMM_H_
+#define MOCK_NNAPI_SRC_KERNELS_PACKED_GEMM_H_
 
 #include <cstddef>
 #include <memory>
 
-#include "gemm.h"
+#include "../ops/gemm.h"
 #include "gemm_blocks.h"
 
 namespace mock_nnapi {
@@ -86,4 +86,4 @@ const char* KernelName();
 }  // namespace packed_gemm
 }  // namespace mock_nnapi
 
-#endif  // MOCK_NNAPI_SRC_OPS_PACKED_GEMM_H_
+#endif  // MOCK_NNAPI_SRC_KERNELS_PACKED_GEMM_H_

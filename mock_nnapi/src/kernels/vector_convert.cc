@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "gemm.h"
+#include "../ops/gemm.h"
 #include "half.h"
 #include "vector_math.h"
 

@@ -16,8 +16,8 @@
 //
 // They rely on IEEE arithmetic in the default rounding mode, without flush-to-zero (the mock is
 // built without -ffast-math).
-#ifndef MOCK_NNAPI_SRC_OPS_VECTOR_CONVERT_H_
-#define MOCK_NNAPI_SRC_OPS_VECTOR_CONVERT_H_
+#ifndef MOCK_NNAPI_SRC_KERNELS_VECTOR_CONVERT_H_
+#define MOCK_NNAPI_SRC_KERNELS_VECTOR_CONVERT_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -44,4 +44,4 @@ void RoundToHalf(float* data, size_t count);
 }  // namespace vector_convert
 }  // namespace mock_nnapi
 
-#endif  // MOCK_NNAPI_SRC_OPS_VECTOR_CONVERT_H_
+#endif  // MOCK_NNAPI_SRC_KERNELS_VECTOR_CONVERT_H_

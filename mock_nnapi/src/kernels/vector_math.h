@@ -14,8 +14,8 @@
 // The mock is built with -ffp-contract=off and without -ffast-math, so every build of these
 // functions (the x86-64 target_clones below, NEON on arm64, the sanitizer builds) computes the
 // same bits.
-#ifndef MOCK_NNAPI_SRC_OPS_VECTOR_MATH_H_
-#define MOCK_NNAPI_SRC_OPS_VECTOR_MATH_H_
+#ifndef MOCK_NNAPI_SRC_KERNELS_VECTOR_MATH_H_
+#define MOCK_NNAPI_SRC_KERNELS_VECTOR_MATH_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -116,4 +116,4 @@ MOCK_NNAPI_INLINE float ExpFloat(float x) {
 }  // namespace vector_math
 }  // namespace mock_nnapi
 
-#endif  // MOCK_NNAPI_SRC_OPS_VECTOR_MATH_H_
+#endif  // MOCK_NNAPI_SRC_KERNELS_VECTOR_MATH_H_

@@ -30,9 +30,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "../kernels/vector_math.h"
 #include "elementwise_helpers.h"
 #include "gemm.h"
-#include "vector_math.h"
 
 namespace mock_nnapi {
 namespace {

@@ -35,11 +35,11 @@
 #include <memory>
 #include <vector>
 
+#include "../kernels/int8_gemm.h"
+#include "../kernels/packed_gemm.h"
+#include "../kernels/vector_convert.h"
 #include "conv_common.h"
 #include "gemm.h"
-#include "int8_gemm.h"
-#include "packed_gemm.h"
-#include "vector_convert.h"
 
 namespace mock_nnapi {
 namespace {

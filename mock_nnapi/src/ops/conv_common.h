@@ -26,9 +26,9 @@
 #include <utility>
 #include <vector>
 
+#include "../kernels/vector_convert.h"
 #include "common.h"
 #include "gemm.h"
-#include "vector_convert.h"
 
 namespace mock_nnapi {
 namespace conv {

@@ -22,10 +22,10 @@
 // filter_scale. Every padding must be smaller than the effective filter size (Android's prepare).
 #include <memory>
 
+#include "../kernels/depthwise_quantized.h"
+#include "../kernels/vector_convert.h"
 #include "conv_common.h"
-#include "depthwise_quantized.h"
 #include "gemm.h"
-#include "vector_convert.h"
 
 namespace mock_nnapi {
 namespace {

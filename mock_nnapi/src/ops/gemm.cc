@@ -15,8 +15,8 @@
 #include <thread>
 
 #include "../json.h"
+#include "../kernels/vector_convert.h"
 #include "../statistics.h"
-#include "vector_convert.h"
 
 namespace mock_nnapi {
 namespace gemm {

@@ -21,9 +21,9 @@
 #include <type_traits>
 #include <vector>
 
+#include "../kernels/vector_math.h"
 #include "axis_helpers.h"
 #include "common.h"
-#include "vector_math.h"
 
 namespace mock_nnapi {
 namespace {

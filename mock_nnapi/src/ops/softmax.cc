@@ -22,10 +22,10 @@
 #include <limits>
 #include <vector>
 
+#include "../kernels/vector_math.h"
 #include "axis_helpers.h"
 #include "common.h"
 #include "gemm.h"
-#include "vector_math.h"
 
 namespace mock_nnapi {
 namespace {
