@@ -27,12 +27,14 @@ __all__ = [
     "DebugSubparsers",
     "Progress",
     "add_relax_argument",
+    "add_target_argument",
     "check_output_paths",
     "console",
     "device_choice_text",
     "error",
     "feature_level",
     "one_line",
+    "open_command_target",
     "partition_options",
     "positive",
     "select_profile",
@@ -156,12 +158,12 @@ def check_output_paths(args: argparse.Namespace) -> None:
     """Before any work: every output file the options name must be writable where it is."""
     import os
 
-    for option in ("report", "trace", "result"):
+    for option in ("report", "trace", "result", "write_profile"):
         path = getattr(args, option, None)
         if not path or path == "-":
             continue
         directory = os.path.dirname(os.path.abspath(path))
-        flag = f"--{option} {path}"
+        flag = f"--{option.replace('_', '-')} {path}"
         if os.path.isdir(path):
             raise UsageError(f"{flag}: is a directory; give a file name")
         if not os.path.isdir(directory):
@@ -243,3 +245,40 @@ def version() -> str:
         return importlib.metadata.version("tvm-nnapi")
     except importlib.metadata.PackageNotFoundError:
         return "unknown (not installed)"
+
+
+def add_target_argument(parser: argparse.ArgumentParser) -> None:
+    """``--target mock|rpc|device`` (docs/targets.md)."""
+    parser.add_argument(
+        "--target",
+        choices=("mock", "rpc", "device"),
+        default="mock",
+        help="where NNAPI runs: mock (this process, default), rpc (a TVM RPC server: "
+        "TVM_NNAPI_RPC_SERVER=host:port, else one started on loopback with the mock), device "
+        "(a phone through a TVM RPC tracker, TVM_TRACKER_HOST/TVM_TRACKER_PORT/RPC_DEVICE_KEY, "
+        "or adb, TVM_NNAPI_ADB_SERIALS); docs/targets.md",
+    )
+
+
+def open_command_target(args: argparse.Namespace) -> Any:
+    """The ``--target`` of a command, opened; a target that cannot be reached is a UsageError
+    naming the variables to set. ``--profile`` with ``--target rpc`` and no server named selects
+    the profile of the loopback server's mock."""
+    import os
+
+    from ..targets import TargetUnavailableError, open_target
+
+    name = getattr(args, "target", "mock")
+    profile = getattr(args, "profile", None)
+    if name == "device" and profile:
+        raise UsageError(
+            "--profile selects the mock's device profile; a device target has its own NNAPI "
+            "devices (drop --profile, or use --target mock/rpc)"
+        )
+    env = dict(os.environ)
+    if name == "rpc" and profile and not env.get("TVM_NNAPI_RPC_SERVER"):
+        os.environ["MOCK_NNAPI_PROFILE"] = str(profile)
+    try:
+        return open_target(name, env)
+    except TargetUnavailableError as failure:
+        raise UsageError(f"--target {name}: {failure}") from failure

@@ -226,7 +226,7 @@ def run_model_command(args: argparse.Namespace, command: ModelCommand) -> int:
                 command.check_source(source)
             document = _document(command.name, source, profile)
             document["device_choice"] = device_choice
-            if device_choice is not None:
+            if device_choice is not None and getattr(args, "target", "mock") == "mock":
                 _check_device_names(device_choice)
             explanation, graph, _ = _explain_document(args, source, progress, profile)
             document["explain"] = explanation

@@ -9,7 +9,13 @@ import math
 from typing import Any
 
 from ..errors import UsageError
-from .common import Progress, device_choice_text, partition_options
+from .common import (
+    Progress,
+    add_target_argument,
+    device_choice_text,
+    open_command_target,
+    partition_options,
+)
 from .pipeline import ModelCommand, add_model_arguments, run_model_command
 
 
@@ -33,7 +39,30 @@ def _run(args: argparse.Namespace, source, graph, progress: Progress):
             "inputs; an LLM runs through its engine (KV cache, several functions) and is not "
             "supported yet: use a module (a built-in CNN, .py, .onnx, TVMScript)"
         )
-    result = run_model(source, seed=args.seed, rtol=args.rtol, progress=progress, options=options)
+    remote = getattr(args, "target", "mock") != "mock"
+    if remote and getattr(args, "layerwise", False):
+        raise UsageError(
+            f"--layerwise --target {args.target}: the layer-wise comparison runs on the mock "
+            "target only for now (run it without --target to compare operator by operator)"
+        )
+    if remote:
+        target = open_command_target(args)
+        try:
+            _configure_target_devices(target, getattr(args, "device_choice", None))
+            result = run_model(
+                source,
+                seed=args.seed,
+                rtol=args.rtol,
+                progress=progress,
+                options=options,
+                target=target,
+            )
+        finally:
+            target.close()
+    else:
+        result = run_model(
+            source, seed=args.seed, rtol=args.rtol, progress=progress, options=options
+        )
     layers = None
     if getattr(args, "layerwise", False):
         import tvm_nnapi
@@ -54,7 +83,7 @@ def _run(args: argparse.Namespace, source, graph, progress: Progress):
         labels = []
     assign_devices_from_traces(graph, result.traces)
     trace_path = args.trace or f"{_safe_name(source.spec)}.trace.json"
-    if trace_path != "-":
+    if trace_path != "-" and result.traces:
         with open(trace_path, "w", encoding="utf-8") as file:
             json.dump(chrome_trace(result, labels), file)
         result.trace_file = trace_path
@@ -68,23 +97,71 @@ def _run(args: argparse.Namespace, source, graph, progress: Progress):
     return data, timeline_from_traces(result.traces, labels)
 
 
+def _configure_target_devices(target: Any, choice: dict[str, Any] | None) -> None:
+    """--devices / --no-nnapi-cpu on a remote target: its runtime's options, after checking the
+    names against the devices its NNAPI lists."""
+    if choice is None:
+        return
+    present = [device["name"] for device in target.nnapi_devices()["devices"]]
+    unknown = [name for name in choice["devices"] if name not in present]
+    if unknown:
+        raise UsageError(
+            f"--devices {','.join(choice['devices'])}: {target.describe()} has no NNAPI device "
+            f"named {', '.join(unknown)} (devices: {', '.join(present)}; see `tvm-nnapi devices "
+            f"--target {target.name}`)"
+        )
+    set_option = target.function("tvm_nnapi.runtime.set_option")
+    set_option("devices", ",".join(choice["devices"]))
+    set_option("exclude_cpu", str(int(choice["exclude_cpu"])))
+
+
 def _print_run(console, run: dict[str, Any]) -> None:
     from rich.table import Table
 
     from tvm_nnapi.tools.report import _format_us
 
-    table = Table(title="Run on the mock NNAPI vs host llvm")
+    where = run.get("target", "mock")
+    remote = where != "mock"
+    table = Table(title=f"Run on the {'mock NNAPI' if not remote else where} vs host llvm")
     table.add_column("measure")
     table.add_column("value", justify="right", overflow="fold")
+    table.add_row("target", where if remote else "mock (this process)")
     table.add_row("NNAPI library", run["nnapi_library"])
     table.add_row("device profile", run["profile"])
     table.add_row("NNAPI devices chosen", device_choice_text(run.get("device_choice")))
-    devices = sorted({d for e in run["modelled"]["executions"] for d in e["devices"]})
-    table.add_row("NNAPI devices that ran operations (mock traces)", ", ".join(devices) or "none")
-    table.add_row(
-        "NNAPI executions / operations (mock counters)",
-        f"{run['nnapi_executions']} / {run['nnapi_operations_executed']}",
-    )
+    if remote:
+        stats = run.get("target_stats", {})
+        operations = run["nnapi_operations_executed"]
+        table.add_row(
+            "NNAPI subgraph calls / operations (the target's runtime; operations: its mock)",
+            f"{run['nnapi_executions']} / {operations if operations >= 0 else 'not counted'}",
+        )
+        table.add_row(
+            "host fallbacks / compilations / cache hits (the target's runtime)",
+            f"{stats.get('fallbacks', 0)} / {stats.get('compilations', 0)} / "
+            f"{stats.get('cache_hits', 0)}",
+        )
+        measured = run.get("measured_on_target") or {}
+        if measured:
+            table.add_row(
+                "NNAPI executions' wall clock (MEASURED on the target)",
+                f"{measured['nnapi_execute_ms']:.3f} ms",
+            )
+            if measured.get("getduration_in_driver_ms") is not None:
+                table.add_row(
+                    "NNAPI getDuration in driver / on hardware (as the target's NNAPI reports)",
+                    f"{measured['getduration_in_driver_ms']:.3f} / "
+                    f"{measured['getduration_on_hardware_ms']:.3f} ms",
+                )
+    else:
+        devices = sorted({d for e in run["modelled"]["executions"] for d in e["devices"]})
+        table.add_row(
+            "NNAPI devices that ran operations (mock traces)", ", ".join(devices) or "none"
+        )
+        table.add_row(
+            "NNAPI executions / operations (mock counters)",
+            f"{run['nnapi_executions']} / {run['nnapi_operations_executed']}",
+        )
     table.add_row("max |NNAPI - llvm|", f"{run['max_abs_error']:.3e}")
     table.add_row("max |NNAPI - llvm| / max |llvm|", f"{run['max_rel_error']:.3e}")
     tolerances = sorted(
@@ -109,9 +186,11 @@ def _print_run(console, run: dict[str, Any]) -> None:
         )
     for name, seconds in run["measured_seconds"].items():
         table.add_row(f"{name.replace('_', ' ')} (measured on this host)", f"{seconds:.4f} s")
-    table.add_row(
-        "NNAPI executions (MODELLED on the profile)", _format_us(run["modelled"]["nnapi_total_us"])
-    )
+    if not remote:
+        table.add_row(
+            "NNAPI executions (MODELLED on the profile)",
+            _format_us(run["modelled"]["nnapi_total_us"]),
+        )
     if run.get("trace_file"):
         table.add_row("Perfetto trace (modelled times)", run["trace_file"])
     console.print(table)
@@ -270,7 +349,12 @@ def register(commands: Any) -> None:
         help="build, run on the mock NNAPI, compare with host llvm, write a Perfetto trace",
         description=cmd_run.__doc__,
     )
-    add_model_arguments(run, "mock device profile to run on (name or .json path)")
+    add_model_arguments(
+        run,
+        "mock device profile to run on (name or .json path; with --target rpc and no server "
+        "named, the loopback server's)",
+    )
+    add_target_argument(run)
     run.add_argument(
         "--trace",
         metavar="FILE",

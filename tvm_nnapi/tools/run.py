@@ -79,6 +79,10 @@ class RunResult:
     executions: list[dict[str, Any]] = field(default_factory=list)
     trace_file: str | None = None
     traces: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    # Where the NNAPI build ran (tvm_nnapi.targets) and the NNAPI runtime's statistics there
+    # for the kept call (calls, fallbacks, compilations, cache hits; times MEASURED there).
+    target: str = "mock"
+    target_stats: dict[str, Any] = field(default_factory=dict)
 
     @property
     def max_abs_error(self) -> float:
@@ -90,6 +94,8 @@ class RunResult:
 
     @property
     def nnapi_ran(self) -> bool:
+        if self.target != "mock" and self.nnapi_operations < 0:  # a real NNAPI counts no ops
+            return self.nnapi_executions > 0
         return self.nnapi_executions > 0 and self.nnapi_operations > 0
 
     @property
@@ -122,7 +128,29 @@ class RunResult:
                 "executions": self.executions,
             },
             "trace_file": self.trace_file,
+            "target": self.target,
+            "target_stats": self.target_stats,
+            "measured_on_target": _measured(self.target_stats),
         }
+
+
+def _measured(stats: dict[str, Any]) -> dict[str, Any]:
+    """The times of the kept call MEASURED where it ran, from the runtime's statistics: the
+    NNAPI executions' wall clock and, where the driver reported it (single-device
+    compilations), NNAPI's getDuration (the mock reports its modelled times there)."""
+    if not stats:
+        return {}
+    timed = int(stats.get("timed_executions", 0))
+    return {
+        "label": "MEASURED on the target by its NNAPI runtime module (getDuration: as the NNAPI "
+        "library reports it; the mock reports modelled times there)",
+        "nnapi_execute_ms": stats.get("execute_time_ns", 0) / 1e6,
+        "timed_executions": timed,
+        "getduration_on_hardware_ms": stats.get("duration_on_hardware_ns", 0) / 1e6
+        if timed
+        else None,
+        "getduration_in_driver_ms": stats.get("duration_in_driver_ns", 0) / 1e6 if timed else None,
+    }
 
 
 # ---- inputs --------------------------------------------------------------------------------------
@@ -342,6 +370,7 @@ def run_model(
     progress: Progress | None = None,
     options: PartitionOptions | None = None,
     partitioned: tvm.IRModule | None = None,
+    target: Any = None,
 ) -> RunResult:
     """Build ``source`` with NNAPI offload and for host llvm, run both, compare (see module
     docstring). ``profile`` selects the mock's device profile for the run (a name or a .json
@@ -350,10 +379,15 @@ def run_model(
     float32 model built with ``relax_fp32_to_fp16`` is judged with the float16 tolerance.
     ``partitioned``: a module already partitioned for NNAPI to build instead of partitioning
     ``source.module`` again (e.g. ``source.symbolic_module`` partitioned, to run the deployment
-    that keeps symbolic dimensions on inputs of the bound shapes); not for LLMs."""
+    that keeps symbolic dimensions on inputs of the bound shapes); not for LLMs.
+    ``target``: a remote :class:`tvm_nnapi.targets.Target` to run the NNAPI build on (built for
+    its ``compile_target``, uploaded and run there; its runtime statistics come back); None
+    runs it in this process."""
     import tvm_nnapi
 
     say = progress or (lambda message: None)
+    if target is not None and getattr(target, "remote", False):
+        return _run_on_target(source, seed, rtol, say, options, target)
     library = tvm_nnapi.configure_nnapi_library()
     with profile_scope(profile) as profile_name:
         return _run_on_profile(source, seed, rtol, say, options, partitioned, profile_name, library)
@@ -389,6 +423,73 @@ def _run_on_profile(
     result.traces = control.execution_traces()
     _summarise_traces(result)
     return result
+
+
+def _run_on_target(
+    source: ModelSource,
+    seed: int,
+    rtol: float | None,
+    say: Progress,
+    options: PartitionOptions | None,
+    target: Any,
+) -> RunResult:
+    """The differential run with the NNAPI build on a remote target, the host build here."""
+    import tvm_nnapi
+
+    if source.kind == "llm":
+        raise ValueError(
+            f"{source.spec}: running an LLM on a remote target is not supported yet (its engine "
+            "drives prefill, decode and the KV cache from Python); use --target mock, or "
+            "`tvm-nnapi estimate` for its modelled latency"
+        )
+    info = json.loads(str(target.function("tvm_nnapi.testing.nnapi_info")()))
+    result = RunResult(source.to_dict(), "", str(info.get("library", "")))
+    result.target = target.describe()
+    if info.get("mock"):
+        result.profile = str(info.get("mock_profile", "the server's mock"))
+    else:
+        result.profile = "the device's own NNAPI (no profile)"
+    inputs = random_inputs(source, seed)
+    say("partitioning for NNAPI...")
+    partitioned = tvm_nnapi.partition(source.module, options, source.partition_entries)
+    result.subgraphs = len(tvm_nnapi.nnapi_subgraphs(partitioned))
+    say(f"building with NNAPI offload for {target.compile_target}...")
+    executable = tvm_nnapi.build(partitioned, target=target.compile_target)
+    say(f"uploading to {target.describe()}...")
+    program = target.load(executable)
+    say("running on the target (first call builds and compiles the NNAPI models)...")
+    first = program(source.entry, inputs)
+    result.measured_seconds["target_first_call"] = first.wall_s
+    before = dict(first.stats)
+    operations_before = _remote_counter(target, "operations_executed", info)
+    kept = program(source.entry, inputs)
+    result.measured_seconds["target_call"] = kept.wall_s
+    result.target_stats = {
+        key: value - before.get(key, 0)
+        if key not in ("nnapi_modules", "cached_signatures", "cached_bytes")
+        else value
+        for key, value in kept.stats.items()
+    }
+    result.nnapi_executions = int(result.target_stats.get("nnapi_calls", 0))
+    operations_after = _remote_counter(target, "operations_executed", info)
+    result.nnapi_operations = operations_after - operations_before if operations_before >= 0 else -1
+    say("building and running the host llvm reference here...")
+    host_vm = relax.VirtualMachine(relax.build(source.module, target="llvm"), tvm.cpu())
+    start = time.perf_counter()
+    host_out = _flatten(host_vm[source.entry](*[tvm.runtime.tensor(a) for a in inputs]))
+    result.measured_seconds["host_call"] = time.perf_counter() - start
+    relaxed = options is not None and options.relax_fp32_to_fp16
+    precision = computation_precision(source, relaxed)
+    steps = output_steps(source) if precision == "quant8" else None
+    result.outputs = compare(kept.outputs, host_out, rtol, precision, steps)
+    return result
+
+
+def _remote_counter(target: Any, name: str, info: dict[str, Any]) -> int:
+    """A mock counter of the target's NNAPI, or -1 when it is not the mock."""
+    if not info.get("mock"):
+        return -1
+    return int(target.counter(name))
 
 
 def _prepare_mock(capacity: int = 4096) -> None:

@@ -84,6 +84,7 @@ std::unique_ptr<Nnapi> Load() {
   TVM_NNAPI_RESOLVE(ANeuralNetworksExecution_setReusable);
   TVM_NNAPI_RESOLVE(MockNnapi_getLastError);
   TVM_NNAPI_RESOLVE(MockNnapi_getCounter);
+  TVM_NNAPI_RESOLVE(MockNnapi_getProfileName);
   TVM_NNAPI_RESOLVE(MockNnapi_getOperationExecutedCount);
   TVM_NNAPI_RESOLVE(MockNnapi_getModelledCompilationTime);
 #undef TVM_NNAPI_REQUIRE

@@ -80,6 +80,7 @@ struct Nnapi {
   // mock_nnapi's control API (null on a real NNAPI).
   const char* (*MockNnapi_getLastError)() = nullptr;
   int (*MockNnapi_getCounter)(const char*, uint64_t*) = nullptr;
+  const char* (*MockNnapi_getProfileName)() = nullptr;
   uint64_t (*MockNnapi_getOperationExecutedCount)(int32_t) = nullptr;
   int (*MockNnapi_getModelledCompilationTime)(const ANeuralNetworksCompilation*,
                                               uint64_t*) = nullptr;

@@ -287,15 +287,50 @@ std::vector<uint8_t> InlineValueBytes(const Graph& graph, const GraphOperand& op
 // Build: the model (operands with their values, operations, interface), then its compilation.
 void CompiledModel::Build(const std::string& constants, const std::vector<int64_t>& binding,
                           const RuntimeConfig& config, const std::array<uint8_t, 32>* cache_token) {
+  BuildModel(constants, binding);
+  Compile(config, cache_token);
+}
+
+void CompiledModel::BuildModel(const std::string& constants, const std::vector<int64_t>& binding) {
   Check(nnapi_.ANeuralNetworksModel_create(&model_), "ANeuralNetworksModel_create", "");
   values_.reserve(graph_.operands.size());
   for (size_t id = 0; id < graph_.operands.size(); ++id) {
     AddOperand(static_cast<uint32_t>(id), constants, binding);
   }
   AddOperationsAndInterface();
-  Compile(config, cache_token);
   for (uint32_t id : graph_.inputs) input_shapes_.push_back(graph_.ConcreteShape(id, binding));
   for (uint32_t id : graph_.outputs) output_shapes_.push_back(graph_.ConcreteShape(id, binding));
+}
+
+CompiledModel::CompiledModel(const Nnapi& nnapi, const Graph& graph)
+    : nnapi_(nnapi), graph_(graph) {}
+
+std::unique_ptr<CompiledModel> CompiledModel::ModelOnly(const Nnapi& nnapi, const Graph& graph,
+                                                        const std::string& constants,
+                                                        const std::vector<int64_t>& binding) {
+  std::unique_ptr<CompiledModel> model(new CompiledModel(nnapi, graph));
+  try {
+    model->BuildModel(constants, binding);
+  } catch (...) {
+    model->Release();
+    throw;
+  }
+  return model;
+}
+
+std::vector<bool> CompiledModel::SupportedOperations(ANeuralNetworksDevice* device) const {
+  if (nnapi_.ANeuralNetworksModel_getSupportedOperationsForDevices == nullptr) {
+    TVM_FFI_THROW(RuntimeError) << SubgraphPrefix(graph_.symbol)
+                                << "asking which operations a device supports needs NNAPI "
+                                   "feature level 3 (Android 10)";
+  }
+  const size_t count = graph_.operations.size();
+  std::unique_ptr<bool[]> supported(new bool[count == 0 ? 1 : count]());
+  const ANeuralNetworksDevice* devices[] = {device};
+  Check(nnapi_.ANeuralNetworksModel_getSupportedOperationsForDevices(model_, devices, 1,
+                                                                     supported.get()),
+        "ANeuralNetworksModel_getSupportedOperationsForDevices", "");
+  return std::vector<bool>(supported.get(), supported.get() + count);
 }
 
 void CompiledModel::AddOperand(uint32_t id, const std::string& constants,
@@ -388,6 +423,7 @@ void CompiledModel::Compile(const RuntimeConfig& config,
   }
   Check(nnapi.ANeuralNetworksCompilation_finish(compilation_), "ANeuralNetworksCompilation_finish",
         "");
+  single_device_ = devices.size() == 1;
   uint64_t modelled = 0;
   if (nnapi.MockNnapi_getModelledCompilationTime != nullptr &&
       nnapi.MockNnapi_getModelledCompilationTime(compilation_, &modelled) == 0) {
@@ -411,10 +447,10 @@ void CompiledModel::Release() {
 
 CompiledModel::~CompiledModel() { Release(); }
 
-void CompiledModel::Execute(const std::vector<const void*>& inputs,
-                            const std::vector<size_t>& input_bytes,
-                            const std::vector<void*>& outputs,
-                            const std::vector<size_t>& output_bytes) const {
+ExecutionTiming CompiledModel::Execute(const std::vector<const void*>& inputs,
+                                       const std::vector<size_t>& input_bytes,
+                                       const std::vector<void*>& outputs,
+                                       const std::vector<size_t>& output_bytes) const {
   ANeuralNetworksExecution* execution = nullptr;
   Check(nnapi_.ANeuralNetworksExecution_create(compilation_, &execution),
         "ANeuralNetworksExecution_create", "");
@@ -431,6 +467,14 @@ void CompiledModel::Execute(const std::vector<const void*>& inputs,
                                                     outputs[i], output_bytes[i]),
           "ANeuralNetworksExecution_setOutput", "output " + std::to_string(i));
   }
+  // NNAPI reports durations of executions of single-device compilations only; a driver that
+  // refuses to measure costs nothing but the durations.
+  const bool measure =
+      single_device_ && nnapi_.ANeuralNetworksExecution_setMeasureTiming != nullptr &&
+      nnapi_.ANeuralNetworksExecution_getDuration != nullptr &&
+      nnapi_.ANeuralNetworksExecution_setMeasureTiming(execution, true) == ANEURALNETWORKS_NO_ERROR;
+  ExecutionTiming timing;
+  const auto start = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> burst_lock(burst_mutex_, std::defer_lock);
   if (burst_ != nullptr && burst_lock.try_lock()) {
     Check(nnapi_.ANeuralNetworksExecution_burstCompute(execution, burst_),
@@ -447,6 +491,22 @@ void CompiledModel::Execute(const std::vector<const void*>& inputs,
     nnapi_.ANeuralNetworksEvent_free(event);
     Check(code, "ANeuralNetworksEvent_wait", "");
   }
+  timing.wall_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count();
+  if (measure) {
+    uint64_t on_hardware = UINT64_MAX;
+    uint64_t in_driver = UINT64_MAX;
+    if (nnapi_.ANeuralNetworksExecution_getDuration(execution, ANEURALNETWORKS_DURATION_ON_HARDWARE,
+                                                    &on_hardware) == ANEURALNETWORKS_NO_ERROR &&
+        nnapi_.ANeuralNetworksExecution_getDuration(execution, ANEURALNETWORKS_DURATION_IN_DRIVER,
+                                                    &in_driver) == ANEURALNETWORKS_NO_ERROR &&
+        on_hardware != UINT64_MAX && in_driver != UINT64_MAX) {
+      timing.on_hardware_ns = static_cast<int64_t>(on_hardware);
+      timing.in_driver_ns = static_cast<int64_t>(in_driver);
+    }
+  }
+  return timing;
 }
 
 // ---- NnapiModuleObj -------------------------------------------------------------------------
@@ -610,6 +670,10 @@ ffi::Map<ffi::String, int64_t> NnapiModuleObj::Stats() {
   stats.Set("nnapi_calls", nnapi_calls_.load());
   stats.Set("host_calls", host_calls_.load());
   stats.Set("fallbacks", fallbacks_.load());
+  stats.Set("execute_time_ns", execute_time_ns_.load());
+  stats.Set("timed_executions", timed_executions_.load());
+  stats.Set("duration_on_hardware_ns", duration_on_hardware_ns_.load());
+  stats.Set("duration_in_driver_ns", duration_in_driver_ns_.load());
   int64_t decided_host = 0;
   for (const auto& [signature, placement] : decisions_) {
     decided_host += placement == Placement::kHost ? 1 : 0;
@@ -725,7 +789,13 @@ void NnapiModuleObj::RunNnapi(const Signature& binding, const std::vector<DLTens
       output_bytes.push_back(bytes);
     }
   }
-  compiled->Execute(inputs, input_bytes, outputs, output_bytes);
+  const ExecutionTiming timing = compiled->Execute(inputs, input_bytes, outputs, output_bytes);
+  execute_time_ns_ += timing.wall_ns;
+  if (timing.on_hardware_ns >= 0) {
+    timed_executions_++;
+    duration_on_hardware_ns_ += timing.on_hardware_ns;
+    duration_in_driver_ns_ += timing.in_driver_ns;
+  }
 }
 
 Placement NnapiModuleObj::PlacementFor(const Signature& binding, const RuntimeConfig& config) {

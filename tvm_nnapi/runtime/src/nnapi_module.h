@@ -38,6 +38,16 @@ namespace tvm_nnapi {
 // Bytes of a compact tensor's data (its element size times its element count).
 size_t TensorBytes(const DLTensor& tensor);
 
+// What one execution took, MEASURED where it ran: the wall clock around NNAPI's compute, and
+// NNAPI's own ANeuralNetworksExecution_getDuration (on hardware, in driver) where the driver
+// reports it (single-device compilations; -1 otherwise). On the mock, getDuration reports the
+// cost model's MODELLED times.
+struct ExecutionTiming {
+  int64_t wall_ns = 0;
+  int64_t on_hardware_ns = -1;
+  int64_t in_driver_ns = -1;
+};
+
 // An NNAPI model and compilation for one concrete shape signature.
 class CompiledModel {
  public:
@@ -49,9 +59,19 @@ class CompiledModel {
   CompiledModel(const CompiledModel&) = delete;
   CompiledModel& operator=(const CompiledModel&) = delete;
 
+  // The model of `graph` for `binding`, finished but not compiled (for asking NNAPI which
+  // operations each device supports); Execute must not be called on it.
+  static std::unique_ptr<CompiledModel> ModelOnly(const Nnapi& nnapi, const Graph& graph,
+                                                  const std::string& constants,
+                                                  const std::vector<int64_t>& binding);
+  // Which of the model's operations `device` supports
+  // (ANeuralNetworksModel_getSupportedOperationsForDevices, feature level 3).
+  std::vector<bool> SupportedOperations(ANeuralNetworksDevice* device) const;
+
   // Runs one execution on host buffers (sizes already checked by the caller).
-  void Execute(const std::vector<const void*>& inputs, const std::vector<size_t>& input_bytes,
-               const std::vector<void*>& outputs, const std::vector<size_t>& output_bytes) const;
+  ExecutionTiming Execute(const std::vector<const void*>& inputs,
+                          const std::vector<size_t>& input_bytes, const std::vector<void*>& outputs,
+                          const std::vector<size_t>& output_bytes) const;
 
   const std::vector<std::vector<int64_t>>& input_shapes() const { return input_shapes_; }
   const std::vector<std::vector<int64_t>>& output_shapes() const { return output_shapes_; }
@@ -65,8 +85,10 @@ class CompiledModel {
   ANeuralNetworksCompilation* compilation() const { return compilation_; }
 
  private:
+  CompiledModel(const Nnapi& nnapi, const Graph& graph);
   void Build(const std::string& constants, const std::vector<int64_t>& binding,
              const RuntimeConfig& config, const std::array<uint8_t, 32>* cache_token);
+  void BuildModel(const std::string& constants, const std::vector<int64_t>& binding);
   // The steps of Build: each operand with its value, the operations and the model's inputs and
   // outputs, then the compilation (with caching and a burst where configured).
   void AddOperand(uint32_t id, const std::string& constants, const std::vector<int64_t>& binding);
@@ -83,6 +105,8 @@ class CompiledModel {
   ANeuralNetworksBurst* burst_ = nullptr;
   mutable std::mutex burst_mutex_;
   mutable std::atomic<int64_t> burst_computes_{0};
+  // Compiled for exactly one device: NNAPI then reports execution durations.
+  bool single_device_ = false;
   size_t estimated_bytes_ = 0;
   int64_t compile_time_ns_ = 0;
   int64_t modelled_compile_time_ns_ = 0;
@@ -155,6 +179,12 @@ class NnapiModuleObj : public tvm::ffi::ModuleObj {
   std::atomic<int64_t> nnapi_calls_{0};
   std::atomic<int64_t> host_calls_{0};
   std::atomic<int64_t> fallbacks_{0};
+  // MEASURED where the module runs: NNAPI executions' wall clock, and getDuration's sums over
+  // the executions whose driver reported them.
+  std::atomic<int64_t> execute_time_ns_{0};
+  std::atomic<int64_t> timed_executions_{0};
+  std::atomic<int64_t> duration_on_hardware_ns_{0};
+  std::atomic<int64_t> duration_in_driver_ns_{0};
   // Host fallback: a Relax VM over the imported executable (not thread-safe: serialised).
   std::mutex host_mutex_;
   bool host_checked_ = false;

@@ -12,7 +12,17 @@
 //       Sums the statistics of every "nnapi" module imported (transitively) by `module`, e.g. a
 //       loaded relax executable: tells a remote test whether its subgraphs ran on NNAPI.
 //   tvm_nnapi.testing.nnapi_info() -> str (JSON)
-//       The NNAPI library of this process, its feature level and whether it is the mock.
+//       The NNAPI library of this process, its feature level, whether it is the mock and, for
+//       the mock, its active device profile.
+//   tvm_nnapi.testing.nnapi_devices() -> str (JSON)
+//       The info above and the NNAPI devices the library enumerates: index, name, type (NNAPI's
+//       ANEURALNETWORKS_DEVICE_* code), feature level and version, as NNAPI reports them.
+//   tvm_nnapi.testing.supported_operations(graph_json, constants, shapes_json) -> str (JSON)
+//       Builds the graph's NNAPI model for the input shapes `shapes_json` ([[dims...], ...],
+//       one per graph input; "[]" for a graph without symbols) without compiling it, and asks
+//       NNAPI which of its operations each device supports
+//       (ANeuralNetworksModel_getSupportedOperationsForDevices, one device at a time):
+//       {"operations": [NNAPI operation codes], "devices": {name: [true/false per operation]}}.
 #include <dlpack/dlpack.h>
 #include <tvm/ffi/container/array.h>
 #include <tvm/ffi/container/map.h>
@@ -64,6 +74,10 @@ std::string InfoJson(const Nnapi& nnapi) {
   out << "\"library\": " << JsonString(nnapi.library_path)
       << ", \"mock\": " << (nnapi.is_mock ? "true" : "false")
       << ", \"feature_level\": " << nnapi.runtime_feature_level;
+  if (nnapi.MockNnapi_getProfileName != nullptr) {
+    const char* profile = nnapi.MockNnapi_getProfileName();
+    out << ", \"mock_profile\": " << JsonString(profile != nullptr ? profile : "");
+  }
   return out.str();
 }
 
@@ -241,6 +255,107 @@ ffi::String NnapiStats(const ffi::Module& root) {
   return out.str();
 }
 
+// The devices of one NNAPI library: (device, name) in enumeration order.
+std::vector<std::pair<ANeuralNetworksDevice*, std::string>> EnumerateDevices(const Nnapi& nnapi) {
+  std::vector<std::pair<ANeuralNetworksDevice*, std::string>> devices;
+  if (nnapi.ANeuralNetworks_getDeviceCount == nullptr) return devices;
+  uint32_t count = 0;
+  if (nnapi.ANeuralNetworks_getDeviceCount(&count) != ANEURALNETWORKS_NO_ERROR) return devices;
+  for (uint32_t index = 0; index < count; ++index) {
+    ANeuralNetworksDevice* device = nullptr;
+    const char* name = nullptr;
+    if (nnapi.ANeuralNetworks_getDevice(index, &device) != ANEURALNETWORKS_NO_ERROR ||
+        nnapi.ANeuralNetworksDevice_getName(device, &name) != ANEURALNETWORKS_NO_ERROR) {
+      TVM_FFI_THROW(RuntimeError) << "NNAPI device " << index << " of " << count
+                                  << " cannot be read (getDevice/getName failed)";
+    }
+    devices.emplace_back(device, name != nullptr ? name : "");
+  }
+  return devices;
+}
+
+// nnapi_devices: see the file comment.
+ffi::String NnapiDevices() {
+  const Nnapi& nnapi = GetNnapi();
+  std::ostringstream out;
+  out << "{" << InfoJson(nnapi) << ", \"devices\": [";
+  const auto devices = EnumerateDevices(nnapi);
+  for (size_t i = 0; i < devices.size(); ++i) {
+    ANeuralNetworksDevice* device = devices[i].first;
+    int32_t type = 0;
+    int64_t level = 0;
+    const char* version = nullptr;
+    nnapi.ANeuralNetworksDevice_getType(device, &type);
+    if (nnapi.ANeuralNetworksDevice_getFeatureLevel != nullptr) {
+      nnapi.ANeuralNetworksDevice_getFeatureLevel(device, &level);
+    }
+    if (nnapi.ANeuralNetworksDevice_getVersion != nullptr) {
+      nnapi.ANeuralNetworksDevice_getVersion(device, &version);
+    }
+    out << (i ? ", " : "") << "{\"index\": " << i << ", \"name\": " << JsonString(devices[i].second)
+        << ", \"type\": " << type << ", \"feature_level\": " << level
+        << ", \"version\": " << JsonString(version != nullptr ? version : "") << "}";
+  }
+  out << "]}";
+  return out.str();
+}
+
+// supported_operations: see the file comment.
+ffi::String SupportedOperations(const ffi::String& graph_json, const ffi::Bytes& constants_bytes,
+                                const ffi::String& shapes_json) {
+  const std::string constants(constants_bytes.data(), constants_bytes.size());
+  const std::string json_text = graph_json;
+  const Graph graph = Graph::Parse(json_text, constants.size());
+  // The input shapes, as a JSON array of arrays of integers (a tiny, strict reader).
+  std::vector<std::vector<int64_t>> shapes;
+  const std::string text = shapes_json;
+  size_t depth = 0;
+  std::string number;
+  for (char c : text) {
+    if (c == '[') {
+      if (++depth == 2) shapes.emplace_back();
+    } else if (c == ']' || c == ',') {
+      if (!number.empty()) {
+        shapes.back().push_back(std::stoll(number));
+        number.clear();
+      }
+      if (c == ']') --depth;
+    } else if ((c >= '0' && c <= '9') || c == '-') {
+      if (depth != 2) TVM_FFI_THROW(ValueError) << "shapes_json: expected [[dims...], ...]";
+      number += c;
+    } else if (c != ' ') {
+      TVM_FFI_THROW(ValueError) << "shapes_json: unexpected '" << c << "'";
+    }
+  }
+  if (!graph.symbols.empty() && shapes.size() != graph.inputs.size()) {
+    TVM_FFI_THROW(ValueError) << "tvm_nnapi.testing.supported_operations: graph '" << graph.symbol
+                              << "' has " << graph.inputs.size() << " inputs, got " << shapes.size()
+                              << " shapes";
+  }
+  const std::vector<int64_t> binding =
+      graph.symbols.empty() ? std::vector<int64_t>{} : graph.BindSymbols(shapes);
+  const Nnapi& nnapi = GetNnapi();
+  const std::unique_ptr<CompiledModel> model =
+      CompiledModel::ModelOnly(nnapi, graph, constants, binding);
+  std::ostringstream out;
+  out << "{\"operations\": [";
+  for (size_t i = 0; i < graph.operations.size(); ++i) {
+    out << (i ? ", " : "") << graph.operations[i].type;
+  }
+  out << "], \"devices\": {";
+  const auto devices = EnumerateDevices(nnapi);
+  for (size_t d = 0; d < devices.size(); ++d) {
+    const std::vector<bool> supported = model->SupportedOperations(devices[d].first);
+    out << (d ? ", " : "") << JsonString(devices[d].second) << ": [";
+    for (size_t i = 0; i < supported.size(); ++i) {
+      out << (i ? ", " : "") << (supported[i] ? "true" : "false");
+    }
+    out << "]";
+  }
+  out << "}}";
+  return out.str();
+}
+
 }  // namespace
 
 TVM_FFI_STATIC_INIT_BLOCK() {
@@ -250,7 +365,9 @@ TVM_FFI_STATIC_INIT_BLOCK() {
                   [](ffi::PackedArgs args, ffi::Any* rv) { *rv = RunGraph(args); })
       .def("tvm_nnapi.testing.nnapi_stats", NnapiStats)
       .def("tvm_nnapi.testing.nnapi_info",
-           []() -> ffi::String { return "{" + InfoJson(GetNnapi()) + "}"; });
+           []() -> ffi::String { return "{" + InfoJson(GetNnapi()) + "}"; })
+      .def("tvm_nnapi.testing.nnapi_devices", NnapiDevices)
+      .def("tvm_nnapi.testing.supported_operations", SupportedOperations);
 }
 
 }  // namespace tvm_nnapi

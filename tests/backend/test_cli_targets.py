@@ -1,0 +1,173 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The commands past the in-process mock (docs/targets.md): ``devices`` and ``run`` with
+``--target rpc`` (a TVM RPC server on loopback, the mock loaded in it, as a phone's server has
+its NNAPI), the profile ``devices --write-profile`` writes from a target, and the NNAPI
+timings the runtime measures where it runs."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import tvm
+from mock_nnapi.device_profiles import load_profile
+from tvm import relax
+from tvm.script import ir as I
+from tvm.script import relax as R
+
+import tvm_nnapi
+from mock_nnapi import control
+from tvm_nnapi import runtime
+from tvm_nnapi.cli import main
+from tvm_nnapi.targets import MockTarget, RpcTarget, TargetUnavailableError
+
+pytest.importorskip("psutil", reason="TVM's RPC server needs psutil: pip install 'tvm-nnapi[test]'")
+
+
+def _json(capsys, argv: list[str]) -> dict:
+    assert main(argv) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.fixture
+def restore_profile():
+    previous = control.profile_name()
+    yield
+    control.set_profile(previous)
+
+
+def test_devices_of_an_rpc_target_are_its_nnapi_devices(capsys, tmp_path, restore_profile):
+    """The server's NNAPI lists the profile's devices; the probe asks each of them; the written
+    profile carries the real names, types and support, validates, and `explain` partitions
+    with it."""
+    out = tmp_path / "phone.json"
+    argv = ["devices", "--target", "rpc", "--profile", "tensor-g2", "--json"]
+    document = _json(capsys, [*argv, "--write-profile", str(out), "--name", "probed-g2"])
+    assert document["target"].startswith("rpc 127.0.0.1:") and document["mock"] is True
+    reference = load_profile("tensor-g2")
+    names = [d["name"] for d in reference["devices"]]
+    assert [d["name"] for d in document["devices"]] == names
+    assert [d["type"] for d in document["devices"]] == [d["type"] for d in reference["devices"]]
+    # The Edge TPU takes quantized operations only: every float probe was refused there.
+    tpu = document["devices"][0]["probed"]
+    assert "TENSOR_FLOAT32" in tpu["refused"]["CONV_2D"]
+    assert tpu["supported"]["CONV_2D"] == ["TENSOR_QUANT8_ASYMM"]
+    # The same probe in this process (the mock target) answers the same.
+    control.set_profile("tensor-g2")
+    from tvm_nnapi.tools.device_probe import probe_support
+
+    local, _, _ = probe_support(MockTarget())
+    for device in document["devices"]:
+        assert device["probed"]["supported"] == {
+            op: sorted(types) for op, types in local[device["name"]].supported.items()
+        }
+    written = load_profile(out)  # validated against the schema
+    assert written["name"] == "probed-g2"
+    assert [d["name"] for d in written["devices"]] == names
+    assert written["devices"][0]["support"]["operations"] == sorted(tpu["supported"])
+    control.set_profile(str(out))  # and by the mock's strict reader
+    assert control.profile_name() == "probed-g2"
+    explained = _json(capsys, ["explain", "residual", "--profile", str(out), "--json"])
+    assert explained["profile"] == "probed-g2"
+    assert explained["explain"]["subgraphs"]
+
+
+def test_run_on_an_rpc_target_reports_the_servers_nnapi(capsys, tmp_path):
+    document = _json(capsys, ["run", "mobilenet_v2_small", "--target", "rpc", "--json"])
+    run = document["run"]
+    assert run["passed"] and run["nnapi_ran"]
+    assert run["target"].startswith("rpc 127.0.0.1:")
+    stats = run["target_stats"]
+    assert stats["nnapi_calls"] == 1 and stats["fallbacks"] == 0
+    assert stats["cache_hits"] == 1 and stats["compilations"] == 0  # the first call compiled
+    assert run["nnapi_operations_executed"] > 10  # the server's mock counted them
+    assert run["measured_on_target"]["nnapi_execute_ms"] > 0
+    assert run["measured_on_target"]["timed_executions"] == 0  # NNAPI chose the devices
+
+
+def test_one_device_on_an_rpc_target_reports_nnapi_durations(capsys):
+    argv = ["run", "residual", "--target", "rpc", "--profile", "snapdragon-8-gen-2"]
+    document = _json(capsys, [*argv, "--devices", "qti-gpu", "--json", "--trace", "-"])
+    measured = document["run"]["measured_on_target"]
+    assert measured["timed_executions"] >= 1
+    assert measured["getduration_in_driver_ms"] > measured["getduration_on_hardware_ms"] > 0
+    assert document["run"]["profile"] == "snapdragon-8-gen-2"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run", "residual", "--target", "device"], "TVM_TRACKER_HOST"),
+        (["devices", "--target", "device"], "TVM_NNAPI_ADB_SERIALS"),
+        (["run", "residual", "--target", "device", "--profile", "tensor-g2"], "--profile"),
+        (["run", "residual", "--target", "rpc", "--layerwise"], "mock target only"),
+        (
+            ["run", "residual", "--target", "rpc", "--profile", "tensor-g2", "--devices", "npu"],
+            "has no NNAPI device named npu",
+        ),
+        (["devices", "--write-profile", "out.txt"], "give a .json file name"),
+    ],
+)
+def test_target_mistakes_are_one_line(capsys, monkeypatch, argv, message):
+    for name in ("TVM_TRACKER_HOST", "TVM_NNAPI_ADB_SERIALS", "TVM_NNAPI_RPC_SERVER"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
+
+
+def test_a_named_rpc_server_is_used_and_a_bad_one_refused(capsys, monkeypatch):
+    from tvm import rpc
+
+    from tvm_nnapi.runtime._library import load_runtime_library
+
+    monkeypatch.setenv("TVM_NNAPI_RPC_SERVER", "nowhere")
+    with pytest.raises(TargetUnavailableError, match="TVM_NNAPI_RPC_SERVER=nowhere"):
+        RpcTarget()
+    server = rpc.Server(
+        host="127.0.0.1",
+        port=9400,
+        port_end=9600,
+        server_init_callback=load_runtime_library,
+        silent=True,
+    )
+    try:
+        monkeypatch.setenv("TVM_NNAPI_RPC_SERVER", f"127.0.0.1:{server.port}")
+        document = _json(capsys, ["devices", "--target", "rpc", "--json"])
+        assert document["target"] == f"rpc 127.0.0.1:{server.port}"
+        assert document["devices"]
+    finally:
+        server.terminate()
+
+
+@I.ir_module
+class _Projection:
+    @R.function
+    def main(x: R.Tensor((4, 32), "float32"), w: R.Tensor((32, 32), "float32")):
+        with R.dataflow():
+            y = R.matmul(x, w)
+            z = R.nn.relu(y)
+            R.output(z)
+        return z
+
+
+def test_the_runtime_measures_executions_and_reads_nnapi_durations(restore_profile):
+    """In process: the runtime's statistics carry the NNAPI executions' wall clock and, for a
+    single-device compilation, NNAPI's getDuration, which the mock answers with its modelled
+    in-driver and on-hardware times (the trace's)."""
+    control.set_profile("snapdragon-8-gen-2")
+    previous = runtime.options_in_effect()
+    runtime.configure(devices="qti-gpu")
+    try:
+        vm = relax.VirtualMachine(tvm_nnapi.build(tvm_nnapi.partition(_Projection)), tvm.cpu())
+        x = tvm.runtime.tensor(np.ones((4, 32), "float32"))
+        w = tvm.runtime.tensor(np.eye(32, dtype="float32"))
+        vm["main"](x, w)
+        (stats,) = runtime.stats(vm).values()
+        trace = control.last_execution_trace()
+    finally:
+        runtime.configure(devices=previous.get("devices", ""))
+    assert stats["timed_executions"] == 1 and stats["execute_time_ns"] > 0
+    assert stats["duration_in_driver_ns"] == round(trace["modelled_in_driver_us"] * 1000)
+    assert stats["duration_on_hardware_ns"] == round(trace["modelled_on_hardware_us"] * 1000)
