@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "../ops/gemm.h"
+#include "scratch.h"
 #include "vector_convert.h"
 #include "vector_math.h"
 

@@ -19,7 +19,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "../ops/conv_common.h"
+#include "../ops/common.h"
+#include "requantize.h"
 
 namespace mock_nnapi {
 namespace depthwise_quantized {

@@ -22,8 +22,9 @@
 // multiple of 4, groups of 4 consecutive k: 4 bytes of each of the 32 columns (zero past N and
 // past the segment), so a 64-byte vector holds 16 columns x 4 k, vpdpbusd's layout.
 //
-// Micro-kernels (chosen when first used, the widest the CPU runs; MOCK_NNAPI_INT8_GEMM_KERNEL=
-// avx512vnni|avxvnni|avx2|portable selects a narrower one, read once, for tests and measurements):
+// Micro-kernels, one file each (int8_gemm_<isa>.cc), chosen when first used (the widest the CPU
+// runs; MOCK_NNAPI_INT8_GEMM_KERNEL=avx512vnni|avxvnni|avx2|portable selects a narrower one, read
+// once, for tests and measurements):
 // - avx512vnni: 8 rows x 32 columns (two zmm accumulators a row), one or two rows over up to 4
 //   panels at once (independent accumulators hide vpdpbusd's latency);
 // - avxvnni: the same instruction on ymm, 6 rows x 16 columns per pass;

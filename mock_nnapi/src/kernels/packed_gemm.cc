@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+// packed_gemm (see packed_gemm.h): packing, the choice of micro-kernel
+// (packed_gemm_microkernels.h) and the pool split.
 #include "packed_gemm.h"
 
 #include <algorithm>
@@ -7,36 +9,23 @@
 #include <limits>
 #include <new>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-#if defined(__aarch64__)
-#include <arm_neon.h>
-#endif
+#include "packed_gemm_microkernels.h"
 
 namespace mock_nnapi {
 namespace packed_gemm {
 namespace {
 
-// One micro-kernel call: rows [0, rows) of A (rows <= the kernel's row count) times `panels`
-// consecutive panels (1 unless the kernel has a multi-panel variant for few rows); the first
-// panels are full, the last has `cols` valid columns (cols <= kPanelWidth).
-struct Block {
-  const float* const* rows;  // row pointers (RowSource)
-  const size_t* offsets;     // segment offsets
-  size_t segments;
-  size_t segment_length;
-  const float* panel;
-  size_t panel_stride;  // floats from one panel to the next
-  size_t panels;
-  size_t row_count;
-  size_t cols;
-  float low;
-  float high;
-  bool clamp;
-  float* c;
-  size_t ldc;
-};
+using microkernels::Block;
+using microkernels::kPortableRows;
+using microkernels::PortableKernel;
+#if defined(__x86_64__)
+using microkernels::Avx2Kernel;
+using microkernels::Avx512Kernel;
+using microkernels::kAvx2Rows;
+using microkernels::kAvx512FewRows;
+using microkernels::kAvx512Panels;
+using microkernels::kAvx512Rows;
+#endif
 
 using KernelFunction = void (*)(const Block& block);
 
@@ -47,305 +36,6 @@ struct Kernel {
   size_t max_panels;  // panels per call then
   KernelFunction function;
 };
-
-// ---- Portable: 4 rows x 16 columns per pass, two passes per panel ------------------------------
-// Every loop over rows, panels and vectors is unrolled by pragma: only then does GCC keep the
-// accumulator arrays in registers across the segment loop (without it, GCC 12 -O3 stored the 16
-// AVX-512 accumulators to the stack and reloaded them around every segment: 210 spills and
-// reloads in the 8x32 kernel, a third of a 1x1 convolution's time when K is 16).
-// NEON's fused multiply-add on arm64 (the same bits as the x86-64 FMA kernels); elsewhere a
-// multiply and an add (GCC/Clang vector extensions, SSE2 on x86-64).
-constexpr size_t kPortableRows = 4;
-
-#if defined(__aarch64__)
-typedef float32x4_t Float4;
-inline Float4 Load4(const float* p) { return vld1q_f32(p); }
-inline void Store4(float* p, Float4 v) { vst1q_f32(p, v); }
-inline Float4 Broadcast4(float x) { return vdupq_n_f32(x); }
-inline Float4 MultiplyAdd4(Float4 acc, Float4 x, Float4 b) { return vfmaq_f32(acc, x, b); }
-// The mock's Clamp: x < low ? low : x, then high < x ? high : x (NaN stays NaN).
-inline Float4 Clamp4(Float4 v, Float4 low, Float4 high) {
-  const Float4 at_least_low = vbslq_f32(vcltq_f32(v, low), low, v);
-  return vbslq_f32(vcltq_f32(high, at_least_low), high, at_least_low);
-}
-#else
-typedef float Float4 __attribute__((vector_size(16), aligned(4), may_alias));
-typedef int32_t Int4 __attribute__((vector_size(16), aligned(4), may_alias));
-inline Float4 Load4(const float* p) {
-  Float4 v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-inline void Store4(float* p, Float4 v) { std::memcpy(p, &v, sizeof(v)); }
-inline Float4 Broadcast4(float x) { return Float4{x, x, x, x}; }
-inline Float4 MultiplyAdd4(Float4 acc, Float4 x, Float4 b) { return acc + x * b; }
-inline Float4 Clamp4(Float4 v, Float4 low, Float4 high) {
-  const Int4 below = v < low;
-  const Float4 at_least_low = below ? low : v;
-  const Int4 above = high < at_least_low;
-  return above ? high : at_least_low;
-}
-#endif
-
-template <int R>
-inline void PortableHalf(const Block& b, size_t half) {
-  constexpr int kVectors = 4;  // 16 columns
-  Float4 acc[R][kVectors];
-  const float* bp = b.panel + half * 16;
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 16
-    for (int v = 0; v < kVectors; ++v) acc[r][v] = Load4(bp + 4 * v);
-  }
-  bp += kPanelWidth;
-  for (size_t s = 0; s < b.segments; ++s) {
-    const float* x_rows[R];
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) x_rows[r] = b.rows[r] + b.offsets[s];
-    for (size_t j = 0; j < b.segment_length; ++j, bp += kPanelWidth) {
-      Float4 w[kVectors];
-#pragma GCC unroll 16
-      for (int v = 0; v < kVectors; ++v) w[v] = Load4(bp + 4 * v);
-#pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) {
-        const Float4 x = Broadcast4(x_rows[r][j]);
-#pragma GCC unroll 16
-        for (int v = 0; v < kVectors; ++v) acc[r][v] = MultiplyAdd4(acc[r][v], x, w[v]);
-      }
-    }
-  }
-  const Float4 low = Broadcast4(b.low);
-  const Float4 high = Broadcast4(b.high);
-  const size_t first = half * 16;
-  const size_t cols = std::min<size_t>(16, b.cols - first);
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-    float* out = b.c + r * b.ldc + first;
-    float tail[16];
-    float* dst = cols == 16 ? out : tail;
-#pragma GCC unroll 16
-    for (int v = 0; v < kVectors; ++v) {
-      Store4(dst + 4 * v, b.clamp ? Clamp4(acc[r][v], low, high) : acc[r][v]);
-    }
-    if (cols < 16) std::memcpy(out, tail, cols * sizeof(float));
-  }
-}
-
-template <int R>
-void PortableRows(const Block& b) {
-  PortableHalf<R>(b, 0);
-  if (b.cols > 16) PortableHalf<R>(b, 1);
-}
-
-void PortableKernel(const Block& b) {
-  switch (b.row_count) {
-    case 1:
-      return PortableRows<1>(b);
-    case 2:
-      return PortableRows<2>(b);
-    case 3:
-      return PortableRows<3>(b);
-    default:
-      return PortableRows<4>(b);
-  }
-}
-
-#if defined(__x86_64__)
-// ---- AVX-512: 8 rows x 32 columns (two zmm accumulators a row; one when 16 columns suffice); ---
-// one or two rows take up to four panels at once (independent accumulators hide the FMA latency).
-constexpr size_t kAvx512Rows = 8;
-constexpr size_t kAvx512FewRows = 2;
-constexpr size_t kAvx512Panels = 4;
-
-template <int R, int P, int V>
-__attribute__((target("avx512f"), always_inline)) inline void Avx512Rows(const Block& b) {
-  __m512 acc[R][P][V];
-  const float* bp[P];
-#pragma GCC unroll 16
-  for (int q = 0; q < P; ++q) {
-    bp[q] = b.panel + q * b.panel_stride;
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 16
-      for (int v = 0; v < V; ++v) acc[r][q][v] = _mm512_load_ps(bp[q] + 16 * v);
-    }
-    bp[q] += kPanelWidth;
-  }
-  for (size_t s = 0; s < b.segments; ++s) {
-    const float* x_rows[R];
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) x_rows[r] = b.rows[r] + b.offsets[s];
-    for (size_t j = 0; j < b.segment_length; ++j) {
-      __m512 w[P][V];
-#pragma GCC unroll 16
-      for (int q = 0; q < P; ++q) {
-#pragma GCC unroll 16
-        for (int v = 0; v < V; ++v) w[q][v] = _mm512_load_ps(bp[q] + 16 * v);
-        bp[q] += kPanelWidth;
-      }
-#pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) {
-        const __m512 x = _mm512_set1_ps(x_rows[r][j]);
-#pragma GCC unroll 16
-        for (int q = 0; q < P; ++q) {
-#pragma GCC unroll 16
-          for (int v = 0; v < V; ++v) acc[r][q][v] = _mm512_fmadd_ps(x, w[q][v], acc[r][q][v]);
-        }
-      }
-    }
-  }
-  const __m512 low = _mm512_set1_ps(b.low);
-  const __m512 high = _mm512_set1_ps(b.high);
-  __mmask16 masks[2];
-  masks[0] = b.cols >= 16 ? 0xffff : static_cast<__mmask16>((1u << b.cols) - 1);
-  masks[1] = b.cols >= 32  ? 0xffff
-             : b.cols > 16 ? static_cast<__mmask16>((1u << (b.cols - 16)) - 1)
-                           : 0;
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-    float* out = b.c + r * b.ldc;
-#pragma GCC unroll 16
-    for (int q = 0; q < P; ++q, out += kPanelWidth) {
-#pragma GCC unroll 16
-      for (int v = 0; v < V; ++v) {
-        __m512 value = acc[r][q][v];
-        if (b.clamp) {  // the mock's Clamp: x < low ? low : x, then high < x ? high : x
-          value = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(value, low, _CMP_LT_OQ), value, low);
-          value = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(high, value, _CMP_LT_OQ), value, high);
-        }
-        const __mmask16 mask = q + 1 < P ? static_cast<__mmask16>(0xffff) : masks[v];
-        _mm512_mask_storeu_ps(out + 16 * v, mask, value);
-      }
-    }
-  }
-}
-
-template <int V>
-__attribute__((target("avx512f"))) void Avx512Width(const Block& b) {
-  switch (b.row_count) {
-    case 1:
-      return Avx512Rows<1, 1, V>(b);
-    case 2:
-      return Avx512Rows<2, 1, V>(b);
-    case 3:
-      return Avx512Rows<3, 1, V>(b);
-    case 4:
-      return Avx512Rows<4, 1, V>(b);
-    case 5:
-      return Avx512Rows<5, 1, V>(b);
-    case 6:
-      return Avx512Rows<6, 1, V>(b);
-    case 7:
-      return Avx512Rows<7, 1, V>(b);
-    default:
-      return Avx512Rows<8, 1, V>(b);
-  }
-}
-
-template <int R>
-__attribute__((target("avx512f"))) void Avx512Panels(const Block& b) {
-  switch (b.panels) {
-    case 2:
-      return Avx512Rows<R, 2, 2>(b);
-    case 3:
-      return Avx512Rows<R, 3, 2>(b);
-    default:
-      return Avx512Rows<R, 4, 2>(b);
-  }
-}
-
-void Avx512Kernel(const Block& b) {
-  if (b.panels > 1) {
-    if (b.row_count == 1) {
-      Avx512Panels<1>(b);
-    } else {
-      Avx512Panels<2>(b);
-    }
-  } else if (b.cols <= 16) {
-    Avx512Width<1>(b);
-  } else {
-    Avx512Width<2>(b);
-  }
-}
-
-// ---- AVX2 + FMA: 6 rows x 16 columns (two ymm a row), two passes per panel ---------------------
-constexpr size_t kAvx2Rows = 6;
-
-template <int R>
-__attribute__((target("avx2,fma"), always_inline)) inline void Avx2Half(const Block& b,
-                                                                        size_t half) {
-  __m256 acc[R][2];
-  const float* bp = b.panel + half * 16;
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 16
-    for (int v = 0; v < 2; ++v) acc[r][v] = _mm256_load_ps(bp + 8 * v);
-  }
-  bp += kPanelWidth;
-  for (size_t s = 0; s < b.segments; ++s) {
-    const float* x_rows[R];
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) x_rows[r] = b.rows[r] + b.offsets[s];
-    for (size_t j = 0; j < b.segment_length; ++j, bp += kPanelWidth) {
-      const __m256 w0 = _mm256_load_ps(bp);
-      const __m256 w1 = _mm256_load_ps(bp + 8);
-#pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) {
-        const __m256 x = _mm256_broadcast_ss(x_rows[r] + j);
-        acc[r][0] = _mm256_fmadd_ps(x, w0, acc[r][0]);
-        acc[r][1] = _mm256_fmadd_ps(x, w1, acc[r][1]);
-      }
-    }
-  }
-  const __m256 low = _mm256_set1_ps(b.low);
-  const __m256 high = _mm256_set1_ps(b.high);
-  const size_t first = half * 16;
-  const size_t cols = std::min<size_t>(16, b.cols - first);
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-    float* out = b.c + r * b.ldc + first;
-#pragma GCC unroll 16
-    for (int v = 0; v < 2; ++v) {
-      __m256 value = acc[r][v];
-      // maxps(low, x) is low > x ? low : x, so x when x is NaN (the mock's Clamp); likewise
-      // minps(high, x).
-      if (b.clamp) value = _mm256_min_ps(high, _mm256_max_ps(low, value));
-      const size_t skip = 8 * static_cast<size_t>(v);
-      const size_t lanes = cols > skip ? std::min<size_t>(8, cols - skip) : 0;
-      if (lanes == 8) {
-        _mm256_storeu_ps(out + skip, value);
-      } else if (lanes > 0) {
-        alignas(32) float tail[8];
-        _mm256_store_ps(tail, value);
-        std::memcpy(out + skip, tail, std::min<size_t>(lanes, 7) * sizeof(float));  // lanes < 8
-      }
-    }
-  }
-}
-
-template <int R>
-__attribute__((target("avx2,fma"))) void Avx2Rows(const Block& b) {
-  Avx2Half<R>(b, 0);
-  if (b.cols > 16) Avx2Half<R>(b, 1);
-}
-
-void Avx2Kernel(const Block& b) {
-  switch (b.row_count) {
-    case 1:
-      return Avx2Rows<1>(b);
-    case 2:
-      return Avx2Rows<2>(b);
-    case 3:
-      return Avx2Rows<3>(b);
-    case 4:
-      return Avx2Rows<4>(b);
-    case 5:
-      return Avx2Rows<5>(b);
-    default:
-      return Avx2Rows<6>(b);
-  }
-}
-#endif  // __x86_64__
 
 // The widest kernel the CPU runs, or the one MOCK_NNAPI_PACKED_GEMM_KERNEL names if narrower.
 Kernel ChooseKernel() {

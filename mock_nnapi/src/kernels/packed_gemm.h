@@ -16,7 +16,8 @@
 // nothing else, so the result is the same bits whatever the thread count, the split into blocks
 // or the kernel (among the FMA ones); it differs from OpenBLAS's sgemm by fp32 rounding only.
 //
-// The micro-kernel is chosen when first used (the widest the CPU runs); the environment variable
+// Each micro-kernel has a file of its own (packed_gemm_<isa>.cc). The one in use is chosen when
+// first used (the widest the CPU runs); the environment variable
 // MOCK_NNAPI_PACKED_GEMM_KERNEL=avx512|avx2|portable selects a narrower one (read once; for tests
 // and measurements; a kernel the CPU cannot run is never chosen).
 #ifndef MOCK_NNAPI_SRC_KERNELS_PACKED_GEMM_H_

@@ -13,6 +13,7 @@
 // out_scale, no activation). The output has the inputs' type.
 #include <vector>
 
+#include "../kernels/requantize.h"
 #include "conv_common.h"
 #include "gemm.h"
 

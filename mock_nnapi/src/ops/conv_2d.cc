@@ -35,9 +35,10 @@
 #include <memory>
 #include <vector>
 
+#include "../kernels/half_bands.h"
 #include "../kernels/int8_gemm.h"
 #include "../kernels/packed_gemm.h"
-#include "../kernels/vector_convert.h"
+#include "../kernels/requantize.h"
 #include "conv_common.h"
 #include "gemm.h"
 

@@ -16,6 +16,8 @@
 //   known at execution fail the execution.
 // - Layout flag (BOOL, true = NCHW): input and output are [N, C, H, W] instead of [N, H, W, C];
 //   filters keep their NHWC-style layout.
+// The kernels these operations share (layout transposes, clamps, fp16 bands, requantisation) are
+// in ../kernels.
 #ifndef MOCK_NNAPI_SRC_OPS_CONV_COMMON_H_
 #define MOCK_NNAPI_SRC_OPS_CONV_COMMON_H_
 
@@ -26,7 +28,8 @@
 #include <utility>
 #include <vector>
 
-#include "../kernels/vector_convert.h"
+#include "../kernels/clamp.h"
+#include "../kernels/layout.h"
 #include "common.h"
 #include "gemm.h"
 
@@ -57,12 +60,6 @@ struct Parameters {
   int32_t extra = 1;
   int32_t activation = ANEURALNETWORKS_FUSED_NONE;
   bool nchw = false;
-};
-
-// Sizes of a 4-D activation tensor in NHWC order, whatever its layout.
-struct Shape4 {
-  uint32_t batches = 0, height = 0, width = 0, channels = 0;
-  size_t Elements() const { return size_t{batches} * height * width * channels; }
 };
 
 inline Shape4 ToNhwc(const Dimensions& dims, bool nchw) {
@@ -145,65 +142,6 @@ inline int ResolveConvOutputSize(const OperationContext& context, bool explicit_
 inline int64_t TransposeConvOutputSize(int64_t in, int64_t filter, int64_t stride, int64_t head,
                                        int64_t tail) {
   return in * stride + filter - stride - head - tail;
-}
-
-// out[j * rows + i] = in[i * cols + j]: a transpose in square tiles, so that both sides move
-// whole cache lines (a plain loop strides through one of them an element at a time). Bands of
-// tile rows are shared out over the gemm::ParallelFor pool (an exact copy: the result does not
-// depend on the split).
-template <typename T>
-void Transpose2D(const T* __restrict__ in, size_t rows, size_t cols, T* __restrict__ out) {
-  constexpr size_t kTile = 16;
-  const size_t bands = (rows + kTile - 1) / kTile;
-  gemm::ParallelFor(bands, kTile * cols, [&](size_t band_begin, size_t band_end) {
-    for (size_t i0 = band_begin * kTile; i0 < std::min(rows, band_end * kTile); i0 += kTile) {
-      const size_t i1 = std::min(rows, i0 + kTile);
-      for (size_t j0 = 0; j0 < cols; j0 += kTile) {
-        const size_t j1 = std::min(cols, j0 + kTile);
-        for (size_t j = j0; j < j1; ++j) {
-          for (size_t i = i0; i < i1; ++i) out[j * rows + i] = in[i * cols + j];
-        }
-      }
-    }
-  });
-}
-
-// x clamped to [low, high]: the expressions of std::min(std::max(x, low), high) (NaN stays NaN),
-// written on values so that loops over it vectorise (std::min and std::max return references,
-// which GCC turned into a scalar loop of conditional pointer moves).
-inline float Clamp(float x, float low, float high) {
-  const float at_least_low = x < low ? low : x;
-  return high < at_least_low ? high : at_least_low;
-}
-
-// data[i] = Clamp(data[i], low, high) for i in [0, count), shared out over the pool.
-inline void ClampAll(float* data, size_t count, float low, float high) {
-  constexpr size_t kBlock = 4096;
-  const size_t blocks = (count + kBlock - 1) / kBlock;
-  gemm::ParallelFor(blocks, kBlock, [&](size_t begin, size_t end) {
-    float* __restrict__ p = data;
-    const size_t last = std::min(count, end * kBlock);
-    for (size_t i = begin * kBlock; i < last; ++i) p[i] = Clamp(p[i], low, high);
-  });
-}
-
-// Layout transforms between [N, C, H, W] and [N, H, W, C].
-template <typename T>
-void NchwToNhwc(const T* in, const Shape4& shape, T* out) {
-  const size_t plane = size_t{shape.height} * shape.width;
-  const size_t batch = plane * shape.channels;
-  for (uint32_t n = 0; n < shape.batches; ++n) {
-    Transpose2D(in + n * batch, shape.channels, plane, out + n * batch);
-  }
-}
-
-template <typename T>
-void NhwcToNchw(const T* in, const Shape4& shape, T* out) {
-  const size_t plane = size_t{shape.height} * shape.width;
-  const size_t batch = plane * shape.channels;
-  for (uint32_t n = 0; n < shape.batches; ++n) {
-    Transpose2D(in + n * batch, plane, shape.channels, out + n * batch);
-  }
 }
 
 // Checks that input `index` (an INT32 scalar) is >= minimum when its value is known.
@@ -360,25 +298,6 @@ inline int CheckRankIs(const OperationContext& context, const OperandInfo& opera
   return ANEURALNETWORKS_NO_ERROR;
 }
 
-// The real multiplier input_scale * filter_scale[channel] / output_scale of each output channel.
-inline std::vector<double> OutputMultipliers(const OperandInfo& input, const OperandInfo& filter,
-                                             const OperandInfo& output, uint32_t channels) {
-  std::vector<double> multipliers(channels);
-  for (uint32_t c = 0; c < channels; ++c) {
-    const float filter_scale =
-        filter.channel_quant != nullptr ? filter.channel_quant->scales[c] : filter.scale;
-    multipliers[c] = static_cast<double>(input.scale * filter_scale) / output.scale;
-  }
-  return multipliers;
-}
-
-// The largest |value - zero_point| of a quantised operand.
-inline float MaxAbsOffset(const OperandInfo& operand) {
-  return operand.type == ANEURALNETWORKS_TENSOR_QUANT8_ASYMM
-             ? gemm::MaxAbsOffset<uint8_t>(operand.zero_point)
-             : gemm::MaxAbsOffset<int8_t>(operand.zero_point);
-}
-
 // Float values of an operand: fp32 as is, fp16 converted, quantised minus the zero point
 // (exact small integers; per-channel filters have zero point 0).
 class FloatValues {
@@ -427,93 +346,6 @@ class FloatValues {
   std::vector<float> storage_;
   const float* data_ = nullptr;
 };
-
-// A per-thread work buffer kept between runs (thread_local): grows to the largest size asked
-// for, never shrinks, and is not initialised (std::vector::resize zero-fills what it adds, which
-// costs as much as a small band's conversion when band sizes alternate).
-template <typename T>
-class ScratchArray {
- public:
-  T* Get(size_t count) {
-    if (count > capacity_) {
-      data_.reset(new T[count]);
-      capacity_ = count;
-    }
-    return data_.get();
-  }
-
- private:
-  std::unique_ptr<T[]> data_;
-  size_t capacity_ = 0;
-};
-
-// TENSOR_FLOAT16 NHWC convolutions run their fp32 kernels band by band: one band is some output
-// rows of one image; its receptive input rows are converted to fp32 and its output rows back to
-// fp16 in per-thread buffers that stay in cache (no whole-tensor fp32 copies). Every output row
-// is computed as on the whole map, so the results are those of the fp32 kernel rounded to fp16.
-//
-// Runs body(const Geometry& band, const float* input, float* output) for every band of
-// `geometry` on the pool and converts the outputs: `band` is the band as a map of its own (one
-// image of band.input.height converted rows, band.output.height output rows, its own top
-// padding), `input` its rows in fp32, `output` room for its output rows, which `body` writes
-// all of. Geometry is the operation's (CONV_2D's or DEPTHWISE_CONV_2D's): NHWC Shape4s `input`
-// and `output`, `filter_height` and `params` (stride_h, dilation_h, pad_top). Bands hold their
-// receptive rows and output rows in fp32 within 512 KiB (half the L2 cache of this machine's
-// cores) and are at least two per thread where the map allows; `cost_per_row` is a band row's
-// multiply-adds (the pool's threshold).
-template <typename Geometry, typename Body>
-void ForEachHalfBand(const Geometry& geometry, size_t cost_per_row, const Half* input, Half* output,
-                     Body&& body) {
-  const Shape4& in = geometry.input;
-  const Shape4& out = geometry.output;
-  const int64_t stride_h = geometry.params.stride_h;
-  const int64_t pad_top = geometry.params.pad_top;
-  const size_t window_rows = size_t{geometry.filter_height - 1} * geometry.params.dilation_h + 1;
-  const size_t in_row = size_t{in.width} * in.channels;
-  const size_t out_row = size_t{out.width} * out.channels;
-  constexpr size_t kBandBytes = size_t{512} << 10;
-  const size_t fitting = kBandBytes / sizeof(float);
-  size_t band_rows = 1;
-  while (band_rows < out.height &&
-         ((band_rows * stride_h + window_rows) * in_row + (band_rows + 1) * out_row) <= fitting) {
-    ++band_rows;
-  }
-  const size_t wanted = 2 * static_cast<size_t>(gemm::ThreadCount());
-  const size_t per_image = (wanted + in.batches - 1) / std::max<size_t>(in.batches, 1);
-  band_rows = std::max<size_t>(1, std::min(band_rows, (out.height + per_image - 1) / per_image));
-  const size_t bands_per_image = (out.height + band_rows - 1) / band_rows;
-  const uint16_t* input_bits = reinterpret_cast<const uint16_t*>(input);
-  uint16_t* output_bits = reinterpret_cast<uint16_t*>(output);
-  gemm::ParallelFor(
-      out.batches * bands_per_image, band_rows * cost_per_row, [&](size_t begin, size_t end) {
-        thread_local ScratchArray<float> input_rows, output_rows;
-        for (size_t index = begin; index < end; ++index) {
-          const size_t image = index / bands_per_image;
-          const size_t first_row = index % bands_per_image * band_rows;
-          const size_t rows = std::min<size_t>(out.height - first_row, band_rows);
-          // Input rows [iy_begin, iy_end) hold every valid tap of the band's output rows.
-          const int64_t first = static_cast<int64_t>(first_row) * stride_h - pad_top;
-          const int64_t last = static_cast<int64_t>(first_row + rows - 1) * stride_h - pad_top +
-                               static_cast<int64_t>(window_rows);
-          const int64_t iy_begin = std::max<int64_t>(0, first);
-          const int64_t iy_end = std::max<int64_t>(iy_begin, std::min<int64_t>(in.height, last));
-          const size_t input_rows_count = static_cast<size_t>(iy_end - iy_begin);
-          Geometry band = geometry;
-          band.input.batches = band.output.batches = 1;
-          band.input.height = static_cast<uint32_t>(input_rows_count);
-          band.output.height = static_cast<uint32_t>(rows);
-          band.params.pad_top = static_cast<int32_t>(iy_begin - first);
-          float* input_floats = input_rows.Get(std::max<size_t>(1, input_rows_count * in_row));
-          float* output_floats = output_rows.Get(rows * out_row);
-          vector_convert::HalfToFloat(input_bits + (image * in.height + iy_begin) * in_row,
-                                      input_rows_count * in_row, input_floats);
-          body(static_cast<const Geometry&>(band), static_cast<const float*>(input_floats),
-               output_floats);
-          vector_convert::FloatToHalf(output_floats, rows * out_row,
-                                      output_bits + (image * out.height + first_row) * out_row);
-        }
-      });
-}
 
 // An activation input as NHWC floats (see FloatValues), transposed from NCHW when needed.
 class NhwcFloatInput {
@@ -591,70 +423,6 @@ class FloatOutput {
   std::vector<float> storage_;
   float* data_ = nullptr;
 };
-
-// The quantised output's activation range and the per-channel terms of its requantisation (a
-// missing bias reads as zeros).
-template <typename Q>
-struct Requantization {
-  Requantization(const int32_t* bias_data, std::vector<double> channel_multipliers,
-                 int32_t activation, const OperandInfo& output)
-      : multipliers(std::move(channel_multipliers)), zero_point(output.zero_point) {
-    QuantizedActivationRange<Q>(activation, output.scale, output.zero_point, &low, &high);
-    if (bias_data == nullptr) {
-      zeros.assign(multipliers.size(), 0);
-      bias_data = zeros.data();
-    }
-    bias = bias_data;
-  }
-  // out[r * channels + c] = gemm::Requantize(accumulators[r * channels + c] + bias[c],
-  // multipliers[c], ...) for `rows` rows of all channels (vectorised, the same values).
-  void Rows(const int32_t* accumulators, size_t rows, Q* out) const {
-    vector_convert::RequantizeRows(accumulators, rows, multipliers.size(), bias, multipliers.data(),
-                                   zero_point, low, high, out);
-  }
-
-  std::vector<double> multipliers;
-  std::vector<int32_t> zeros;
-  const int32_t* bias = nullptr;
-  int32_t zero_point = 0, low = 0, high = 0;
-};
-
-// Requantises NHWC int32 accumulators (+ bias) into the quantised output, per output channel
-// (pixels shared out over the pool; every element is computed the same way whatever the split).
-template <typename Q>
-void StoreQuantized(const int32_t* accumulators, const Shape4& shape, const int32_t* bias,
-                    const std::vector<double>& multipliers, int32_t activation,
-                    const OperandInfo& output, bool nchw) {
-  const Requantization<Q> requantization(bias, multipliers, activation, output);
-  const size_t channels = shape.channels;
-  const size_t pixels = channels == 0 ? 0 : shape.Elements() / channels;
-  Q* out = output.MutableData<Q>();
-  std::unique_ptr<Q[]> nhwc;
-  Q* target = out;
-  if (nchw) {
-    nhwc.reset(new Q[shape.Elements()]);  // every element is written below
-    target = nhwc.get();
-  }
-  constexpr size_t kBlockElements = 16384;
-  const size_t block = channels == 0 ? 1 : std::max<size_t>(1, kBlockElements / channels);
-  gemm::ParallelFor(
-      (pixels + block - 1) / block, block * channels * 4, [&](size_t begin, size_t end) {
-        const size_t first = begin * block;
-        const size_t count = std::min(pixels, end * block) - first;
-        requantization.Rows(accumulators + first * channels, count, target + first * channels);
-      });
-  if (nchw) NhwcToNchw(target, shape, out);
-}
-
-inline void StoreQuantizedOutput(const int32_t* accumulators, const Shape4& shape,
-                                 const int32_t* bias, const std::vector<double>& multipliers,
-                                 int32_t activation, const OperandInfo& output, bool nchw) {
-  if (output.type == ANEURALNETWORKS_TENSOR_QUANT8_ASYMM) {
-    StoreQuantized<uint8_t>(accumulators, shape, bias, multipliers, activation, output, nchw);
-  } else {
-    StoreQuantized<int8_t>(accumulators, shape, bias, multipliers, activation, output, nchw);
-  }
-}
 
 }  // namespace conv
 }  // namespace mock_nnapi

@@ -23,7 +23,8 @@
 #include <memory>
 
 #include "../kernels/depthwise_quantized.h"
-#include "../kernels/vector_convert.h"
+#include "../kernels/half_bands.h"
+#include "../kernels/requantize.h"
 #include "conv_common.h"
 #include "gemm.h"
 

@@ -22,6 +22,7 @@
 
 #include "../kernels/int8_gemm.h"
 #include "../kernels/packed_gemm.h"
+#include "../kernels/requantize.h"
 #include "../kernels/vector_math.h"
 #include "conv_common.h"
 #include "gemm.h"

@@ -18,6 +18,7 @@
 // channelDim 0; bias rules as CONV_2D.
 #include <vector>
 
+#include "../kernels/requantize.h"
 #include "conv_common.h"
 #include "gemm.h"
 
