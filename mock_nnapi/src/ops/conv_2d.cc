@@ -183,32 +183,18 @@ int Validate(OperationContext& context) {
 }
 
 // Everything a kernel needs: NHWC sizes, filter size, groups and the resolved padding.
-struct Geometry {
-  Shape4 input;
-  Shape4 output;
-  uint32_t filter_height = 0;
-  uint32_t filter_width = 0;
+struct Geometry : conv::Geometry {
   uint32_t groups = 1;
-  Parameters params;
 };
 
 int ResolveGeometry(const OperationContext& context, Geometry* geometry) {
-  const OperandInfo& input = context.Input(0);
   const OperandInfo& filter = context.Input(1);
   const OperandInfo& bias = context.Input(2);
   const ArgumentIndices indices = Indices(context);
-  NN_RETURN_IF_ERROR(conv::CheckArgumentValues(context, indices, false));
-  NN_CHECK_EQ(input.rank(), 4u, ANEURALNETWORKS_OP_FAILED) << context.name() << " input rank";
-  NN_CHECK_EQ(filter.rank(), 4u, ANEURALNETWORKS_OP_FAILED) << context.name() << " filter rank";
-  NN_CHECK_EQ(bias.rank(), 1u, ANEURALNETWORKS_OP_FAILED) << context.name() << " bias rank";
-  Parameters& p = geometry->params;
-  p = conv::ReadArguments(context, indices);
-  geometry->groups = IsGrouped(context) ? static_cast<uint32_t>(p.extra) : 1;
-  geometry->input = conv::ToNhwc(input.dimensions, p.nchw);
+  NN_RETURN_IF_ERROR(conv::ReadGeometry(context, indices, false, geometry));
+  geometry->groups = IsGrouped(context) ? static_cast<uint32_t>(geometry->params.extra) : 1;
   const Shape4& in = geometry->input;
   const uint32_t out_channels = filter.dim(0);
-  geometry->filter_height = filter.dim(1);
-  geometry->filter_width = filter.dim(2);
   NN_CHECK_EQ(uint64_t{filter.dim(3)} * geometry->groups, in.channels, ANEURALNETWORKS_OP_FAILED)
       << context.name() << " filter depth * groups must equal the input depth";
   NN_CHECK_EQ(out_channels % geometry->groups, 0u, ANEURALNETWORKS_OP_FAILED)
@@ -221,13 +207,7 @@ int ResolveGeometry(const OperationContext& context, Geometry* geometry) {
       << context.name() << " only the batch may be zero-sized";
   // GROUPED_CONV_2D has no dilation (Parameters default it to 1): its effective filter is the
   // filter.
-  uint32_t out_h = 0;
-  uint32_t out_w = 0;
-  NN_RETURN_IF_ERROR(conv::ResolveConvOutputSize(context, indices.explicit_padding, in,
-                                                 geometry->filter_height, geometry->filter_width,
-                                                 &p, &out_h, &out_w));
-  geometry->output = {in.batches, out_h, out_w, out_channels};
-  return ANEURALNETWORKS_NO_ERROR;
+  return conv::ResolveConvOutput(context, indices.explicit_padding, out_channels, geometry);
 }
 
 int Prepare(OperationContext& context) {

@@ -110,35 +110,6 @@ inline int64_t ConvOutputSize(int64_t in, int64_t filter, int64_t stride, int64_
   return (span + stride) / stride;
 }
 
-// Resolves implicit padding into p's explicit pads (unless `explicit_padding`) and computes the
-// output height and width of a dilated convolution over `in`. OP_FAILED (at prepare, like
-// Android) when a padding is not smaller than the effective filter or the output is empty.
-inline int ResolveConvOutputSize(const OperationContext& context, bool explicit_padding,
-                                 const Shape4& in, uint32_t filter_height, uint32_t filter_width,
-                                 Parameters* p, uint32_t* out_height, uint32_t* out_width) {
-  if (!explicit_padding) {
-    ImplicitPadding(p->padding_code, in.width, p->stride_w, p->dilation_w, filter_width,
-                    &p->pad_left, &p->pad_right);
-    ImplicitPadding(p->padding_code, in.height, p->stride_h, p->dilation_h, filter_height,
-                    &p->pad_top, &p->pad_bottom);
-  }
-  const int64_t effective_w = EffectiveFilterSize(filter_width, p->dilation_w);
-  const int64_t effective_h = EffectiveFilterSize(filter_height, p->dilation_h);
-  NN_CHECK(p->pad_left < effective_w && p->pad_right < effective_w && p->pad_top < effective_h &&
-               p->pad_bottom < effective_h,
-           ANEURALNETWORKS_OP_FAILED)
-      << context.name() << " padding must be smaller than the effective filter size";
-  const int64_t out_w =
-      ConvOutputSize(in.width, filter_width, p->stride_w, p->dilation_w, p->pad_left, p->pad_right);
-  const int64_t out_h = ConvOutputSize(in.height, filter_height, p->stride_h, p->dilation_h,
-                                       p->pad_top, p->pad_bottom);
-  NN_CHECK(out_w > 0 && out_h > 0, ANEURALNETWORKS_OP_FAILED)
-      << context.name() << " output would be empty";
-  *out_height = static_cast<uint32_t>(out_h);
-  *out_width = static_cast<uint32_t>(out_w);
-  return ANEURALNETWORKS_NO_ERROR;
-}
-
 inline int64_t TransposeConvOutputSize(int64_t in, int64_t filter, int64_t stride, int64_t head,
                                        int64_t tail) {
   return in * stride + filter - stride - head - tail;
@@ -238,6 +209,72 @@ inline Parameters ReadArguments(const OperationContext& context, const ArgumentI
   p.activation = read(indices.activation, ANEURALNETWORKS_FUSED_NONE);
   p.nchw = indices.layout >= 0 && context.InputScalarOr<uint8_t>(indices.layout, 0) != 0;
   return p;
+}
+
+// A convolution's sizes once its argument values are known: the input's and the output's NHWC
+// sizes, the filter's height and width, and the arguments (padding resolved by the operation).
+struct Geometry {
+  Shape4 input;
+  Shape4 output;
+  uint32_t filter_height = 0;
+  uint32_t filter_width = 0;
+  Parameters params;
+};
+
+// The part of a geometry every member of the family resolves the same way, first, at prepare and
+// execute: the argument values checked (CheckArgumentValues; `allow_negative_tail` as there), the
+// ranks of input (4), filter (4) and bias (1) checked (OP_FAILED), then the arguments read into
+// geometry->params, the input's NHWC sizes and the filter's height and width (dimensions 1 and 2
+// of every member's filter). The channel checks, the padding and geometry->output are the
+// operation's.
+inline int ReadGeometry(const OperationContext& context, const ArgumentIndices& indices,
+                        bool allow_negative_tail, Geometry* geometry) {
+  const OperandInfo& input = context.Input(0);
+  const OperandInfo& filter = context.Input(1);
+  const OperandInfo& bias = context.Input(2);
+  NN_RETURN_IF_ERROR(CheckArgumentValues(context, indices, allow_negative_tail));
+  NN_CHECK_EQ(input.rank(), 4u, ANEURALNETWORKS_OP_FAILED) << context.name() << " input rank";
+  NN_CHECK_EQ(filter.rank(), 4u, ANEURALNETWORKS_OP_FAILED) << context.name() << " filter rank";
+  NN_CHECK_EQ(bias.rank(), 1u, ANEURALNETWORKS_OP_FAILED) << context.name() << " bias rank";
+  geometry->params = ReadArguments(context, indices);
+  geometry->input = ToNhwc(input.dimensions, geometry->params.nchw);
+  geometry->filter_height = filter.dim(1);
+  geometry->filter_width = filter.dim(2);
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+// The output of a (dilated) convolution: CONV_2D, GROUPED_CONV_2D and DEPTHWISE_CONV_2D, not
+// TRANSPOSE_CONV_2D. Resolves implicit padding into geometry->params' explicit pads (unless
+// `explicit_padding`) and sets geometry->output: the input's batches, the output height and width
+// over geometry->input, `out_channels` channels. OP_FAILED (at prepare, like Android) when a
+// padding is not smaller than the effective filter or the output is empty.
+inline int ResolveConvOutput(const OperationContext& context, bool explicit_padding,
+                             uint32_t out_channels, Geometry* geometry) {
+  const Shape4& in = geometry->input;
+  const uint32_t filter_height = geometry->filter_height;
+  const uint32_t filter_width = geometry->filter_width;
+  Parameters* p = &geometry->params;
+  if (!explicit_padding) {
+    ImplicitPadding(p->padding_code, in.width, p->stride_w, p->dilation_w, filter_width,
+                    &p->pad_left, &p->pad_right);
+    ImplicitPadding(p->padding_code, in.height, p->stride_h, p->dilation_h, filter_height,
+                    &p->pad_top, &p->pad_bottom);
+  }
+  const int64_t effective_w = EffectiveFilterSize(filter_width, p->dilation_w);
+  const int64_t effective_h = EffectiveFilterSize(filter_height, p->dilation_h);
+  NN_CHECK(p->pad_left < effective_w && p->pad_right < effective_w && p->pad_top < effective_h &&
+               p->pad_bottom < effective_h,
+           ANEURALNETWORKS_OP_FAILED)
+      << context.name() << " padding must be smaller than the effective filter size";
+  const int64_t out_w =
+      ConvOutputSize(in.width, filter_width, p->stride_w, p->dilation_w, p->pad_left, p->pad_right);
+  const int64_t out_h = ConvOutputSize(in.height, filter_height, p->stride_h, p->dilation_h,
+                                       p->pad_top, p->pad_bottom);
+  NN_CHECK(out_w > 0 && out_h > 0, ANEURALNETWORKS_OP_FAILED)
+      << context.name() << " output would be empty";
+  geometry->output = {in.batches, static_cast<uint32_t>(out_h), static_cast<uint32_t>(out_w),
+                      out_channels};
+  return ANEURALNETWORKS_NO_ERROR;
 }
 
 // Checks the filter of a quantised convolution: the input's QUANT8 type, or

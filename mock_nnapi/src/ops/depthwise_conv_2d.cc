@@ -125,34 +125,20 @@ int Validate(OperationContext& context) {
   return ANEURALNETWORKS_NO_ERROR;
 }
 
-struct Geometry {
-  Shape4 input;
-  Shape4 output;
-  uint32_t filter_height = 0;
-  uint32_t filter_width = 0;
+struct Geometry : conv::Geometry {
   uint32_t multiplier = 1;
-  Parameters params;
 };
 
 int ResolveGeometry(const OperationContext& context, Geometry* geometry) {
-  const OperandInfo& input = context.Input(0);
   const OperandInfo& filter = context.Input(1);
   const OperandInfo& bias = context.Input(2);
   const ArgumentIndices indices = Indices(context);
-  NN_RETURN_IF_ERROR(conv::CheckArgumentValues(context, indices, false));
-  NN_CHECK_EQ(input.rank(), 4u, ANEURALNETWORKS_OP_FAILED) << context.name() << " input rank";
-  NN_CHECK_EQ(filter.rank(), 4u, ANEURALNETWORKS_OP_FAILED) << context.name() << " filter rank";
-  NN_CHECK_EQ(bias.rank(), 1u, ANEURALNETWORKS_OP_FAILED) << context.name() << " bias rank";
+  NN_RETURN_IF_ERROR(conv::ReadGeometry(context, indices, false, geometry));
   NN_CHECK_EQ(filter.dim(0), 1u, ANEURALNETWORKS_OP_FAILED)
       << context.name() << " filter must be [1, kH, kW, C_out]";
-  Parameters& p = geometry->params;
-  p = conv::ReadArguments(context, indices);
-  geometry->multiplier = static_cast<uint32_t>(p.extra);
-  geometry->input = conv::ToNhwc(input.dimensions, p.nchw);
+  geometry->multiplier = static_cast<uint32_t>(geometry->params.extra);
   const Shape4& in = geometry->input;
   const uint32_t out_channels = filter.dim(3);
-  geometry->filter_height = filter.dim(1);
-  geometry->filter_width = filter.dim(2);
   NN_CHECK_EQ(uint64_t{in.channels} * geometry->multiplier, out_channels, ANEURALNETWORKS_OP_FAILED)
       << context.name() << " input depth * depth multiplier must equal the output depth";
   NN_CHECK_EQ(bias.dim(0), out_channels, ANEURALNETWORKS_OP_FAILED)
@@ -161,13 +147,7 @@ int ResolveGeometry(const OperationContext& context, Geometry* geometry) {
                geometry->filter_width > 0,
            ANEURALNETWORKS_OP_FAILED)
       << context.name() << " only the batch may be zero-sized";
-  uint32_t out_h = 0;
-  uint32_t out_w = 0;
-  NN_RETURN_IF_ERROR(conv::ResolveConvOutputSize(context, indices.explicit_padding, in,
-                                                 geometry->filter_height, geometry->filter_width,
-                                                 &p, &out_h, &out_w));
-  geometry->output = {in.batches, out_h, out_w, out_channels};
-  return ANEURALNETWORKS_NO_ERROR;
+  return conv::ResolveConvOutput(context, indices.explicit_padding, out_channels, geometry);
 }
 
 int Prepare(OperationContext& context) {

@@ -105,30 +105,18 @@ int Validate(OperationContext& context) {
   return ANEURALNETWORKS_NO_ERROR;
 }
 
-struct Geometry {
-  Shape4 input;
-  Shape4 output;
-  uint32_t filter_height = 0;
-  uint32_t filter_width = 0;
-  Parameters params;
-};
+using conv::Geometry;
 
+// The shared part (conv::ReadGeometry), then the transposed convolution's own padding and output
+// size: implicit padding against the requested output shape, a tail that may be negative.
 int ResolveGeometry(const OperationContext& context, Geometry* geometry) {
-  const OperandInfo& input = context.Input(0);
   const OperandInfo& filter = context.Input(1);
   const OperandInfo& bias = context.Input(2);
   const ArgumentIndices indices = Indices(context);
-  NN_RETURN_IF_ERROR(conv::CheckArgumentValues(context, indices, true));
-  NN_CHECK_EQ(input.rank(), 4u, ANEURALNETWORKS_OP_FAILED) << context.name() << " input rank";
-  NN_CHECK_EQ(filter.rank(), 4u, ANEURALNETWORKS_OP_FAILED) << context.name() << " filter rank";
-  NN_CHECK_EQ(bias.rank(), 1u, ANEURALNETWORKS_OP_FAILED) << context.name() << " bias rank";
+  NN_RETURN_IF_ERROR(conv::ReadGeometry(context, indices, true, geometry));
   Parameters& p = geometry->params;
-  p = conv::ReadArguments(context, indices);
-  geometry->input = conv::ToNhwc(input.dimensions, p.nchw);
   const Shape4& in = geometry->input;
   const uint32_t out_channels = filter.dim(0);
-  geometry->filter_height = filter.dim(1);
-  geometry->filter_width = filter.dim(2);
   NN_CHECK_EQ(filter.dim(3), in.channels, ANEURALNETWORKS_OP_FAILED)
       << context.name() << " filter depth must equal the input depth";
   NN_CHECK_EQ(bias.dim(0), out_channels, ANEURALNETWORKS_OP_FAILED)
