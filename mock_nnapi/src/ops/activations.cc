@@ -239,26 +239,19 @@ void RunActivationQuantized(OperationContext& context) {
 }
 
 int ExecuteActivation(OperationContext& context) {
-  const int32_t type = context.InputType(0);
-  if (elementwise::DispatchFloat(type,
-                                 [&](auto tag) { RunActivationFloat<decltype(tag)>(context); })) {
-    return ANEURALNETWORKS_NO_ERROR;
-  }
   const bool is_relu = context.type() == ANEURALNETWORKS_RELU ||
                        context.type() == ANEURALNETWORKS_RELU1 ||
                        context.type() == ANEURALNETWORKS_RELU6;
-  if (elementwise::DispatchQuant8(type, [&](auto tag) {
+  return elementwise::Dispatch(
+      context, context.InputType(0), [&](auto tag) { RunActivationFloat<decltype(tag)>(context); },
+      [&](auto tag) {
         using Q = decltype(tag);
         if (is_relu) {
           RunReluQuantized<Q>(context);
         } else {
           RunActivationQuantized<Q>(context);
         }
-      })) {
-    return ANEURALNETWORKS_NO_ERROR;
-  }
-  NN_FAIL(ANEURALNETWORKS_OP_FAILED)
-      << context.name() << ": unsupported type " << OperandTypeName(type);
+      });
 }
 
 // ---- ELU ----------------------------------------------------------------------------------------
@@ -291,12 +284,8 @@ void RunElu(OperationContext& context) {
 }
 
 int ExecuteElu(OperationContext& context) {
-  if (elementwise::DispatchFloat(context.InputType(0),
-                                 [&](auto tag) { RunElu<decltype(tag)>(context); })) {
-    return ANEURALNETWORKS_NO_ERROR;
-  }
-  NN_FAIL(ANEURALNETWORKS_OP_FAILED)
-      << "ELU: unsupported type " << OperandTypeName(context.InputType(0));
+  return elementwise::Dispatch(context, context.InputType(0),
+                               [&](auto tag) { RunElu<decltype(tag)>(context); });
 }
 
 // ---- PRELU --------------------------------------------------------------------------------------
@@ -351,15 +340,9 @@ void RunPreluQuantized(OperationContext& context) {
 }
 
 int ExecutePrelu(OperationContext& context) {
-  const int32_t type = context.InputType(0);
-  if (elementwise::DispatchFloat(type, [&](auto tag) { RunPreluFloat<decltype(tag)>(context); })) {
-    return ANEURALNETWORKS_NO_ERROR;
-  }
-  if (elementwise::DispatchQuant8(type,
-                                  [&](auto tag) { RunPreluQuantized<decltype(tag)>(context); })) {
-    return ANEURALNETWORKS_NO_ERROR;
-  }
-  NN_FAIL(ANEURALNETWORKS_OP_FAILED) << "PRELU: unsupported type " << OperandTypeName(type);
+  return elementwise::Dispatch(
+      context, context.InputType(0), [&](auto tag) { RunPreluFloat<decltype(tag)>(context); },
+      [&](auto tag) { RunPreluQuantized<decltype(tag)>(context); });
 }
 
 }  // namespace

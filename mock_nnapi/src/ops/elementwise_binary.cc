@@ -133,24 +133,10 @@ void RunLogical(OperationContext& context) {
 }
 
 int Execute(OperationContext& context) {
-  const int32_t type = context.InputType(0);
-  if (elementwise::DispatchFloat(type, [&](auto tag) { RunFloat<decltype(tag)>(context); })) {
-    return ANEURALNETWORKS_NO_ERROR;
-  }
-  if (elementwise::DispatchQuant8(type, [&](auto tag) { RunQuantized<decltype(tag)>(context); })) {
-    return ANEURALNETWORKS_NO_ERROR;
-  }
-  switch (type) {
-    case ANEURALNETWORKS_TENSOR_INT32:
-      RunInt32(context);
-      return ANEURALNETWORKS_NO_ERROR;
-    case ANEURALNETWORKS_TENSOR_BOOL8:
-      RunLogical(context);
-      return ANEURALNETWORKS_NO_ERROR;
-    default:
-      NN_FAIL(ANEURALNETWORKS_OP_FAILED)
-          << context.name() << ": unsupported type " << OperandTypeName(type);
-  }
+  return elementwise::Dispatch(
+      context, context.InputType(0), [&](auto tag) { RunFloat<decltype(tag)>(context); },
+      [&](auto tag) { RunQuantized<decltype(tag)>(context); }, [&] { RunInt32(context); },
+      [&] { RunLogical(context); });
 }
 
 }  // namespace

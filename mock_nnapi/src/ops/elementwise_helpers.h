@@ -147,6 +147,52 @@ bool DispatchQuant8(int32_t type, Body&& body) {
   }
 }
 
+// A kernel argument of Dispatch that runs for none of its types.
+struct NoKernel {};
+
+namespace internal {
+
+template <typename Kernel, typename Tag>
+bool RunTyped(const Kernel& kernel, Tag tag) {
+  kernel(tag);
+  return true;
+}
+template <typename Tag>
+bool RunTyped(const NoKernel&, Tag) {
+  return false;
+}
+
+template <typename Kernel>
+bool RunUntyped(const Kernel& kernel) {
+  kernel();
+  return true;
+}
+inline bool RunUntyped(const NoKernel&) { return false; }
+
+}  // namespace internal
+
+// The one dispatch of an elementwise operation on the element type `type` of its tensors: runs
+// float_kernel(T{}) for TENSOR_FLOAT32 (float) and TENSOR_FLOAT16 (Half), quant8_kernel(Q{}) for
+// TENSOR_QUANT8_ASYMM (uint8_t) and TENSOR_QUANT8_ASYMM_SIGNED (int8_t), int32_kernel() for
+// TENSOR_INT32 and bool8_kernel() for TENSOR_BOOL8; a kernel left out (NoKernel) runs for none of
+// its types. Returns NO_ERROR, or OP_FAILED ("<operation>: unsupported type <type>") when no
+// kernel runs (validation refuses those types before an execution).
+template <typename Float, typename Quant8 = NoKernel, typename Int32 = NoKernel,
+          typename Bool8 = NoKernel>
+int Dispatch(const OperationContext& context, int32_t type, const Float& float_kernel,
+             const Quant8& quant8_kernel = {}, const Int32& int32_kernel = {},
+             const Bool8& bool8_kernel = {}) {
+  bool ran = false;
+  if (!DispatchFloat(type, [&](auto tag) { ran = internal::RunTyped(float_kernel, tag); }) &&
+      !DispatchQuant8(type, [&](auto tag) { ran = internal::RunTyped(quant8_kernel, tag); })) {
+    if (type == ANEURALNETWORKS_TENSOR_INT32) ran = internal::RunUntyped(int32_kernel);
+    if (type == ANEURALNETWORKS_TENSOR_BOOL8) ran = internal::RunUntyped(bool8_kernel);
+  }
+  if (ran) return ANEURALNETWORKS_NO_ERROR;
+  NN_FAIL(ANEURALNETWORKS_OP_FAILED)
+      << context.name() << ": unsupported type " << OperandTypeName(type);
+}
+
 }  // namespace elementwise
 }  // namespace mock_nnapi
 
