@@ -133,7 +133,42 @@ class Target:
         return int(self.function("tvm_nnapi.runtime.mock_operation_count")(operation))
 
     def counter(self, name: str) -> int:
+        """A mock counter of the target's NNAPI (-1 when it is not the mock)."""
         return int(self.function("tvm_nnapi.runtime.mock_counter")(name))
+
+    def configure(self, **options: Any) -> dict[str, str]:
+        """Sets runtime options of the target's runtime library (those of
+        :func:`tvm_nnapi.runtime.configure`) for compilations from now on; returns the options
+        in effect there."""
+        from .runtime import OPTIONS
+
+        setter = self.function("tvm_nnapi.runtime.set_option")
+        for name, value in options.items():
+            if name not in OPTIONS:
+                raise ValueError(f"unknown NNAPI runtime option {name!r}; options: {OPTIONS}")
+            if isinstance(value, bool):
+                value = int(value)
+            elif isinstance(value, list | tuple):
+                value = ",".join(str(v) for v in value)
+            setter(name, str(value))
+        return self.options()
+
+    def options(self) -> dict[str, str]:
+        """The runtime options in effect where the target runs."""
+        from .runtime import OPTIONS
+
+        get = self.function("tvm_nnapi.runtime.get_option")
+        return {name: str(get(name)) for name in OPTIONS}
+
+    def info(self) -> dict[str, Any]:
+        """The target's NNAPI library, its feature level, whether it is the mock and, for the
+        mock, its profile (``tvm_nnapi.testing.nnapi_info``)."""
+        return dict(json.loads(str(self.function("tvm_nnapi.testing.nnapi_info")())))
+
+    def second_session(self) -> Target:
+        """Another process on the same target (a new server session), e.g. to show that NNAPI's
+        compilation cache carries over; NotImplementedError where the target cannot."""
+        raise NotImplementedError(f"the {self.name} target opens no second session")
 
     def describe(self) -> str:
         return self.name
@@ -315,6 +350,15 @@ class RpcTarget(RemoteTarget):
 
     def describe(self) -> str:
         return f"rpc {self.address}"
+
+    def second_session(self) -> Target:
+        """Another server process of the same kind on this host (a loopback server with the
+        mock); a named server serves one session at a time, so it has none."""
+        if self.server is None:
+            raise NotImplementedError(
+                f"the TVM RPC server at {self.address} serves one session at a time"
+            )
+        return RpcTarget(env={})
 
     def close(self) -> None:
         super().close()

@@ -971,6 +971,26 @@ ffi::Module CreateNnapiModule(const ffi::String& symbol, const ffi::String& grap
                                        std::string(constants.data(), constants.size())));
 }
 
+namespace {
+
+// The runtime options in effect, as the strings set_option takes.
+ffi::Map<ffi::String, ffi::String> OptionsInEffect() {
+  const RuntimeConfig config = GetRuntimeConfig();
+  ffi::Map<ffi::String, ffi::String> options;
+  options.Set("cache_max_entries", std::to_string(config.cache_max_entries));
+  options.Set("cache_max_bytes", std::to_string(config.cache_max_bytes));
+  options.Set("cache_dir", config.compilation_cache_dir);
+  options.Set("preference", PreferenceName(config.preference));
+  options.Set("use_burst", config.use_burst ? "1" : "0");
+  options.Set("policy", config.policy);
+  options.Set("log", config.log_debug ? "debug" : "");
+  options.Set("devices", config.devices);
+  options.Set("exclude_cpu", config.exclude_cpu ? "1" : "0");
+  return options;
+}
+
+}  // namespace
+
 TVM_FFI_STATIC_INIT_BLOCK() {
   namespace refl = tvm::ffi::reflection;
   refl::GlobalDef()
@@ -992,20 +1012,16 @@ TVM_FFI_STATIC_INIT_BLOCK() {
            [](const ffi::String& name, const ffi::String& value) {
              SetRuntimeOption(std::string(name), std::string(value));
            })
-      .def("tvm_nnapi.runtime.get_options",
-           []() -> ffi::Map<ffi::String, ffi::String> {
-             const RuntimeConfig config = GetRuntimeConfig();
-             ffi::Map<ffi::String, ffi::String> options;
-             options.Set("cache_max_entries", std::to_string(config.cache_max_entries));
-             options.Set("cache_max_bytes", std::to_string(config.cache_max_bytes));
-             options.Set("cache_dir", config.compilation_cache_dir);
-             options.Set("preference", PreferenceName(config.preference));
-             options.Set("use_burst", config.use_burst ? "1" : "0");
-             options.Set("policy", config.policy);
-             options.Set("log", config.log_debug ? "debug" : "");
-             options.Set("devices", config.devices);
-             options.Set("exclude_cpu", config.exclude_cpu ? "1" : "0");
-             return options;
+      .def("tvm_nnapi.runtime.get_options", OptionsInEffect)
+      .def("tvm_nnapi.runtime.get_option",
+           [](const ffi::String& name) -> ffi::String {
+             // One option as a string: what a caller across TVM RPC can read.
+             const ffi::Map<ffi::String, ffi::String> options = OptionsInEffect();
+             auto found = options.find(name);
+             if (found == options.end()) {
+               TVM_FFI_THROW(ValueError) << "unknown NNAPI runtime option '" << name << "'";
+             }
+             return (*found).second;
            })
       // Counters of the process's mock NNAPI, callable over RPC (-1 on a real NNAPI).
       .def("tvm_nnapi.runtime.mock_counter",

@@ -1,0 +1,177 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Whole models and the runtime's features on the target (``--target mock|rpc|device``,
+docs/targets.md): each test builds for the target, runs there, compares with the host ``llvm``
+build run here, and reads what happened from the target's own NNAPI runtime statistics
+(compilations, signature-cache hits, NNAPI and host calls, getDuration). The differential
+report records the target and whether NNAPI ran (tests/targets.py)."""
+
+from __future__ import annotations
+
+import tempfile
+
+import numpy as np
+import pytest
+import tvm
+from tvm.script import ir as I
+from tvm.script import relax as R
+
+import tvm_nnapi
+from tvm_nnapi.compiler.patterns import PartitionOptions
+from tvm_nnapi.models import mobilenet_v2
+
+from .helpers import run_host
+
+RNG = np.random.default_rng(11)
+
+
+@pytest.fixture
+def options(target):
+    """The target's runtime options, restored after the test."""
+    before = target.options()
+    yield target
+    target.configure(**{k: before.get(k, "") for k in ("devices", "exclude_cpu", "policy")})
+    target.configure(cache_dir=before.get("cache_dir", ""))
+
+
+def _build(target, mod: tvm.IRModule, options: PartitionOptions | None = None, **build):
+    partitioned = tvm_nnapi.partition(mod, options)
+    assert tvm_nnapi.nnapi_subgraphs(partitioned), "nothing offloaded"
+    return tvm_nnapi.build(partitioned, target=target.compile_target, **build)
+
+
+def _check(difftest, got: np.ndarray, want: np.ndarray, rtol: float) -> None:
+    """Recorded in the differential report: every element within rtol x max |llvm|."""
+    difftest.check(got, want, rtol=0.0, atol=rtol * float(np.max(np.abs(want))))
+
+
+def _close(got: np.ndarray, want: np.ndarray, rtol: float) -> None:
+    error = float(np.max(np.abs(got.astype(np.float64) - want))) / max(
+        float(np.max(np.abs(want))), 1e-30
+    )
+    assert error <= rtol, f"max |target - llvm| / max |llvm| = {error:.3e} > {rtol:g}"
+
+
+def test_a_float32_cnn_runs_as_one_subgraph(target, difftest):
+    mod, _ = mobilenet_v2(width=0.35, resolution=32, num_classes=10)
+    x = RNG.standard_normal((1, 3, 32, 32)).astype(np.float32)
+    run = target.call(_build(target, mod), "main", [x])
+    want = run_host(mod, "main", [x])
+    _check(difftest, run.outputs[0], want, 1e-4)
+    assert run.stats["nnapi_modules"] == 1 and run.stats["nnapi_calls"] == 1
+    assert run.stats["fallbacks"] == 0
+
+
+def test_a_quantized_qdq_cnn_runs_in_quant8(target, difftest):
+    pytest.importorskip("onnxruntime", reason="the QDQ model is made by onnxruntime's quantizer")
+    from tvm.relax.frontend.onnx import from_onnx
+
+    from .quantized_models import output_scales, quantize_static, small_cnn
+
+    float_cnn, inputs = small_cnn()
+    model = quantize_static(float_cnn, inputs)
+    mod = from_onnx(model, keep_params_in_input=False)
+    x = RNG.standard_normal(inputs["x"]).astype(np.float32)
+    run = target.call(_build(target, mod), "main", [x])
+    want = run_host(mod, "main", [x])
+    (scale,) = output_scales(model)
+    steps = float(np.max(np.abs(run.outputs[0] - want))) / scale
+    difftest.check(run.outputs[0], want, atol=3 * scale, rtol=0.0)
+    assert steps <= 3, f"{steps} output quantization steps from the host"
+    assert run.outputs[0].argmax() == want.argmax()
+    assert run.nnapi_ran
+
+
+@I.ir_module
+class _Block:
+    @R.function
+    def main(x: R.Tensor(("n", 32), "float32"), w: R.Tensor((32, 32), "float32")):
+        with R.dataflow():
+            y = R.matmul(x, w)
+            z = R.nn.relu(R.add(y, x))
+            R.output(z)
+        return z
+
+
+def test_relaxed_float16_runs_within_the_float16_tolerance(target, difftest):
+    x = RNG.standard_normal((4, 32)).astype(np.float32)
+    w = (RNG.standard_normal((32, 32)) / 8).astype(np.float32)
+    executable = _build(target, _Block, PartitionOptions(relax_fp32_to_fp16=True))
+    run = target.call(executable, "main", [x, w])
+    want = run_host(_Block, "main", [x, w])
+    _check(difftest, run.outputs[0], want, 1e-2)
+    assert run.nnapi_ran
+
+
+def test_one_module_at_three_shapes_compiles_each_once(target):
+    """Symbolic dimensions: one NNAPI compilation per shape signature, reused afterwards (the
+    runtime's signature cache, read from the target's statistics)."""
+    w = (RNG.standard_normal((32, 32)) / 8).astype(np.float32)
+    program = target.load(_build(target, _Block))
+    for rows in (1, 5, 17, 5):
+        x = RNG.standard_normal((rows, 32)).astype(np.float32)
+        run = program("main", [x, w])
+        _close(run.outputs[0], run_host(_Block, "main", [x, w]), 1e-4)
+    assert run.stats["compilations"] == 3
+    assert run.stats["cache_hits"] == 1
+    assert run.stats["nnapi_calls"] == 4 and run.stats["cached_signatures"] == 3
+
+
+def test_one_named_device_compiles_for_it_and_reports_durations(options):
+    """``devices=NAME``: createForDevices with that one device; NNAPI then reports the
+    execution's durations (getDuration), summed in the target's statistics."""
+    target = options
+    devices = target.nnapi_devices()["devices"]
+    chosen = next((d for d in devices if d["type"] != 2), devices[0])["name"]
+    target.configure(devices=chosen)
+    x = RNG.standard_normal((3, 32)).astype(np.float32)
+    w = (RNG.standard_normal((32, 32)) / 8).astype(np.float32)
+    run = target.call(_build(target, _Block), "main", [x, w])
+    _close(run.outputs[0], run_host(_Block, "main", [x, w]), 1e-2)
+    assert run.stats["timed_executions"] == 1
+    assert run.stats["duration_in_driver_ns"] >= run.stats["duration_on_hardware_ns"] > 0
+
+
+def test_the_host_fallback_policy_keeps_small_shapes_on_the_host(options):
+    """A threshold policy on the target: a one-row call stays on TVM's host code there, a
+    64-row call goes to NNAPI; both agree with llvm."""
+    target = options
+    target.configure(policy="threshold:100000")
+    program = target.load(_build(target, _Block, host_fallback=True))
+    w = (RNG.standard_normal((32, 32)) / 8).astype(np.float32)
+    for rows in (1, 64):
+        x = RNG.standard_normal((rows, 32)).astype(np.float32)
+        run = program("main", [x, w])
+        _close(run.outputs[0], run_host(_Block, "main", [x, w]), 1e-4)
+    assert run.stats["host_calls"] == 1 and run.stats["nnapi_calls"] == 1
+    assert run.stats["signatures_on_host"] == 1 and run.stats["signatures_on_nnapi"] == 1
+
+
+def test_the_nnapi_compilation_cache_carries_over_to_a_second_process(options):
+    """With a cache directory, a second process on the target compiles the same subgraph from
+    NNAPI's compilation cache (on the mock: its cache-hit counter; a real driver keeps its own
+    books, so there only the results are compared)."""
+    target = options
+    try:
+        second = target.second_session()
+    except NotImplementedError as missing:
+        pytest.skip(
+            f"{missing}; the mock's cache across processes is tests/backend/test_runtime_cache.py"
+        )
+    directory = tempfile.mkdtemp(prefix="tvm-nnapi-cache-")
+    x = RNG.standard_normal((2, 32)).astype(np.float32)
+    w = (RNG.standard_normal((32, 32)) / 8).astype(np.float32)
+    want = run_host(_Block, "main", [x, w])
+    executable = _build(target, _Block)
+    try:
+        target.configure(cache_dir=directory)
+        second.configure(cache_dir=directory)
+        _close(target.call(executable, "main", [x, w]).outputs[0], want, 1e-4)
+        mock = bool(second.info().get("mock"))
+        hits = second.counter("compilation_cache_hits") if mock else -1
+        run = second.call(executable, "main", [x, w])
+        _close(run.outputs[0], want, 1e-4)
+        assert run.stats["compilations"] == 1
+        if mock:
+            assert second.counter("compilation_cache_hits") == hits + 1
+    finally:
+        second.close()
