@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// Checks mock_nnapi/src/ops/vector_convert.cc against the scalar definitions it replaces, bit for
-// bit, and times it:
+// Checks mock_nnapi/src/kernels/vector_convert.cc against the scalar definitions it replaces,
+// bit for bit, and times it:
 // - FloatToHalf and RoundToHalf over every one of the 2^32 float bit patterns (FloatToHalfBits,
 //   and HalfBitsToFloat of it), HalfToFloat over every half (HalfBitsToFloat);
 // - RequantizeRows against gemm::Requantize on random accumulators, biases and multipliers, on
 //   exact ties (multipliers 0.5 and 0.25), on sums near the int32 limits and on huge multipliers,
 //   one ulp off the ties, for uint8 and int8 outputs and odd channel counts (the tails).
 // Build and run (from the repository root):
-//   g++ -O3 -ffp-contract=off -Imock_nnapi/src/ops -Imock_nnapi/src -Icommon \
-//     -Imock_nnapi/include tools/vector_convert_check.cc mock_nnapi/src/ops/vector_convert.cc \
+//   g++ -O3 -ffp-contract=off -Imock_nnapi/src/kernels -Imock_nnapi/src -Icommon \
+//     -Imock_nnapi/include tools/vector_convert_check.cc mock_nnapi/src/kernels/vector_convert.cc \
 //     -o /tmp/vector_convert_check && /tmp/vector_convert_check
 // Exits 1 on the first mismatch.
 #include <chrono>

@@ -239,7 +239,7 @@ def _schema() -> dict[str, Any]:
 def _validator() -> Any:
     """A draft 2020-12 validator of the schema whose ``integer`` is a Python int (the mock reads
     ``8.0`` as no integer) and whose ``number`` is finite."""
-    import jsonschema  # type: ignore[import-not-found, import-untyped, unused-ignore]
+    import jsonschema
 
     base = jsonschema.Draft202012Validator
 
