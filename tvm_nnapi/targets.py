@@ -308,11 +308,17 @@ class RemoteTarget(Target):
 class RpcTarget(RemoteTarget):
     """A TVM RPC server: ``address`` (``host:port``; default ``$TVM_NNAPI_RPC_SERVER``) with the
     runtime library loaded in it, else one started here on loopback with the runtime and the
-    mock preloaded (stopped by :meth:`close`)."""
+    mock preloaded (stopped by :meth:`close`), whose mock starts with device profile
+    ``profile`` when given."""
 
     name = "rpc"
 
-    def __init__(self, address: str | None = None, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        address: str | None = None,
+        env: Mapping[str, str] | None = None,
+        profile: str | None = None,
+    ) -> None:
         from tvm import rpc
 
         from .runtime._library import load_runtime_library
@@ -336,14 +342,24 @@ class RpcTarget(RemoteTarget):
             self.address = address
         else:
             # The server process loads the runtime library (and with it the mock NNAPI) at
-            # start; the callback is passed by reference, so it must be importable there.
-            self.server = rpc.Server(
-                host="127.0.0.1",
-                port=9190,
-                port_end=9390,
-                server_init_callback=load_runtime_library,
-                silent=True,
-            )
+            # start; the callback is passed by reference, so it must be importable there. The
+            # server inherits this process's environment when it starts (the profile).
+            saved = os.environ.get("MOCK_NNAPI_PROFILE")
+            if profile:
+                os.environ["MOCK_NNAPI_PROFILE"] = str(profile)
+            try:
+                self.server = rpc.Server(
+                    host="127.0.0.1",
+                    port=9190,
+                    port_end=9390,
+                    server_init_callback=load_runtime_library,
+                    silent=True,
+                )
+            finally:
+                if saved is None:
+                    os.environ.pop("MOCK_NNAPI_PROFILE", None)
+                else:
+                    os.environ["MOCK_NNAPI_PROFILE"] = saved
             self.address = f"127.0.0.1:{self.server.port} (started here, loopback)"
             session = rpc.connect("127.0.0.1", self.server.port)
         super().__init__(session)

@@ -10,16 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CalibrationError
-from ..tools.calibrate import (
-    TIMINGS,
-    derive,
-    fit,
-    fit_summary,
-    measure,
-    read_measurements,
-    write_measurements,
-    write_profile,
-)
+from ..tools.calibrate import derive, fit, fit_summary, write_profile
+from ..tools.measurements import TIMINGS, measure, read_measurements, write_measurements
 
 
 def _spec(text: str) -> tuple[str, str, str]:

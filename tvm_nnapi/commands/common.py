@@ -266,7 +266,7 @@ def open_command_target(args: argparse.Namespace) -> Any:
     the profile of the loopback server's mock."""
     import os
 
-    from ..targets import TargetUnavailableError, open_target
+    from ..targets import RpcTarget, TargetUnavailableError, open_target
 
     name = getattr(args, "target", "mock")
     profile = getattr(args, "profile", None)
@@ -275,10 +275,14 @@ def open_command_target(args: argparse.Namespace) -> Any:
             "--profile selects the mock's device profile; a device target has its own NNAPI "
             "devices (drop --profile, or use --target mock/rpc)"
         )
-    env = dict(os.environ)
-    if name == "rpc" and profile and not env.get("TVM_NNAPI_RPC_SERVER"):
-        os.environ["MOCK_NNAPI_PROFILE"] = str(profile)
+    if name == "rpc" and profile and os.environ.get("TVM_NNAPI_RPC_SERVER"):
+        raise UsageError(
+            f"--profile {profile}: the server named by TVM_NNAPI_RPC_SERVER runs its own NNAPI "
+            "(start its mock with MOCK_NNAPI_PROFILE there, or drop --profile)"
+        )
     try:
-        return open_target(name, env)
+        if name == "rpc":
+            return RpcTarget(profile=profile)
+        return open_target(name)
     except TargetUnavailableError as failure:
         raise UsageError(f"--target {name}: {failure}") from failure

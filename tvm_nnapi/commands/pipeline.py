@@ -169,14 +169,17 @@ def print_explanation(console, source, explanation: dict[str, Any]) -> None:
 
 def _configure_devices(args: argparse.Namespace) -> dict[str, Any] | None:
     """--devices / --no-nnapi-cpu: the NNAPI devices every compilation targets from now on
-    (the runtime's ``devices``/``exclude_cpu`` options: createForDevices); None: NNAPI chooses."""
+    (the runtime's ``devices``/``exclude_cpu`` options: createForDevices); None: NNAPI chooses.
+    Set in this process's runtime on the mock target; a remote target's runtime is set where
+    it runs (commands/run.py)."""
     names = [n.strip() for n in (getattr(args, "devices", None) or "").split(",") if n.strip()]
     exclude_cpu = bool(getattr(args, "no_nnapi_cpu", False))
     if not names and not exclude_cpu:
         return None
-    from tvm_nnapi import runtime
+    if getattr(args, "target", "mock") == "mock":
+        from tvm_nnapi import runtime
 
-    runtime.configure(devices=",".join(names), exclude_cpu=exclude_cpu)
+        runtime.configure(devices=",".join(names), exclude_cpu=exclude_cpu)
     return {"devices": names, "exclude_cpu": exclude_cpu}
 
 
