@@ -13,10 +13,11 @@ What it does (docs/targets.md, "The arm64 target"):
    binfmt-support, debootstrap, g++-aarch64-linux-gnu; as root with apt-get), mounts
    ``binfmt_misc`` and enables the qemu-aarch64 interpreter, so aarch64 programs run
    transparently; debootstraps an arm64 Debian bookworm userland with its Python 3.11; installs
-   the aarch64 wheels the device side needs (apache-tvm, apache-tvm-ffi, numpy, scipy-openblas32,
-   psutil, cloudpickle: the host's versions, downloaded and unpacked on the host by pip with the
-   wheel tags of the device); and cross-compiles the mock ``libneuralnetworks.so``, the runtime
-   library and ``runtime_leak_check`` for aarch64 with ``tools/cross_build.sh`` and
+   the aarch64 wheels the device side needs (apache-tvm, apache-tvm-ffi, numpy, scipy-openblas32
+   at the host's versions; psutil, cloudpickle; scipy and jsonschema for the mock's tests;
+   downloaded and unpacked on the host by pip with the wheel tags of the device); and
+   cross-compiles the mock ``libneuralnetworks.so``, the runtime library and
+   ``runtime_leak_check`` for aarch64 with ``tools/cross_build.sh`` and
    ``cmake/toolchains/aarch64-linux-gnu.cmake`` (the path the Android build shares), and the C
    programs of ``tests/c``. Everything is cached (``--cache``, default
    ``~/.cache/tvm-nnapi/arm64``) and reused when unchanged.
@@ -90,6 +91,9 @@ PLATFORMS = tuple(
 #: OpenBLAS as the host it is compared with); the others only need to exist.
 PINNED = ("apache-tvm", "apache-tvm-ffi", "numpy", "scipy-openblas32")
 UNPINNED = ("psutil", "cloudpickle")
+#: What the mock's own test suite needs on the device: calibration's solver (scipy) and the
+#: profile schema (jsonschema), then the test runner (pure Python wheels).
+MOCK_TEST_DEPENDENCIES = ("scipy", "jsonschema")
 #: What the mock's own test suite needs on the device (pure Python wheels).
 TEST_TOOLS = ("pytest", "pytest-xdist", "hypothesis")
 #: The mock's own tests, run natively on the device (no TVM: like tox -e sanitize).
@@ -383,7 +387,12 @@ def host_version(distribution: str) -> str:
 
 
 def device_requirements(version: Callable[[str], str] = host_version) -> list[str]:
-    return [f"{name}=={version(name)}" for name in PINNED] + list(UNPINNED) + list(TEST_TOOLS)
+    return (
+        [f"{name}=={version(name)}" for name in PINNED]
+        + list(UNPINNED)
+        + list(MOCK_TEST_DEPENDENCIES)
+        + list(TEST_TOOLS)
+    )
 
 
 def pip_platform_options() -> list[str]:
@@ -585,6 +594,9 @@ def run_mock_tests(
     env = {
         "PYTHONPATH": f"{DEVICE_SITE}:{DEVICE_SOURCE}/mock_nnapi/python",
         "TVM_NNAPI_DIFFTEST_REPORT": device_report,
+        # The calibration tests import tvm_nnapi from the source tree: its runtime library is
+        # the cross build's, not a packaged one.
+        "TVM_NNAPI_RUNTIME_LIBRARY": f"{DEVICE_LIB}/libtvm_nnapi_runtime.so",
     }
     started = time.monotonic()
     ran = run_on_device(
