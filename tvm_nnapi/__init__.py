@@ -20,9 +20,7 @@ says so when used.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from ._lazy import lazy_attributes
 from ._version import __version__ as __version__
 from .errors import CodegenError, NnapiBackendError
 
@@ -42,18 +40,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tvm_nnapi' has no attribute {name!r}")
-    try:
-        value = getattr(importlib.import_module(module, __name__), name)
-    except ImportError as error:
-        raise ImportError(
-            f"tvm_nnapi.{name} needs TVM (pip install 'apache-tvm>=0.27,<0.28'): {error}"
-        ) from error
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(globals(), _LAZY, "TVM (pip install 'apache-tvm>=0.27,<0.28')")
 
 
 def _register_with_tvm() -> None:

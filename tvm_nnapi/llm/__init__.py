@@ -14,8 +14,7 @@ print(llm.offload_report(mod, llm.TINY, seq_len=128).format())  # what prefill o
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .._lazy import lazy_attributes
 
 #: Public names and the module that defines each (imported on first use, so that importing
 #: ``tvm_nnapi.llm.config`` needs no TVM).
@@ -57,13 +56,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tvm_nnapi.llm' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(globals(), _LAZY)
 
 
 __all__ = [
