@@ -52,14 +52,20 @@ def _stats_evidence(name: str, stats: dict[str, Any]) -> tuple[bool, str]:
 
 
 class _Recording:
-    """Tells the differential report whether NNAPI ran in each run (the runtime's statistics)."""
+    """Tells the differential report whether NNAPI ran in each run (the runtime's statistics),
+    for programs run through ``call`` and through ``load``."""
 
     name: str
 
-    def call(self, executable, function, inputs):
-        run = super().call(executable, function, inputs)
-        _record_nnapi(*_stats_evidence(self.name, run.stats))
-        return run
+    def load(self, executable):
+        program = super().load(executable)
+
+        def call(function, inputs):
+            run = program(function, inputs)
+            _record_nnapi(*_stats_evidence(self.name, run.stats))
+            return run
+
+        return call
 
 
 class MockTarget(_Recording, targets.MockTarget):
