@@ -121,14 +121,11 @@ def load_profile(name_or_path: str | os.PathLike[str], validate: bool = True) ->
     the field. ``validate=False`` returns any JSON document as it is. Either way a file found
     by name must have that ``name``, as in the mock."""
     path = profile_path(name_or_path)
-    with open(path, encoding="utf-8") as file:
-        if validate:
-            try:
-                data = json.load(file, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
-            except ValueError as error:
-                raise ValueError(f"{path}: invalid JSON: {error}") from error
-            validate_profile(data, origin=str(path))
-        else:
+    if validate:
+        status = os.stat(path)
+        data = copy.deepcopy(_valid_document(str(path), status.st_mtime_ns, status.st_size))
+    else:
+        with open(path, encoding="utf-8") as file:
             data = json.load(file)
     if not looks_like_path(name_or_path) and data.get("name") != os.fspath(name_or_path):
         raise ValueError(
@@ -136,6 +133,19 @@ def load_profile(name_or_path: str | os.PathLike[str], validate: bool = True) ->
             f"{os.fspath(name_or_path)!r}"
         )
     return data
+
+
+@functools.lru_cache(maxsize=32)
+def _valid_document(path: str, mtime_ns: int, size: int) -> dict[str, Any]:
+    """The document of a profile file read strictly and validated, once per file version (the
+    modification time and size are part of the key)."""
+    with open(path, encoding="utf-8") as file:
+        try:
+            data = json.load(file, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+        except ValueError as error:
+            raise ValueError(f"{path}: invalid JSON: {error}") from error
+    validate_profile(data, origin=path)
+    return dict(data)
 
 
 def profile_schema() -> dict[str, Any]:
