@@ -140,17 +140,9 @@ class Target:
         """Sets runtime options of the target's runtime library (those of
         :func:`tvm_nnapi.runtime.configure`) for compilations from now on; returns the options
         in effect there."""
-        from .runtime import OPTIONS
+        from .runtime import set_options
 
-        setter = self.function("tvm_nnapi.runtime.set_option")
-        for name, value in options.items():
-            if name not in OPTIONS:
-                raise ValueError(f"unknown NNAPI runtime option {name!r}; options: {OPTIONS}")
-            if isinstance(value, bool):
-                value = int(value)
-            elif isinstance(value, list | tuple):
-                value = ",".join(str(v) for v in value)
-            setter(name, str(value))
+        set_options(self.function("tvm_nnapi.runtime.set_option"), options)
         return self.options()
 
     def options(self) -> dict[str, str]:

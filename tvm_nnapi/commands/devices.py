@@ -107,7 +107,6 @@ def target_devices_document(target: Any) -> dict[str, Any]:
         "runtime_feature_level": info["feature_level"],
         "profile": None,
         "devices": devices,
-        "_info": info,
     }
 
 
@@ -134,14 +133,7 @@ def _probe(args: argparse.Namespace, target: Any, document: dict[str, Any]) -> N
         )
     document["probe"] = {"graphs": len(probes), "operations": operations, "skipped": skipped}
     if args.write_profile:
-        info = document.get("_info") or {
-            "library": document["library"],
-            "feature_level": _runtime_level(document),
-            "devices": [
-                {**d, "type": _type_code(d["type"]), "version": d["version"]}
-                for d in document["devices"]
-            ],
-        }
+        info = target.nnapi_devices()
         name = args.name or f"probed-{document.get('target', 'mock').split()[0]}"
         profile = profile_from_probe(
             info,
@@ -153,20 +145,6 @@ def _probe(args: argparse.Namespace, target: Any, document: dict[str, Any]) -> N
         )
         write_profile(profile, args.write_profile)
         document["written_profile"] = args.write_profile
-
-
-def _runtime_level(document: dict[str, Any]) -> int:
-    from mock_nnapi import control
-
-    from ..tools.partition_target import feature_level_code
-
-    return feature_level_code(int(control.profile().get("runtime", {}).get("feature_level", 8)))
-
-
-def _type_code(name: str) -> int:
-    from ..tools.device_probe import DEVICE_TYPES
-
-    return next((code for code, text in DEVICE_TYPES.items() if text == name), 1)
 
 
 def cmd_devices(args: argparse.Namespace) -> int:
@@ -206,7 +184,6 @@ def cmd_devices(args: argparse.Namespace) -> int:
     finally:
         if target is not None:
             target.close()
-    document.pop("_info", None)
     if args.json:
         print(json.dumps(document, indent=2))
         return 0

@@ -110,9 +110,7 @@ def _configure_target_devices(target: Any, choice: dict[str, Any] | None) -> Non
             f"named {', '.join(unknown)} (devices: {', '.join(present)}; see `tvm-nnapi devices "
             f"--target {target.name}`)"
         )
-    set_option = target.function("tvm_nnapi.runtime.set_option")
-    set_option("devices", ",".join(choice["devices"]))
-    set_option("exclude_cpu", str(int(choice["exclude_cpu"])))
+    target.configure(devices=choice["devices"], exclude_cpu=choice["exclude_cpu"])
 
 
 def _print_run(console, run: dict[str, Any]) -> None:

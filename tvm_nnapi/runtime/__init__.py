@@ -47,7 +47,13 @@ def configure(**options: Any) -> dict[str, str]:
     target those NNAPI devices (``ANeuralNetworksCompilation_createForDevices``; "" lets NNAPI
     choose); ``exclude_cpu=True`` leaves CPU devices out (of the named ones, or of all). Models
     already compiled for a signature keep their devices (docs/runtime.md)."""
-    setter = runtime_function("tvm_nnapi.runtime.set_option")
+    set_options(runtime_function("tvm_nnapi.runtime.set_option"), options)
+    return options_in_effect()
+
+
+def set_options(setter: Any, options: dict[str, Any]) -> None:
+    """Checks option names and passes each value as the string the runtime's
+    ``tvm_nnapi.runtime.set_option`` (``setter``: in process or a remote one) takes."""
     for name, value in options.items():
         if name not in OPTIONS:
             raise ValueError(f"unknown NNAPI runtime option {name!r}; options: {OPTIONS}")
@@ -56,7 +62,6 @@ def configure(**options: Any) -> dict[str, str]:
         elif isinstance(value, list | tuple):  # devices=["qti-gpu", "qti-dsp"]
             value = ",".join(str(v) for v in value)
         setter(name, str(value))
-    return options_in_effect()
 
 
 def options_in_effect() -> dict[str, str]:

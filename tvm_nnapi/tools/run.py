@@ -461,7 +461,7 @@ def _run_on_target(
     first = program(source.entry, inputs)
     result.measured_seconds["target_first_call"] = first.wall_s
     before = dict(first.stats)
-    operations_before = _remote_counter(target, "operations_executed", info)
+    operations_before = target.counter("operations_executed")  # -1: not the mock
     kept = program(source.entry, inputs)
     result.measured_seconds["target_call"] = kept.wall_s
     result.target_stats = {
@@ -471,7 +471,7 @@ def _run_on_target(
         for key, value in kept.stats.items()
     }
     result.nnapi_executions = int(result.target_stats.get("nnapi_calls", 0))
-    operations_after = _remote_counter(target, "operations_executed", info)
+    operations_after = target.counter("operations_executed")
     result.nnapi_operations = operations_after - operations_before if operations_before >= 0 else -1
     say("building and running the host llvm reference here...")
     host_vm = relax.VirtualMachine(relax.build(source.module, target="llvm"), tvm.cpu())
@@ -483,13 +483,6 @@ def _run_on_target(
     steps = output_steps(source) if precision == "quant8" else None
     result.outputs = compare(kept.outputs, host_out, rtol, precision, steps)
     return result
-
-
-def _remote_counter(target: Any, name: str, info: dict[str, Any]) -> int:
-    """A mock counter of the target's NNAPI, or -1 when it is not the mock."""
-    if not info.get("mock"):
-        return -1
-    return int(target.counter(name))
 
 
 def _prepare_mock(capacity: int = 4096) -> None:
