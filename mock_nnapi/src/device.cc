@@ -331,6 +331,13 @@ std::string ActiveProfileName() {
   return registry.profile.name;
 }
 
+std::string ActiveProfileOrigin() {
+  Registry& registry = TheRegistry();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  EnsureLoaded(registry);
+  return registry.profile.origin;
+}
+
 std::string ActiveProfileJson() {
   Registry& registry = TheRegistry();
   std::lock_guard<std::mutex> lock(registry.mutex);

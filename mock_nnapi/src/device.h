@@ -174,6 +174,8 @@ std::unique_ptr<Device> MakeDefaultRuntimeCpuDevice();
 // objects that reference the current devices are alive.
 int SelectProfile(const std::string& name_or_path);
 std::string ActiveProfileName();
+// Where the active profile came from: its file path, or "built-in".
+std::string ActiveProfileOrigin();
 // The JSON text of the active profile.
 std::string ActiveProfileJson();
 // The derived performance figures of every device of the active profile, as JSON:

@@ -87,6 +87,10 @@ const char* MockNnapi_getProfileName(void) {
   return ThreadLocalString(mock_nnapi::ActiveProfileName());
 }
 
+const char* MockNnapi_getProfileOrigin(void) {
+  return ThreadLocalString(mock_nnapi::ActiveProfileOrigin());
+}
+
 const char* MockNnapi_getProfileJson(void) {
   return ThreadLocalString(mock_nnapi::ActiveProfileJson());
 }

@@ -32,7 +32,7 @@ def _json(capsys, argv: list[str]) -> dict:
 
 @pytest.fixture
 def restore_profile():
-    previous = control.profile_name()
+    previous = control.profile_selection()
     yield
     control.set_profile(previous)
 
@@ -171,3 +171,30 @@ def test_the_runtime_measures_executions_and_reads_nnapi_durations(restore_profi
     assert stats["timed_executions"] == 1 and stats["execute_time_ns"] > 0
     assert stats["duration_in_driver_ns"] == round(trace["modelled_in_driver_us"] * 1000)
     assert stats["duration_on_hardware_ns"] == round(trace["modelled_on_hardware_us"] * 1000)
+
+
+def test_measure_on_an_rpc_target_times_the_workloads_there(tmp_path, capsys, restore_profile):
+    """``measure --target rpc``: the runtime library in the server builds and times each
+    workload from its graph JSON (zero weights travel as a size); the server's mock models
+    exactly what this process's mock does with the same profile."""
+    specs = ["mobilenet_v2:float16:qti-dsp", "smollm2-1.7b-decode:quant8:qti-gpu"]
+    argv = ["measure", *specs, "--profile", "snapdragon-8-gen-2", "--timing", "in_driver"]
+    argv += ["--repeats", "2"]
+    assert main([*argv, "-o", str(tmp_path / "here.json")]) == 0
+    assert main([*argv, "--target", "rpc", "-o", str(tmp_path / "there.json")]) == 0
+    here = json.loads((tmp_path / "here.json").read_text())
+    there = json.loads((tmp_path / "there.json").read_text())
+    assert here["target"] == "mock" and there["target"].startswith("rpc 127.0.0.1:")
+    assert there["mock"] is True and there["profile"] == "snapdragon-8-gen-2"
+    assert len(there["measurements"]) == 2
+    assert there["measurements"] == here["measurements"]
+    assert all("modelled (mock_nnapi)" in row["configuration"] for row in there["measurements"])
+
+
+def test_measure_names_the_operations_a_device_refuses(capsys):
+    argv = ["measure", "mobilenet_v3_large:float32:qti-dsp", "--profile", "snapdragon-8-gen-2"]
+    assert main([*argv, "--target", "rpc", "-o", "/dev/null"]) == 3
+    err = capsys.readouterr().err
+    assert "timing mobilenet_v3_large (float32) on qti-dsp" in err
+    assert "NNAPI device 'qti-dsp' does not support operations" in err
+    assert "HARD_SWISH (x21)" in err and "RPCError" not in err and err.count("\n") == 1

@@ -93,7 +93,7 @@ def _fastest_for_relaxed_float32() -> str:
             return True
         return bool(support.get("relaxed_float32")) and "TENSOR_FLOAT16" in types
 
-    previous = control.profile_name()
+    previous = control.profile_selection()
     control.set_profile(PROFILE)
     try:
         figures = control.device_performance()

@@ -140,3 +140,21 @@ def test_feature_level_is_the_lower_of_runtime_and_device(tmp_path):
     level = ctypes.c_int64()
     assert lib.ANeuralNetworksDevice_getFeatureLevel(devices()[0], ctypes.byref(level)) == 0
     assert level.value == FeatureLevelCode.FEATURE_LEVEL_8
+
+
+@pytest.mark.skipif(not hasattr(lib, "MockNnapi_setProfile"), reason="no device profiles")
+def test_a_profile_read_from_a_file_is_selected_again_by_its_path(tmp_path):
+    """A file's profile need not be found by its name: the selection to restore is the path,
+    and a Profile block restores the one active before it (not the default)."""
+    profile = json.loads((PROFILES / "reference.json").read_text())
+    profile["name"] = "only-in-a-file"
+    path = tmp_path / "phone.json"
+    path.write_text(json.dumps(profile))
+    assert control.profile_selection() == control.profile_name() == "reference"
+    with control.Profile(path):
+        assert control.profile_name() == "only-in-a-file"
+        assert control.profile_selection() == str(path)
+        with control.Profile("snapdragon-8-gen-2"):
+            assert control.profile_selection() == "snapdragon-8-gen-2"
+        assert control.profile_name() == "only-in-a-file"
+    assert control.profile_name() == "reference"

@@ -36,9 +36,10 @@ def estimate_document(args: argparse.Namespace, source, profile: str | None, pro
         work = attention_work(source.llm_config, source.llm_dtype, new_tokens, history)
         extern_work = {ATTENTION_BUILTIN: work}
     progress(f"costing the NNAPI subgraphs on {profile} (modelled)...")
+    # The profile as the user gave it (a name or a .json path); `profile` is its name.
     result = estimate(
         module,
-        profile or "reference",
+        getattr(args, "profile", None) or profile or "reference",
         shapes=shapes,
         entry=source.entry,
         host_model=getattr(args, "host_model", "profile-cpu"),

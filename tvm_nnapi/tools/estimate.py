@@ -424,7 +424,10 @@ class PreparedEstimate:
             if isinstance(host_model, HostModel)
             else HostModel.from_profile(profile, host_model)
         )
-        result = Estimate(profile, self.entry, dict(self.shapes), host.to_dict(), weights)
+        from mock_nnapi.device_profiles import load_profile
+
+        name = str(load_profile(profile).get("name", profile))
+        result = Estimate(name, self.entry, dict(self.shapes), host.to_dict(), weights)
         parts = self.nnapi_traces(profile)
         for key, sub in self._subgraphs.items():
             result.subgraphs.append(self._row(sub, parts[key], host, weights))
@@ -613,8 +616,8 @@ def _profile_selected(profile: str) -> Iterator[None]:
 
     from mock_nnapi import control
 
-    previous = control.profile_name()
-    if previous == profile:
+    previous = control.profile_selection()
+    if profile in (previous, control.profile_name()):
         yield
         return
     gc.collect()  # compilations of dropped modules hold the current devices

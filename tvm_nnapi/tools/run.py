@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -347,19 +345,8 @@ def profile_scope(profile: str | None) -> Iterator[str]:
     if profile is None or profile == previous:
         yield previous
         return
-    # A profile loaded from a .json path is not found again by its name: keep its document.
-    document = None if previous in control.available_profiles() else control.profile()
-    control.set_profile(profile)
-    try:
+    with control.Profile(profile):
         yield control.profile_name()
-    finally:
-        if document is None:
-            control.set_profile(previous)
-        else:
-            with tempfile.TemporaryDirectory() as directory:
-                path = Path(directory) / f"{previous or 'profile'}.json"
-                path.write_text(json.dumps(document), encoding="utf-8")
-                control.set_profile(path)
 
 
 def run_model(

@@ -89,6 +89,10 @@ MOCK_NNAPI_EXPORT uint32_t MockNnapi_getHeldCompilationCount(void);
 MOCK_NNAPI_EXPORT int MockNnapi_setProfile(const char* nameOrPath);
 /* Name of the active profile. The string stays valid until the next call on this thread. */
 MOCK_NNAPI_EXPORT const char* MockNnapi_getProfileName(void);
+/* Where the active profile came from: the path of its file, or "built-in" (valid until the next
+ * call on this thread). MockNnapi_setProfile of the path, or of the name for "built-in",
+ * selects it again. */
+MOCK_NNAPI_EXPORT const char* MockNnapi_getProfileOrigin(void);
 /* JSON text of the active profile (valid until the next call on this thread). */
 MOCK_NNAPI_EXPORT const char* MockNnapi_getProfileJson(void);
 /*

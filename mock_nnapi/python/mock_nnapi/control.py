@@ -175,6 +175,7 @@ def CompilationsHeld() -> Iterator[None]:  # noqa: N802
 _PROFILE_SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "MockNnapi_setProfile": (ctypes.c_int32, [ctypes.c_char_p]),
     "MockNnapi_getProfileName": (ctypes.c_char_p, []),
+    "MockNnapi_getProfileOrigin": (ctypes.c_char_p, []),
     "MockNnapi_getProfileJson": (ctypes.c_char_p, []),
     "MockNnapi_getAvailableProfiles": (ctypes.c_char_p, []),
     "MockNnapi_getDevicePerformance": (ctypes.c_char_p, []),
@@ -232,6 +233,24 @@ def profile_name() -> str:
     return (_profiles().MockNnapi_getProfileName() or b"").decode()
 
 
+def profile_selection() -> str:
+    """What :func:`set_profile` takes to select the active profile again: the path of its file,
+    or its name when it is built in (a profile read from a file may share no name with any
+    profile :func:`set_profile` finds by name)."""
+    from .device_profiles import ProfileNotFoundError, profile_path
+
+    origin = (_profiles().MockNnapi_getProfileOrigin() or b"").decode()
+    name = profile_name()
+    if origin in ("", "built-in"):
+        return name
+    try:
+        if os.path.samefile(profile_path(name), origin):  # the file the name finds
+            return name
+    except (OSError, ProfileNotFoundError):
+        pass
+    return origin
+
+
 def profile() -> dict[str, Any]:
     """The active device profile (its JSON document, docs/device-profiles.md)."""
     return json.loads(_profiles().MockNnapi_getProfileJson() or b"{}")
@@ -252,12 +271,14 @@ def available_profiles() -> list[str]:
 
 @contextlib.contextmanager
 def Profile(name_or_path: str | os.PathLike[str]) -> Iterator[None]:  # noqa: N802
-    """Context manager: select a profile, go back to the default ``"reference"`` on exit."""
+    """Context manager: select a profile for the block, then the one active before (also when
+    the block raises)."""
+    previous = profile_selection()
     set_profile(name_or_path)
     try:
         yield
     finally:
-        set_profile(None)
+        set_profile(previous)
 
 
 class DeviceFault(enum.IntEnum):
