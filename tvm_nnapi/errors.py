@@ -79,3 +79,18 @@ class UsageError(NnapiBackendError, ValueError):
 
 class TargetUnavailableError(NnapiBackendError):
     """A target cannot be used here; the message says what is missing and how to provide it."""
+
+
+class TargetError(NnapiBackendError):
+    """Work on a target failed there (its NNAPI refused a model, the runtime raised): the
+    message says what was being done and carries the target's own message."""
+
+
+_REMOTE_PREFIXES = re.compile(r"^(?:\s*(?:RPCError|Error caught from RPC call):?\s*)+")
+
+
+def target_failure(error: BaseException, what: str) -> TargetError:
+    """A :class:`TargetError` for ``error`` raised while doing ``what`` on a target, without
+    the RPC layer's wrapping (``RPCError: Error caught from RPC call: ...``)."""
+    message = _REMOTE_PREFIXES.sub("", str(error)).strip()
+    return TargetError(f"{what}: {message}")

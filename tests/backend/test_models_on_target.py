@@ -185,3 +185,66 @@ def test_the_nnapi_compilation_cache_carries_over_to_a_second_process(options):
             assert second.counter("compilation_cache_hits") == hits + 1
     finally:
         second.close()
+
+
+def test_the_calibration_loop_measures_on_the_target_then_fits_and_estimates(
+    target, tmp_path, capsys
+):
+    """docs/targets.md, "A day with a phone": probe the target's devices into a profile,
+    measure a calibration workload there (the runtime library times it: no Python needed on a
+    phone), fit the profile to the rows, estimate a model with the fitted profile beside a run
+    on the target. On the mock and the emulated device the times are modelled (the mock's
+    executions are cost-only): this checks the plumbing, not a phone's speed."""
+    import json
+
+    from mock_nnapi.device_profiles import load_profile
+
+    from mock_nnapi import control
+    from tvm_nnapi.cli import main
+    from tvm_nnapi.tools import calibrate
+    from tvm_nnapi.tools.device_probe import probe_support, profile_from_probe, write_profile
+
+    support, _, skipped = probe_support(target)
+    info = target.nnapi_devices()
+    base = load_profile("snapdragon-8-gen-2")
+    phone = tmp_path / "phone.json"
+    write_profile(
+        profile_from_probe(info, support, base, "phone", target.describe(), skipped), phone
+    )
+    # A device that takes every operation of the float32 workload, accelerators first.
+    needed = ("CONV_2D", "DEPTHWISE_CONV_2D", "ADD", "MEAN", "RESHAPE", "FULLY_CONNECTED")
+    able = [
+        d
+        for d in info["devices"]
+        if all("TENSOR_FLOAT32" in support[d["name"]].supported.get(op, ()) for op in needed)
+    ]
+    assert able, f"no device of {target.describe()} takes a float32 CNN"
+    device = sorted(able, key=lambda d: d["type"] == 2)[0]["name"]
+
+    timings, where = calibrate.measure(
+        [("mobilenet_v2", "float32", device)], repeats=2, warmup=1, function=target.function
+    )
+    assert where["mock"] == timings[0].modelled
+    rows = [timings[0].measurement("wall", source=target.describe())]
+    calibrate.write_measurements(tmp_path / "rows.csv", rows)
+    fitted = calibrate.fit(phone, calibrate.read_measurements(tmp_path / "rows.csv"))
+    (row,) = fitted.rows
+    before = max(row.modelled_before / row.measured, row.measured / row.modelled_before)
+    assert row.factor <= before + 1e-9 and row.factor < 1.5
+    calibrated = tmp_path / "phone-calibrated.json"
+    calibrate.write_profile(fitted.profile, calibrated)
+
+    previous = control.profile_selection()
+    capsys.readouterr()
+    try:
+        code = main(["estimate", "mobilenet_v2_small", "--profile", str(calibrated), "--json"])
+    finally:
+        control.set_profile(previous)
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    estimate = json.loads(printed.out)["estimate"]
+    assert estimate["modelled"] and estimate["totals"]["modelled_nnapi_program_us"] > 0
+    mod, _ = mobilenet_v2(width=0.35, resolution=32, num_classes=10)
+    x = RNG.standard_normal((1, 3, 32, 32)).astype(np.float32)
+    run = target.call(_build(target, mod), "main", [x])
+    assert run.nnapi_ran and run.stats["execute_time_ns"] > 0

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from mock_nnapi.device_profiles import load_profile
 
@@ -231,3 +232,38 @@ def test_calibration_imports_without_tvm():
     )
     assert done.returncode == 0, done.stderr
     assert "refused: tvm_nnapi.build needs TVM" in done.stdout
+
+
+def test_a_workload_as_graph_json_keeps_its_operands_and_constants():
+    """ModelRecord.graph: scalars and 1-D int32 values inline, other values in a 64-byte
+    aligned blob; an all-zero blob is sent as its size only."""
+    from mock_nnapi.constants import OperandCode, OperationCode
+
+    record = workloads.ModelRecord()
+    x = record.add_tensor(OperandCode.TENSOR_FLOAT32, [2, 3])
+    w = record.add_tensor(OperandCode.TENSOR_FLOAT32, [4, 3])
+    record.set_value(w, np.arange(12, dtype=np.float32).reshape(4, 3))
+    b = record.add_tensor(OperandCode.TENSOR_FLOAT32, [4])
+    record.set_value(b, np.ones(4, np.float32))
+    fuse = record.add_scalar(OperandCode.INT32, 0)
+    shape = record.add_tensor(OperandCode.TENSOR_INT32, [2])
+    record.set_value(shape, [4, 2])
+    y = record.add_tensor(OperandCode.TENSOR_FLOAT32, [2, 4])
+    z = record.add_tensor(OperandCode.TENSOR_FLOAT32, [4, 2])
+    record.add_operation(OperationCode.FULLY_CONNECTED, [x, w, b, fuse], [y])
+    record.add_operation(OperationCode.RESHAPE, [y, shape], [z])
+    record.identify_inputs_and_outputs([x], [z])
+    text, blob, size = record.graph("probe")
+    graph = json.loads(text)
+    assert graph["format"] == "tvm-nnapi-graph" and graph["symbol"] == "probe"
+    assert [op["op"] for op in graph["operations"]] == ["FULLY_CONNECTED", "RESHAPE"]
+    assert graph["operands"][fuse] == {"type": "INT32", "value": 0}
+    assert graph["operands"][shape]["value"] == [4, 2]
+    weights, bias = graph["operands"][w]["constant"], graph["operands"][b]["constant"]
+    assert weights == {"offset": 0, "nbytes": 48} and bias == {"offset": 64, "nbytes": 16}
+    assert size == len(blob) == 80
+    assert np.frombuffer(blob[:48], np.float32).tolist() == list(range(12))
+    assert np.frombuffer(blob[64:], np.float32).tolist() == [1.0] * 4
+    # Zero weights (the calibration workloads): no blob, only its size.
+    _, blob, size = workloads.build("mobilenet_v2", "float16").graph()
+    assert blob == b"" and size > 3_000_000

@@ -54,7 +54,8 @@ def test_fit_recovers_known_parameters(tmp_path):
         for workload in ("smollm2-1.7b-decode", "smollm2-1.7b-prefill256")
         for device in ("qti-gpu", "nnapi-reference")
     ]
-    rows = [t.measurement("in_driver") for t in calibrate.measure(specs, repeats=1, warmup=0)]
+    timings, _ = calibrate.measure(specs, repeats=1, warmup=0)
+    rows = [t.measurement("in_driver") for t in timings]
     control.set_profile(None)
     names = [d["name"] for d in base["devices"]]
     # Compute efficiency is fitted per data class, memory efficiency per operation class.
@@ -77,5 +78,5 @@ def test_fit_recovers_known_parameters(tmp_path):
     out = tmp_path / "calibrated.json"
     calibrate.write_profile(result.profile, out)
     control.set_profile(str(out))
-    again = calibrate.measure(specs[:1], repeats=1, warmup=0)[0].measurement("in_driver")
+    again = calibrate.measure(specs[:1], repeats=1, warmup=0)[0][0].measurement("in_driver")
     assert again.measured == pytest.approx(rows[0].measured, rel=1e-4)

@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import CalibrationError
 from ..tools.calibrate import derive, fit, fit_summary, write_profile
 from ..tools.measurements import TIMINGS, measure, read_measurements, write_measurements
+from .common import add_target_argument
 
 
 def _spec(text: str) -> tuple[str, str, str]:
@@ -66,27 +67,48 @@ def cmd_calibrate(args: Any) -> int:
 
 
 def cmd_measure(args: Any) -> int:
-    """Time workloads on the NNAPI library in use (a phone's libneuralnetworks.so through
-    TVM_NNAPI_LIBRARY, or the mock, where every number is modelled) and write the rows
-    `tvm-nnapi calibrate` reads: wall clock and NNAPI getDuration per workload and device."""
+    """Time calibration workloads through NNAPI where it runs (--target: this process's NNAPI
+    library, an RPC server, or a phone, which needs no Python: the runtime library times each
+    workload there) and write the rows `tvm-nnapi calibrate` reads: wall clock and NNAPI
+    getDuration per workload and device. On the mock every number is modelled, and says so."""
     import sys
 
     from mock_nnapi import _library, control
 
+    from .common import Progress, open_command_target
+
+    target = None
+    function = None
     try:
-        if args.profile:
-            if not _library.is_mock():
-                raise CalibrationError("--profile needs the mock NNAPI (TVM_NNAPI_LIBRARY is set)")
-            control.set_profile(args.profile)
-        timings = measure(args.workloads, repeats=args.repeats)
+        if args.target == "mock":
+            if args.profile:
+                if not _library.is_mock():
+                    raise CalibrationError(
+                        "--profile needs the mock NNAPI (TVM_NNAPI_LIBRARY names another library)"
+                    )
+                control.set_profile(args.profile)
+        else:
+            target = open_command_target(args)
+            function = target.function
+        with Progress(quiet=False) as progress:
+            timings, info = measure(
+                args.workloads,
+                repeats=args.repeats,
+                function=function,
+                progress=lambda step: progress(f"measuring {step}"),
+            )
         rows = [t.measurement(args.timing, source=args.source) for t in timings]
-    except (CalibrationError, ValueError, OSError) as error:
+    except (CalibrationError, ValueError) as error:
         print(f"tvm-nnapi measure: {error}", file=sys.stderr)
         return 2
+    finally:
+        if target is not None:
+            target.close()
     metadata = {
-        "nnapi_library": str(_library.library_path()),
-        "mock": _library.is_mock(),
-        "profile": control.profile_name() if _library.is_mock() else None,
+        "target": target.describe() if target is not None else "mock",
+        "nnapi_library": info.get("library"),
+        "mock": bool(info.get("mock")),
+        "profile": info.get("mock_profile"),
         "timings": [asdict(t) for t in timings],
     }
     write_measurements(args.output, rows, metadata)
@@ -140,6 +162,9 @@ def register(commands: Any) -> None:
         help="which time the rows carry (default wall; on the mock use in_driver)",
     )
     measure_parser.add_argument("--repeats", type=int, default=10, help="timed executions")
-    measure_parser.add_argument("--profile", help="mock profile to select first (mock only)")
+    measure_parser.add_argument(
+        "--profile", help="device profile of the mock to select first (mock and loopback rpc)"
+    )
+    add_target_argument(measure_parser)
     measure_parser.add_argument("--source", default="", help="the rows' source column")
     measure_parser.set_defaults(handler=cmd_measure)

@@ -236,7 +236,7 @@ def model_rows(
         "runtime.overhead_us", float(data.get("runtime", {}).get("overhead_us", 0)), 0.0, 1e4
     )
     modelled = []
-    previous = control.profile_name()
+    previous = control.profile_selection()
     control.set_profile(str(path))
     try:
         devices = {device.name: device for device in api.devices()}

@@ -4,11 +4,11 @@
 - **Rows** (:class:`Measurement`): ``workload, precision, device, measured, unit`` with the
   published range and the source, read from CSV or from the JSON document :func:`measure` writes
   (schema ``tvm_nnapi.measurements/1``). Both formats hold the same columns (:data:`COLUMNS`).
-- **Measuring** (:func:`measure`): each workload (:mod:`tvm_nnapi.tools.workloads`) built on the
-  NNAPI library in use and timed there (wall clock and NNAPI's getDuration), on a phone through
-  ``TVM_NNAPI_LIBRARY`` or on the mock, where every number is modelled.
+- **Measuring** (:func:`measure`): each workload (:mod:`tvm_nnapi.tools.workloads`) sent as
+  graph JSON to the runtime library where NNAPI runs (this process, an RPC server, a phone) and
+  timed there (wall clock and NNAPI's getDuration); on the mock every number is modelled.
 
-Nothing here needs TVM.
+Nothing here needs TVM (the runtime library needs only tvm-ffi).
 """
 
 from __future__ import annotations
@@ -18,15 +18,14 @@ import json
 import math
 import os
 import statistics
-import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..errors import CalibrationError
+from ..errors import CalibrationError, target_failure
 
 #: The JSON document of measurements (what :func:`measure` writes).
 MEASUREMENTS_SCHEMA = "tvm_nnapi.measurements/1"
@@ -169,54 +168,6 @@ def _zeros_like_inputs(model: Any) -> list[np.ndarray]:
     return arrays
 
 
-def _timed_execution(compilation: Any, inputs: list[np.ndarray]) -> tuple[float, float, float]:
-    """One execution with NNAPI timing: (wall, in_driver, on_hardware) in microseconds
-    (NaN for a duration the driver does not report)."""
-    import ctypes
-
-    from mock_nnapi.api import NUMPY_DTYPES, Execution, check, lib
-
-    execution = Execution(compilation)
-    check(
-        "ANeuralNetworksExecution_setMeasureTiming",
-        lib().ANeuralNetworksExecution_setMeasureTiming(execution.handle, True),
-    )
-    model = compilation.model
-    keep = []
-    for i, array in enumerate(inputs):
-        keep.append(array)
-        check(
-            "ANeuralNetworksExecution_setInput",
-            lib().ANeuralNetworksExecution_setInput(
-                execution.handle, i, None, array.ctypes.data_as(ctypes.c_void_p), array.nbytes
-            ),
-        )
-    for i, index in enumerate(model.outputs):
-        code, shape, _, _ = model.operand_types[index]
-        array = np.empty(shape, NUMPY_DTYPES[code])
-        keep.append(array)
-        check(
-            "ANeuralNetworksExecution_setOutput",
-            lib().ANeuralNetworksExecution_setOutput(
-                execution.handle, i, None, array.ctypes.data_as(ctypes.c_void_p), array.nbytes
-            ),
-        )
-    start = time.perf_counter()
-    check(
-        "ANeuralNetworksExecution_compute", lib().ANeuralNetworksExecution_compute(execution.handle)
-    )
-    wall = (time.perf_counter() - start) * 1e6
-    durations = []
-    for code in (1, 0):  # DURATION_IN_DRIVER, DURATION_ON_HARDWARE
-        value = ctypes.c_uint64()
-        result = lib().ANeuralNetworksExecution_getDuration(
-            execution.handle, code, ctypes.byref(value)
-        )
-        ok = result == 0 and value.value != 2**64 - 1
-        durations.append(value.value / 1e3 if ok else math.nan)
-    return wall, durations[0], durations[1]
-
-
 @dataclass
 class Timing:
     """Median timings of one workload on one NNAPI device (microseconds)."""
@@ -252,56 +203,75 @@ class Timing:
         )
 
 
+def _runtime_function(name: str) -> Callable[..., Any]:
+    from ..runtime._library import runtime_function
+
+    return runtime_function(name)
+
+
 def measure(
-    specs: Iterable[tuple[str, str, str]], repeats: int = 10, warmup: int = 2
-) -> list[Timing]:
-    """Times each ``(workload, precision, NNAPI device name)`` on the NNAPI library in use
-    (``TVM_NNAPI_LIBRARY``: a phone's ``libneuralnetworks.so``, or the mock): one compilation
-    for that device alone (``createForDevices``, so ``getDuration`` reports), ``warmup``
-    executions, then the median over ``repeats`` of the wall clock around
-    ``ANeuralNetworksExecution_compute`` and of NNAPI's ``DURATION_IN_DRIVER`` and
-    ``DURATION_ON_HARDWARE``. On the mock, executions are cost-only and every number is
-    modelled (``Timing.modelled``): the wall column is the modelled total of the execution's
-    trace, not the host's clock."""
-    import contextlib
-
-    from mock_nnapi import _library, api, control
-
+    specs: Iterable[tuple[str, str, str]],
+    repeats: int = 10,
+    warmup: int = 2,
+    function: Callable[[str], Callable[..., Any]] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[list[Timing], dict[str, Any]]:
+    """Times each ``(workload, precision, NNAPI device name)`` on an NNAPI library through the
+    runtime library's ``tvm_nnapi.testing.time_graph``: ``function(name)`` gives the runtime's
+    global functions where NNAPI runs (a target's :meth:`~tvm_nnapi.targets.Target.function`:
+    a phone, an RPC server), by default this process's (``TVM_NNAPI_LIBRARY``, else the mock).
+    Each workload is sent as graph JSON (zero weights travel as a size only), compiled for that
+    device alone (``createForDevices``, so ``getDuration`` reports), run ``warmup`` times, then
+    timed over ``repeats`` executions: the median wall clock around the compute and of NNAPI's
+    ``DURATION_IN_DRIVER`` and ``DURATION_ON_HARDWARE``. On the mock, executions are cost-only
+    and every number is modelled (``Timing.modelled``): the wall column is the modelled total of
+    the execution's trace, not the host's clock. Returns the timings and what the target's
+    NNAPI is (``library``, ``mock``, ``mock_profile``, ``feature_level``)."""
     from .workloads import build
 
-    on_mock = _library.is_mock()
-    devices = {device.name: device for device in api.devices()}
+    function = function or _runtime_function
+    listing = json.loads(str(function("tvm_nnapi.testing.nnapi_devices")()))
+    devices = [device["name"] for device in listing["devices"]]
+    info = {key: listing[key] for key in ("library", "mock", "feature_level") if key in listing}
+    if "mock_profile" in listing:
+        info["mock_profile"] = listing["mock_profile"]
+    time_graph = function("tvm_nnapi.testing.time_graph")
     timings = []
     for workload_name, precision, device_name in specs:
         if device_name not in devices:
             raise CalibrationError(
                 f"no NNAPI device {device_name!r} (available: {', '.join(sorted(devices))})"
             )
-        workload = build(workload_name, precision)
-        compilation = api.Compilation(workload.model, [devices[device_name]]).finish()
-        inputs = _zeros_like_inputs(workload.model)
-        cost_only = control.CostOnlyExecution() if on_mock else contextlib.nullcontext()
-        samples = []
-        with cost_only:
-            for _ in range(warmup):
-                _timed_execution(compilation, inputs)
-            for _ in range(repeats):
-                wall, in_driver, on_hardware = _timed_execution(compilation, inputs)
-                trace = control.last_execution_trace() if on_mock else None
-                if trace is not None:  # the host's clock says nothing of the phone: modelled
-                    wall = float(trace["modelled_total_us"])
-                samples.append((wall, in_driver, on_hardware))
-        wall, in_driver, on_hardware = (statistics.median(s[i] for s in samples) for i in range(3))
+        if progress is not None:
+            progress(f"{workload_name} {precision} on {device_name}")
+        graph, blob, size = build(workload_name, precision).graph()
+        try:
+            answer = time_graph(
+                graph, bytearray(blob), 0 if blob else size, device_name, repeats, warmup
+            )
+        except Exception as failure:  # the target's error, e.g. its NNAPI refusing the model
+            raise target_failure(
+                failure, f"timing {workload_name} ({precision}) on {device_name}"
+            ) from failure
+        result = json.loads(str(answer))
+        modelled = bool(result.get("cost_only"))
+        walls = result["modelled_total_us"] if modelled else [ns / 1e3 for ns in result["wall_ns"]]
+
+        def median_us(samples: Sequence[float]) -> float:
+            if any(ns < 0 for ns in samples):  # the driver reported no duration
+                return math.nan
+            return statistics.median(samples) / 1e3
+
         timings.append(
             Timing(
                 workload_name,
                 precision,
                 device_name,
                 repeats,
-                wall,
-                in_driver,
-                on_hardware,
-                on_mock,
+                statistics.median(walls),
+                median_us(result["in_driver_ns"]),
+                median_us(result["on_hardware_ns"]),
+                modelled,
             )
         )
-    return timings
+    return timings, info

@@ -2,20 +2,28 @@
 """The calibration workloads as NNAPI models: MobileNetV2, MobileNetV3-Large and the weight
 streaming of LLM decode and prefill (docs/cost-model.md, "Calibration").
 
-Each workload is built with :mod:`mock_nnapi.api`, i.e. straight on the NNAPI C API, so the
-same model runs on the mock (where its cost-only execution gives the modelled trace) and on a
-phone's ``libneuralnetworks.so`` (where the device target times it). Weights are zeros:
-timing does not depend on their values.
+Each workload is an NNAPI model held as data (:class:`ModelRecord`: operands, values and
+operations in NNAPI's own terms). It is built straight on the NNAPI C API of this process
+(:attr:`Workload.model`, through :mod:`mock_nnapi.api`: the mock's cost-only execution gives
+the modelled trace), or written as graph JSON (docs/graph-json.md, :meth:`ModelRecord.graph`)
+that the runtime library times on any target's NNAPI (``tvm_nnapi.testing.time_graph``: a
+phone's ``libneuralnetworks.so`` without Python there). Weights are zeros: timing does not
+depend on their values, and a zero blob need not travel to a phone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from mock_nnapi.api import Model
+from mock_nnapi.api import NUMPY_DTYPES, Model
 from mock_nnapi.constants import FuseCode, OperandCode, OperationCode, PaddingCode
+
+#: Alignment of each constant in a graph's constant blob (docs/graph-json.md).
+BLOB_ALIGNMENT = 64
 
 #: Precisions a workload can be built in, and the NNAPI operand type of its tensors.
 PRECISIONS = {
@@ -47,15 +55,128 @@ LLM_SHAPES = {
 }
 
 
+class ModelRecord:
+    """An NNAPI model as data: operands (type, dimensions, scale, zero point), constant values,
+    operations, inputs and outputs, in the order NNAPI numbers them. The same calls as
+    :class:`mock_nnapi.api.Model`, without an NNAPI library."""
+
+    def __init__(self) -> None:
+        self.operand_types: list[tuple[OperandCode, tuple[int, ...], float, int]] = []
+        self.values: dict[int, np.ndarray] = {}
+        self.operations: list[tuple[int, tuple[int, ...], tuple[int, ...]]] = []
+        self.inputs: list[int] = []
+        self.outputs: list[int] = []
+
+    def add_operand(
+        self,
+        code: int,
+        dimensions: Sequence[int] | None = None,
+        scale: float = 0.0,
+        zero_point: int = 0,
+    ) -> int:
+        self.operand_types.append(
+            (OperandCode(code), tuple(dimensions or ()), float(scale), int(zero_point))
+        )
+        return len(self.operand_types) - 1
+
+    add_tensor = add_operand
+
+    def set_value(self, index: int, value: object) -> None:
+        dtype = NUMPY_DTYPES[self.operand_types[index][0]]
+        self.values[index] = np.ascontiguousarray(np.asarray(value, dtype=dtype))
+
+    def add_scalar(self, code: int, value: object) -> int:
+        index = self.add_operand(code)
+        self.set_value(index, value)
+        return index
+
+    def add_operation(self, operation: int, inputs: Sequence[int], outputs: Sequence[int]) -> None:
+        self.operations.append((int(operation), tuple(inputs), tuple(outputs)))
+
+    def identify_inputs_and_outputs(self, inputs: Sequence[int], outputs: Sequence[int]) -> None:
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+
+    def nnapi_model(self) -> Model:
+        """The model built and finished on this process's NNAPI library."""
+        model = Model()
+        for code, dimensions, scale, zero_point in self.operand_types:
+            model.add_operand(code, dimensions if dimensions else None, scale, zero_point)
+        for index, value in self.values.items():
+            model.set_value(index, value)
+        for operation, inputs, outputs in self.operations:
+            model.add_operation(operation, inputs, outputs)
+        model.identify_inputs_and_outputs(self.inputs, self.outputs)
+        return model.finish()
+
+    def graph(self, symbol: str) -> tuple[str, bytes, int]:
+        """The model as graph JSON (docs/graph-json.md) named ``symbol``, with its constant
+        blob: ``(json, blob, blob_size)``. Scalars and 1-D ``TENSOR_INT32`` values (axes,
+        shapes) are inline; other tensor values live in the blob, 64-byte aligned. When every
+        byte of the blob is zero, ``blob`` is empty and ``blob_size`` says how many zero bytes
+        it has (what ``tvm_nnapi.testing.time_graph`` takes as ``zero_blob_bytes``)."""
+        operands: list[dict[str, object]] = []
+        pieces: list[tuple[int, np.ndarray]] = []
+        size = 0
+        for index, (code, dimensions, scale, zero_point) in enumerate(self.operand_types):
+            operand: dict[str, object] = {"type": code.name}
+            scalar = not code.name.startswith("TENSOR_")
+            if not scalar:
+                operand["shape"] = list(dimensions)
+            if scale:
+                operand["scale"] = scale
+            if zero_point:
+                operand["zero_point"] = zero_point
+            value = self.values.get(index)
+            if value is not None and scalar:
+                operand["value"] = value.reshape(()).item()
+            elif value is not None and code == OperandCode.TENSOR_INT32 and value.ndim == 1:
+                operand["value"] = [int(v) for v in value]
+            elif value is not None:
+                size += -size % BLOB_ALIGNMENT
+                operand["constant"] = {"offset": size, "nbytes": value.nbytes}
+                pieces.append((size, value))
+                size += value.nbytes
+            operands.append(operand)
+        document = {
+            "format": "tvm-nnapi-graph",
+            "version": 1,
+            "symbol": symbol,
+            "operands": operands,
+            "operations": [
+                {"op": OperationCode(op).name, "inputs": list(ins), "outputs": list(outs)}
+                for op, ins, outs in self.operations
+            ],
+            "inputs": self.inputs,
+            "outputs": self.outputs,
+        }
+        text = json.dumps(document)
+        if not any(np.any(value) for _, value in pieces):
+            return text, b"", size
+        blob = bytearray(size)
+        for offset, value in pieces:
+            blob[offset : offset + value.nbytes] = value.tobytes()
+        return text, bytes(blob), size
+
+
 @dataclass
 class Workload:
-    """A built workload: the finished model and what its rates are per run."""
+    """A built workload: its NNAPI model as data and what its rates are per run."""
 
     name: str
     precision: str
-    model: Model
+    record: ModelRecord
     #: Bytes of weights one run reads (the numerator of a GB/s row).
     weight_bytes: float
+
+    @functools.cached_property
+    def model(self) -> Model:
+        """The model built and finished on this process's NNAPI library (the mock on a host)."""
+        return self.record.nnapi_model()
+
+    def graph(self) -> tuple[str, bytes, int]:
+        """:meth:`ModelRecord.graph` of the workload (symbol ``<name>_<precision>``)."""
+        return self.record.graph(f"{self.name}_{self.precision}".replace("-", "_"))
 
 
 class _Builder:
@@ -66,7 +187,7 @@ class _Builder:
             raise ValueError(f"unknown precision {precision!r}; known: {sorted(PRECISIONS)}")
         self.precision = precision
         self.code = PRECISIONS[precision]
-        self.model = Model()
+        self.model = ModelRecord()
         self.weight_bytes = 0.0
         self._scalars: dict[int, int] = {}
 
@@ -155,7 +276,6 @@ class _Builder:
 
     def finish(self, name: str, inputs: list[int], outputs: list[int]) -> Workload:
         self.model.identify_inputs_and_outputs(inputs, outputs)
-        self.model.finish()
         return Workload(name, self.precision, self.model, self.weight_bytes)
 
 

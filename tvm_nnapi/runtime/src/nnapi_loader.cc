@@ -87,6 +87,9 @@ std::unique_ptr<Nnapi> Load() {
   TVM_NNAPI_RESOLVE(MockNnapi_getProfileName);
   TVM_NNAPI_RESOLVE(MockNnapi_getOperationExecutedCount);
   TVM_NNAPI_RESOLVE(MockNnapi_getModelledCompilationTime);
+  TVM_NNAPI_RESOLVE(MockNnapi_setCostOnlyExecution);
+  TVM_NNAPI_RESOLVE(MockNnapi_getCostOnlyExecution);
+  TVM_NNAPI_RESOLVE(MockNnapi_getLastTrace);
 #undef TVM_NNAPI_REQUIRE
 #undef TVM_NNAPI_RESOLVE
   nnapi->is_mock = nnapi->MockNnapi_getLastError != nullptr;

@@ -84,6 +84,9 @@ struct Nnapi {
   uint64_t (*MockNnapi_getOperationExecutedCount)(int32_t) = nullptr;
   int (*MockNnapi_getModelledCompilationTime)(const ANeuralNetworksCompilation*,
                                               uint64_t*) = nullptr;
+  void (*MockNnapi_setCostOnlyExecution)(int32_t) = nullptr;
+  int32_t (*MockNnapi_getCostOnlyExecution)() = nullptr;
+  const char* (*MockNnapi_getLastTrace)() = nullptr;
 };
 
 #undef TVM_NNAPI_FUNCTION_POINTER

@@ -23,11 +23,24 @@
 //       NNAPI which of its operations each device supports
 //       (ANeuralNetworksModel_getSupportedOperationsForDevices, one device at a time):
 //       {"operations": [NNAPI operation codes], "devices": {name: [true/false per operation]}}.
+//   tvm_nnapi.testing.time_graph(graph_json, constants, zero_blob_bytes, device, repeats,
+//                                warmup) -> str (JSON)
+//       Times a graph with static shapes on one NNAPI device of this process, as `tvm-nnapi
+//       measure` does on a target: the constant blob is `constants`, or, when that is empty,
+//       `zero_blob_bytes` zero bytes made here (timing workloads have zero weights, which then
+//       need not travel to a phone). One compilation for `device` alone
+//       (createForDevices, so NNAPI reports getDuration), `warmup` executions on zero inputs,
+//       then `repeats` timed ones: per execution the wall clock around the compute and NNAPI's
+//       DURATION_IN_DRIVER and DURATION_ON_HARDWARE (-1 where the driver reports none). On the
+//       mock the executions are cost-only and each also gives its trace's modelled total:
+//       {..., "device", "operations", "compile_ns", "cost_only", "wall_ns": [...],
+//        "in_driver_ns": [...], "on_hardware_ns": [...], "modelled_total_us": [...] (mock)}.
 #include <dlpack/dlpack.h>
 #include <tvm/ffi/container/array.h>
 #include <tvm/ffi/container/map.h>
 #include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/error.h>
+#include <tvm/ffi/extra/json.h>
 #include <tvm/ffi/extra/module.h>
 #include <tvm/ffi/function.h>
 #include <tvm/ffi/reflection/registry.h>
@@ -356,6 +369,173 @@ ffi::String SupportedOperations(const ffi::String& graph_json, const ffi::Bytes&
   return out.str();
 }
 
+// Cost-only executions of the mock for the lifetime of the guard (a no-op on a real NNAPI).
+class CostOnlyGuard {
+ public:
+  explicit CostOnlyGuard(const Nnapi& nnapi) : nnapi_(nnapi) {
+    if (nnapi_.MockNnapi_setCostOnlyExecution == nullptr ||
+        nnapi_.MockNnapi_getCostOnlyExecution == nullptr) {
+      return;
+    }
+    previous_ = nnapi_.MockNnapi_getCostOnlyExecution();
+    nnapi_.MockNnapi_setCostOnlyExecution(1);
+    active_ = true;
+  }
+  ~CostOnlyGuard() {
+    if (active_) nnapi_.MockNnapi_setCostOnlyExecution(previous_);
+  }
+  CostOnlyGuard(const CostOnlyGuard&) = delete;
+  CostOnlyGuard& operator=(const CostOnlyGuard&) = delete;
+  bool active() const { return active_; }
+
+ private:
+  const Nnapi& nnapi_;
+  int32_t previous_ = 0;
+  bool active_ = false;
+};
+
+// The modelled total of the mock's newest execution trace, in microseconds.
+double LastModelledTotalUs(const Nnapi& nnapi) {
+  const char* text =
+      nnapi.MockNnapi_getLastTrace != nullptr ? nnapi.MockNnapi_getLastTrace() : nullptr;
+  ffi::String error;
+  const ffi::Any trace = ffi::json::Parse(ffi::String(text != nullptr ? text : "null"), &error);
+  auto object = trace.try_cast<ffi::Map<ffi::Any, ffi::Any>>();
+  if (!error.empty() || !object.has_value()) {
+    TVM_FFI_THROW(RuntimeError) << "tvm_nnapi.testing.time_graph: the mock recorded no execution "
+                                   "trace (is tracing off? MockNnapi_setTraceCapacity)";
+  }
+  auto total = object->Get(ffi::String("modelled_total_us"));
+  if (!total.has_value()) {
+    TVM_FFI_THROW(RuntimeError) << "tvm_nnapi.testing.time_graph: the mock's trace has no "
+                                   "modelled_total_us";
+  }
+  return total->type_index() == ffi::TypeIndex::kTVMFFIFloat
+             ? total->cast<double>()
+             : static_cast<double>(total->cast<int64_t>());
+}
+
+template <typename T>
+std::string JsonList(const std::vector<T>& values) {
+  std::ostringstream out;
+  out.precision(17);
+  out << "[";
+  for (size_t i = 0; i < values.size(); ++i) out << (i ? ", " : "") << values[i];
+  out << "]";
+  return out.str();
+}
+
+// time_graph: see the file comment.
+ffi::String TimeGraph(const ffi::String& graph_json, const ffi::Bytes& constants_bytes,
+                      int64_t zero_blob_bytes, const ffi::String& device_name, int64_t repeats,
+                      int64_t warmup) {
+  const char* where = "tvm_nnapi.testing.time_graph";
+  if (repeats < 1 || warmup < 0 || zero_blob_bytes < 0) {
+    TVM_FFI_THROW(ValueError) << where << ": needs repeats >= 1, warmup >= 0 and "
+                              << "zero_blob_bytes >= 0 (got " << repeats << ", " << warmup << ", "
+                              << zero_blob_bytes << ")";
+  }
+  if (constants_bytes.size() != 0 && zero_blob_bytes != 0) {
+    TVM_FFI_THROW(ValueError) << where << ": give the constants or zero_blob_bytes, not both";
+  }
+  // The model references constants by pointer: keep them alive until the compilation is freed.
+  const std::string constants = constants_bytes.size() != 0
+                                    ? std::string(constants_bytes.data(), constants_bytes.size())
+                                    : std::string(static_cast<size_t>(zero_blob_bytes), '\0');
+  const std::string json_text = graph_json;
+  const Graph graph = Graph::Parse(json_text, constants.size());
+  if (!graph.symbols.empty()) {
+    TVM_FFI_THROW(ValueError) << where << ": graph '" << graph.symbol
+                              << "' has symbolic dimensions; timing needs static shapes";
+  }
+  const Nnapi& nnapi = GetNnapi();
+  const std::string device = device_name;
+  std::string available;
+  ANeuralNetworksDevice* handle = nullptr;
+  for (const auto& entry : EnumerateDevices(nnapi)) {
+    if (entry.second == device) handle = entry.first;
+    available += (available.empty() ? "" : ", ") + entry.second;
+  }
+  if (handle == nullptr) {
+    TVM_FFI_THROW(ValueError) << where << ": no NNAPI device '" << device
+                              << "' (available: " << (available.empty() ? "none" : available)
+                              << ")";
+  }
+  // A device that cannot take every operation would fail the compilation with a bare result
+  // code: name the operations it refuses instead.
+  const std::vector<bool> supported =
+      CompiledModel::ModelOnly(nnapi, graph, constants, {})->SupportedOperations(handle);
+  std::map<std::string, int> refused;
+  for (size_t i = 0; i < supported.size(); ++i) {
+    if (!supported[i]) ++refused[graph.operations[i].op];
+  }
+  if (!refused.empty()) {
+    std::ostringstream names;
+    for (const auto& [op, count] : refused) {
+      names << (names.tellp() > 0 ? ", " : "") << op << " (x" << count << ")";
+    }
+    TVM_FFI_THROW(RuntimeError) << where << ": NNAPI device '" << device
+                                << "' does not support operations of graph '" << graph.symbol
+                                << "' (getSupportedOperationsForDevices): " << names.str();
+  }
+  RuntimeConfig config = GetRuntimeConfig();
+  config.devices = device;
+  config.exclude_cpu = false;
+  config.use_burst = false;
+  config.compilation_cache_dir.clear();
+  const auto compile_start = std::chrono::steady_clock::now();
+  CompiledModel compiled(nnapi, graph, constants, {}, config, nullptr);
+  const int64_t compile_ns = ElapsedNs(compile_start);
+
+  // Zero inputs and scratch outputs of the compiled shapes.
+  auto buffers = [&](const std::vector<uint32_t>& ids,
+                     const std::vector<std::vector<int64_t>>& shapes) {
+    std::vector<std::vector<uint8_t>> result;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      size_t bytes = OperandElementSize(graph.operands[ids[i]].type);
+      for (int64_t extent : shapes[i]) bytes *= static_cast<size_t>(extent);
+      result.emplace_back(bytes, 0);
+    }
+    return result;
+  };
+  std::vector<std::vector<uint8_t>> inputs = buffers(graph.inputs, compiled.input_shapes());
+  std::vector<std::vector<uint8_t>> outputs = buffers(graph.outputs, compiled.output_shapes());
+  std::vector<const void*> input_data;
+  std::vector<size_t> input_bytes;
+  for (const auto& buffer : inputs) {
+    input_data.push_back(buffer.data());
+    input_bytes.push_back(buffer.size());
+  }
+  std::vector<void*> output_data;
+  std::vector<size_t> output_bytes;
+  for (auto& buffer : outputs) {
+    output_data.push_back(buffer.data());
+    output_bytes.push_back(buffer.size());
+  }
+
+  const CostOnlyGuard cost_only(nnapi);
+  std::vector<int64_t> wall, in_driver, on_hardware;
+  std::vector<double> modelled;
+  for (int64_t i = 0; i < warmup + repeats; ++i) {
+    const ExecutionTiming timing =
+        compiled.Execute(input_data, input_bytes, output_data, output_bytes);
+    if (i < warmup) continue;
+    wall.push_back(timing.wall_ns);
+    in_driver.push_back(timing.in_driver_ns);
+    on_hardware.push_back(timing.on_hardware_ns);
+    if (cost_only.active()) modelled.push_back(LastModelledTotalUs(nnapi));
+  }
+  std::ostringstream out;
+  out << "{" << InfoJson(nnapi) << ", \"device\": " << JsonString(device)
+      << ", \"operations\": " << graph.operations.size() << ", \"compile_ns\": " << compile_ns
+      << ", \"cost_only\": " << (cost_only.active() ? "true" : "false")
+      << ", \"wall_ns\": " << JsonList(wall) << ", \"in_driver_ns\": " << JsonList(in_driver)
+      << ", \"on_hardware_ns\": " << JsonList(on_hardware);
+  if (cost_only.active()) out << ", \"modelled_total_us\": " << JsonList(modelled);
+  out << "}";
+  return out.str();
+}
+
 }  // namespace
 
 TVM_FFI_STATIC_INIT_BLOCK() {
@@ -367,7 +547,8 @@ TVM_FFI_STATIC_INIT_BLOCK() {
       .def("tvm_nnapi.testing.nnapi_info",
            []() -> ffi::String { return "{" + InfoJson(GetNnapi()) + "}"; })
       .def("tvm_nnapi.testing.nnapi_devices", NnapiDevices)
-      .def("tvm_nnapi.testing.supported_operations", SupportedOperations);
+      .def("tvm_nnapi.testing.supported_operations", SupportedOperations)
+      .def("tvm_nnapi.testing.time_graph", TimeGraph);
 }
 
 }  // namespace tvm_nnapi
