@@ -67,6 +67,11 @@ class _Recording:
 
         return call
 
+    def vm_stats(self, vm):
+        stats = super().vm_stats(vm)
+        _record_nnapi(*_stats_evidence(self.name, stats))
+        return stats
+
 
 class MockTarget(_Recording, targets.MockTarget):
     pass

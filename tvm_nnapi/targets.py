@@ -26,6 +26,7 @@ import shutil
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,21 @@ class Target:
     def load(self, executable: relax.VMExecutable) -> Callable[..., Any]:
         """The program on the target: a callable ``(function, inputs) -> TargetRun``."""
         raise NotImplementedError
+
+    def virtual_machine(self, executable: relax.VMExecutable) -> relax.VirtualMachine:
+        """The executable loaded where the target runs, as a Relax VM on the target's CPU, for
+        callers that keep state there between calls (an LLM's KV cache): its arguments must be
+        tensors on :meth:`cpu`, its results stay there until copied (``.numpy()``)."""
+        raise NotImplementedError
+
+    def cpu(self) -> Any:
+        """The device (the target's CPU) that :meth:`virtual_machine`'s tensors live on."""
+        raise NotImplementedError
+
+    def vm_stats(self, vm: relax.VirtualMachine) -> dict[str, Any]:
+        """The NNAPI runtime's statistics summed over the modules of a VM of this target
+        (``tvm_nnapi.testing.nnapi_stats``), read where it runs."""
+        return dict(json.loads(str(self.function("tvm_nnapi.testing.nnapi_stats")(vm.module))))
 
     def call(
         self, executable: relax.VMExecutable, function: str, inputs: Sequence[np.ndarray]
@@ -203,6 +219,12 @@ class MockTarget(Target):
 
         return call
 
+    def virtual_machine(self, executable):
+        return relax.VirtualMachine(executable, tvm.cpu())
+
+    def cpu(self):
+        return tvm.cpu()
+
     def run_graph(self, graph_json, constants, inputs, outputs):
         arguments = [tvm.runtime.tensor(np.ascontiguousarray(a)) for a in inputs]
         results = [
@@ -247,15 +269,22 @@ class RemoteTarget(Target):
         self.session.upload(str(library))
         self.session.load_module(library.name)
 
-    def load(self, executable):
+    def virtual_machine(self, executable):
         with self._lock:
             self._count += 1
             path = self.workdir / f"module{self._count}.so"
             executable.export_library(str(path), **self.export_options)
             self.session.upload(str(path))
             library = self.session.load_module(path.name)
+            return relax.VirtualMachine(library, self.session.cpu())
+
+    def cpu(self):
+        return self.session.cpu()
+
+    def load(self, executable):
+        vm = self.virtual_machine(executable)
+        with self._lock:
             device = self.session.cpu()
-            vm = relax.VirtualMachine(library, device)
             nnapi_stats = self.session.get_function("tvm_nnapi.testing.nnapi_stats")
 
         def call(function: str, inputs: Sequence[np.ndarray]) -> TargetRun:
@@ -353,6 +382,8 @@ class RpcTarget(RemoteTarget):
                 else:
                     os.environ["MOCK_NNAPI_PROFILE"] = saved
             self.address = f"127.0.0.1:{self.server.port} (started here, loopback)"
+            # Stopped with this object, or at exit when an error skipped close().
+            self._stop_server = weakref.finalize(self, self.server.terminate)
             session = rpc.connect("127.0.0.1", self.server.port)
         super().__init__(session)
 
@@ -371,7 +402,7 @@ class RpcTarget(RemoteTarget):
     def close(self) -> None:
         super().close()
         if self.server is not None:
-            self.server.terminate()
+            self._stop_server()
 
 
 def android_fcompile(compiler: str):

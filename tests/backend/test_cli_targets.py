@@ -198,3 +198,24 @@ def test_measure_names_the_operations_a_device_refuses(capsys):
     assert "timing mobilenet_v3_large (float32) on qti-dsp" in err
     assert "NNAPI device 'qti-dsp' does not support operations" in err
     assert "HARD_SWISH (x21)" in err and "RPCError" not in err and err.count("\n") == 1
+
+
+def test_the_llm_commands_run_on_an_rpc_target(capsys):
+    """``run llm:...``, ``llm generate`` and ``llm bench`` with ``--target rpc``: the engine on
+    the server (program, weights, KV cache), NNAPI run there (its statistics), the same greedy
+    tokens as in this process."""
+    run = _json(capsys, ["run", "llm:tiny-llama", "--target", "rpc", "--json"])["run"]
+    assert run["passed"] and run["nnapi_ran"] and run["target"].startswith("rpc 127.0.0.1:")
+    assert run["target_stats"]["nnapi_calls"] >= 1
+    argv = ["llm", "generate", "--tokens", "1,5,9", "--max-new-tokens", "4", "--json"]
+    here = _json(capsys, argv)
+    there = _json(capsys, [*argv, "--target", "rpc"])
+    assert here["target"] == "mock" and there["target"].startswith("rpc 127.0.0.1:")
+    assert there["tokens"] == here["tokens"] and len(there["tokens"]) == 4
+    assert there["target_stats"]["nnapi_calls"] == here["target_stats"]["nnapi_calls"] >= 1
+    argv = ["llm", "bench", "--target", "rpc", "--json", "--repeat", "1", "--prompt-length", "8"]
+    bench = _json(capsys, [*argv, "--decode-tokens", "2"])
+    assert bench["target"].startswith("rpc 127.0.0.1:") and "round trips" in bench["measured_on"]
+    assert bench["target_stats"]["nnapi"]["nnapi_calls"] >= 1
+    assert bench["target_stats"]["host"]["nnapi_modules"] == 0
+    assert bench["modelled"]["profile"] == "snapdragon-8-gen-2"

@@ -248,3 +248,20 @@ def test_the_calibration_loop_measures_on_the_target_then_fits_and_estimates(
     x = RNG.standard_normal((1, 3, 32, 32)).astype(np.float32)
     run = target.call(_build(target, mod), "main", [x])
     assert run.nnapi_ran and run.stats["execute_time_ns"] > 0
+
+
+def test_the_llm_prefills_on_nnapi_there_and_decodes_the_same_greedy_tokens(target, difftest):
+    """tiny-llama's engine on the target: the program built for it, weights and KV cache there,
+    prefill through NNAPI and decode on TVM's CPU code there, driven from here; the same greedy
+    tokens as the host build here."""
+    from tvm_nnapi.llm import build_engine, get_config
+
+    config = get_config("tiny-llama")
+    host = build_engine(config, "float32", False, None, 0)
+    there = build_engine(config, "float32", True, None, 0, target=target)
+    prompt = [1, 5, 9, 22, 7]
+    want, got = host.generate(prompt, 6), there.generate(prompt, 6)
+    _check(difftest, got.prefill_logits, want.prefill_logits, 1e-4)
+    assert got.tokens == want.tokens
+    stats = there.nnapi_stats()
+    assert stats["nnapi_calls"] >= 1 and stats["host_calls"] == 0

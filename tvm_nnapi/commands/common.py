@@ -260,16 +260,20 @@ def add_target_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def open_command_target(args: argparse.Namespace) -> Any:
+_ARGS_PROFILE = object()
+
+
+def open_command_target(args: argparse.Namespace, profile: Any = _ARGS_PROFILE) -> Any:
     """The ``--target`` of a command, opened; a target that cannot be reached is a UsageError
-    naming the variables to set. ``--profile`` with ``--target rpc`` and no server named selects
-    the profile of the loopback server's mock."""
+    naming the variables to set. ``profile`` (default: ``--profile``) with ``--target rpc`` and
+    no server named selects the profile of the loopback server's mock."""
     import os
 
     from ..targets import RpcTarget, TargetUnavailableError, open_target
 
     name = getattr(args, "target", "mock")
-    profile = getattr(args, "profile", None)
+    if profile is _ARGS_PROFILE:
+        profile = getattr(args, "profile", None)
     if name == "device" and profile:
         raise UsageError(
             "--profile selects the mock's device profile; a device target has its own NNAPI "

@@ -3,10 +3,12 @@
 
 ``generate`` builds a Llama-family model (prefill offloaded to NNAPI, or the pure host build),
 loads safetensors weights or makes random ones, and streams generated text or token ids.
-``bench`` measures, on this host with the mock NNAPI, the prefill and decode time of the
-NNAPI-offloaded build next to the host build of a small configuration (and, with
-``--resident-weights``, of the build with its weights bound as NNAPI constants), and prints the
-MODELLED estimate of the same configuration on a phone profile.
+``bench`` measures the prefill and decode time of the NNAPI-offloaded build next to the host
+build of a small configuration (and, with ``--resident-weights``, of the build with its weights
+bound as NNAPI constants), and prints the MODELLED estimate of the same configuration on a
+phone profile. Both run where ``--target`` says: this process (the mock NNAPI on a host), a TVM
+RPC server, or a phone (the program built for it, its KV cache and weights there, the steps
+driven from here).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import UsageError
+from .common import add_target_argument, open_command_target
 
 
 def register(subparsers: Any) -> None:
@@ -78,6 +81,7 @@ def register(subparsers: Any) -> None:
         "at compilation) instead of passing them at every call",
     )
     generate.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_target_argument(generate)
     generate.set_defaults(handler=cmd_generate)
 
     bench = commands.add_parser(
@@ -114,6 +118,7 @@ def register(subparsers: Any) -> None:
         "(nnapi-resident) and model that option too",
     )
     bench.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_target_argument(bench)
     bench.set_defaults(handler=cmd_bench)
 
 
@@ -183,9 +188,10 @@ def _progress(message: str) -> None:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    """Generate with a Llama-family model: prefill on NNAPI (the mock here, the phone's NNAPI on
-    Android) or everything on the host. Text is streamed as it is generated."""
-    from ..llm.generate import SamplingConfig, generate_text, load_tokenizer
+    """Generate with a Llama-family model: prefill on NNAPI or everything on TVM's host code,
+    where --target says (this process with the mock NNAPI, a TVM RPC server, a phone). Text is
+    streamed as it is generated."""
+    from ..llm.generate import SamplingConfig, load_tokenizer
 
     config = _config(args)
     if args.prompt is not None and not args.tokenizer:
@@ -210,10 +216,21 @@ def cmd_generate(args: argparse.Namespace) -> int:
         where += ", weights resident"
     if args.relax_fp16:
         where += ", relaxed float16"
-    _progress(f"building {config.name} ({args.dtype}, {where})...")
-    start = time.perf_counter()
+    target = None if args.target == "mock" else open_command_target(args)
+    try:
+        return _generate(args, config, sampling, tokenizer, stops, where, target)
+    finally:
+        if target is not None:
+            target.close()
+
+
+def _generate(args, config, sampling, tokenizer, stops, where: str, target: Any) -> int:
+    from ..llm.generate import generate_text
     from ..llm.weights import WeightError
 
+    place = "this host" if target is None else target.describe()
+    _progress(f"building {config.name} ({args.dtype}, {where}) for {place}...")
+    start = time.perf_counter()
     try:
         engine = _build_engine(
             config,
@@ -223,6 +240,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             args.seed,
             args.resident_weights,
             _partition_options(args),
+            target=target,
         )
     except WeightError as error:
         raise UsageError(f"{error}") from None
@@ -257,6 +275,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             raise UsageError(f"{error}") from None
         text = tokenizer.decode(result.tokens) if tokenizer else None
     seconds = time.perf_counter() - start
+    stats = engine.nnapi_stats()
     if args.json:
         print(
             json.dumps(
@@ -266,19 +285,23 @@ def cmd_generate(args: argparse.Namespace) -> int:
                     "placement": "nnapi" if args.nnapi else "host",
                     "weights": "resident" if args.resident_weights else "input",
                     "relax_fp16": args.relax_fp16,
+                    "target": "mock" if target is None else target.describe(),
                     "prompt_tokens": result.prompt_tokens,
                     "tokens": result.tokens,
                     "text": text,
                     "finish_reason": result.finish_reason,
                     "measured_seconds": seconds,
+                    "target_stats": stats,
                 }
             )
         )
     else:
         print()
+        clock = "on this host" if target is None else "from this host, RPC round trips included"
         _progress(
-            f"{len(result.tokens)} tokens in {seconds:.2f} s (measured on this host), "
-            f"finish: {result.finish_reason}"
+            f"{len(result.tokens)} tokens in {seconds:.2f} s (measured {clock}), "
+            f"finish: {result.finish_reason}; NNAPI ran {stats.get('nnapi_calls', 0)} subgraph "
+            f"calls ({stats.get('execute_time_ns', 0) / 1e6:.1f} ms measured where it ran)"
         )
     return 0
 
@@ -290,11 +313,11 @@ def _prefill(engine, prompt: list[int]) -> None:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """Benchmark a small configuration: prefill and decode time of the NNAPI-offloaded build
-    and of the host build, MEASURED side by side on this host (the NNAPI side runs on the mock,
-    so this measures the mock's reference kernels and the runtime's overheads, not a phone),
-    then the MODELLED estimate on a phone profile (docs/experiments.md). With
-    --resident-weights, the build with its weights bound as NNAPI constants is measured and
-    modelled as well."""
+    and of the host build (TVM's CPU code), MEASURED side by side where --target says (on the
+    mock target the NNAPI side is the mock's reference kernels, not a phone; on a phone both
+    builds run there, TVM's CPU backend against NNAPI), then the MODELLED estimate on a phone
+    profile (docs/experiments.md). With --resident-weights, the build with its weights bound as
+    NNAPI constants is measured and modelled as well."""
     from ..experiments.llm import LlmEstimator
 
     config = _config(args)
@@ -330,11 +353,56 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     rng = np.random.default_rng(0)
     prompt = [int(t) for t in rng.integers(0, config.vocab_size, args.prompt_length)]
+    # The loopback server's mock models the same profile as the estimate.
+    server_profile = args.profile if args.target == "rpc" else None
+    if os.environ.get("TVM_NNAPI_RPC_SERVER"):
+        server_profile = None
+    target = None if args.target == "mock" else open_command_target(args, server_profile)
+    try:
+        measured, stats = _bench_builds(args, config, builds, prompt, target)
+        where = "mock" if target is None else target.describe()
+        measured_on = (
+            "this host, NNAPI side on mock_nnapi (not a phone)"
+            if target is None
+            else f"{target.describe()}: wall clock at this host (RPC round trips included)"
+        )
+    finally:
+        if target is not None:
+            target.close()
+    result = {
+        "model": config.name,
+        "dtype": args.dtype,
+        "relax_fp16": args.relax_fp16,
+        "prompt_length": args.prompt_length,
+        "target": where,
+        "measured_on": measured_on,
+        "measured": measured,
+        "target_stats": stats,
+        "measured_prefill_ratio_host_over_nnapi": measured["host"]["prefill_seconds"]
+        / measured["nnapi"]["prefill_seconds"],
+        "modelled": {
+            "model": estimate_config.name,
+            "profile": args.profile,
+            "prefill": prefill_estimate.to_dict()["totals"],
+            "decode": decode_estimate.to_dict()["totals"],
+        },
+    }
+    estimates = {"prefill": prefill_estimate, "decode": decode_estimate}
+    return _report_bench(args, config, result, estimates, resident_estimates)
+
+
+def _bench_builds(
+    args: argparse.Namespace, config: Any, builds: list, prompt: list[int], target: Any
+) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, Any]]]:
+    """Builds each of ``builds`` (label, nnapi, resident) for ``target`` (None: this process),
+    then times them taking turns; returns the medians and each build's NNAPI statistics."""
     engines = {}
     for label, nnapi, resident in builds:
         _progress(f"building {config.name} ({label})...")
         options = _partition_options(args) if nnapi else None
-        engines[label] = _build_engine(config, args.dtype, nnapi, None, 0, resident, options)
+        engines[label] = _build_engine(
+            config, args.dtype, nnapi, None, 0, resident, options, target=target
+        )
         _prefill(engines[label], prompt)  # warm-up: NNAPI compilation of this prompt length
     # The builds take turns, one prefill and one decode run each per round: a drift of the
     # machine's speed (other load) reaches every build alike.
@@ -358,23 +426,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
         }
         for label in engines
     }
-    del engines
-    result = {
-        "model": config.name,
-        "dtype": args.dtype,
-        "relax_fp16": args.relax_fp16,
-        "prompt_length": args.prompt_length,
-        "measured_on": "this host, NNAPI side on mock_nnapi (not a phone)",
-        "measured": measured,
-        "measured_prefill_ratio_host_over_nnapi": measured["host"]["prefill_seconds"]
-        / measured["nnapi"]["prefill_seconds"],
-        "modelled": {
-            "model": estimate_config.name,
-            "profile": args.profile,
-            "prefill": prefill_estimate.to_dict()["totals"],
-            "decode": decode_estimate.to_dict()["totals"],
-        },
-    }
+    return measured, {label: engine.nnapi_stats() for label, engine in engines.items()}
+
+
+def _report_bench(
+    args: argparse.Namespace,
+    config: Any,
+    result: dict[str, Any],
+    estimates: dict[str, Any],
+    resident_estimates: dict[str, Any],
+) -> int:
+    """Prints (or, with --json, writes) the bench's result: measured, then modelled."""
+    measured = result["measured"]
     if args.resident_weights:
         result["measured_prefill_ratio_nnapi_over_nnapi_resident"] = (
             measured["nnapi"]["prefill_seconds"] / measured["nnapi-resident"]["prefill_seconds"]
@@ -391,8 +454,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         f"{config.name} ({args.dtype}{relaxed}), prompt {n} tokens, "
         f"{args.decode_tokens} decode steps"
     )
-    print("MEASURED on this host (NNAPI side = mock_nnapi's reference kernels, not a phone;")
-    print("  the NNAPI build runs decode on the host):")
+    if args.target == "mock":
+        print("MEASURED on this host (NNAPI side = mock_nnapi's reference kernels, not a phone;")
+        print("  the NNAPI build runs decode on TVM's CPU code):")
+    else:
+        print(f"MEASURED on {result['measured_on']}")
+        print("  (the NNAPI build runs decode on TVM's CPU code there):")
     for label in measured:
         m = measured[label]
         print(
@@ -403,9 +470,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.resident_weights:
         ratio = result["measured_prefill_ratio_nnapi_over_nnapi_resident"]
         print(f"  nnapi / nnapi-resident prefill: {ratio:.2f}x")
-    print(f"MODELLED on {args.profile} ({estimate_config.name}; cost model, not measured):")
+    print(f"MODELLED on {args.profile} ({result['modelled']['model']}; cost model, not measured):")
     print("  (decode offloaded too, to show what NNAPI would gain; the build keeps it on the host)")
-    for label, est in (("prefill", prefill_estimate), ("decode", decode_estimate)):
+    for label, est in estimates.items():
         print(
             f"  {label:<7} NNAPI-offloaded {est.modelled_nnapi_program_us / 1e3:10.2f} ms   "
             f"all-host {est.modelled_host_program_us / 1e3:10.2f} ms   "

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import tvm
 
 from ..compiler.patterns import PartitionOptions
@@ -23,10 +25,12 @@ def build_engine(
     seed: int,
     resident: bool = False,
     options: PartitionOptions | None = None,
+    target: Any = None,
 ) -> LlamaEngine:
     """A ready engine of ``config`` in ``dtype``: prefill offloaded to NNAPI when ``nnapi`` (else
     the pure host build), weights from safetensors files (``weights_path``, comma-separated) or
-    random (``seed``), bound as NNAPI constants of prefill when ``resident``."""
+    random (``seed``), bound as NNAPI constants of prefill when ``resident``. With a ``target``
+    (:mod:`tvm_nnapi.targets`) the program is built for its ``compile_target`` and runs there."""
     mod, named_params, _ = export_model(config, dtype)
     specs = param_specs(named_params)
     if weights_path:
@@ -47,7 +51,8 @@ def build_engine(
         mod,
         entry_functions=["prefill"] if nnapi else [],
         options=options,
+        target=target.compile_target if target is not None else "llvm",
         resident_weights=tensors if resident else None,
         weight_names=[name for name, _ in specs],
     )
-    return LlamaEngine(executable, config, tensors, dtype)
+    return LlamaEngine(executable, config, tensors, dtype, target=target)

@@ -70,9 +70,16 @@ class GenerationResult:
     finish_reason: str = "length"  # "length", "stop" or "context"
 
 
+def _remote_shape(make: Callable[..., Any]) -> Callable[[Sequence[int]], Any]:
+    return lambda values: make(*[int(v) for v in values])
+
+
 class LlamaEngine:
     """A compiled decoder (``embed``, ``prefill``, ``decode``, ``create_paged_kv_cache``) with
-    its weights, on the host CPU (NNAPI subgraphs run through their runtime modules).
+    its weights, on the host CPU (NNAPI subgraphs run through their runtime modules), or on a
+    ``target`` (:mod:`tvm_nnapi.targets`: the executable, built for its ``compile_target``, is
+    loaded there, the weights and the KV cache live there, and this process drives the steps
+    over RPC, as MLC-LLM's engine drives them in process).
 
     ``weights`` are passed to every function that takes them; a function built with its
     weights resident (``build_llm(..., resident_weights=...)``) is called without them, which
@@ -88,20 +95,36 @@ class LlamaEngine:
         page_size: int = 16,
         prefill_chunk_size: int | None = None,
         max_total_seq_len: int | None = None,
+        target: Any = None,
     ) -> None:
-        self.device = tvm.cpu()
+        self.target = target
         self.executable = executable
-        self.vm = relax.VirtualMachine(executable, self.device)
+        if target is None:
+            self.device = tvm.cpu()
+            self.vm = relax.VirtualMachine(executable, self.device)
+            function = tvm.get_global_func
+        else:
+            self.device = target.cpu()
+            self.vm = target.virtual_machine(executable)
+            function = target.function
         self.config = config
         self.dtype = dtype
         self.page_size = page_size
         self.prefill_chunk_size = prefill_chunk_size or config.prefill_chunk_size
         self.max_total_seq_len = max_total_seq_len or config.context_window_size
-        self.params = [
-            w if isinstance(w, tvm.runtime.Tensor) else tvm.runtime.tensor(np.asarray(w, dtype))
-            for w in weights
-        ]
-        self._builtins = {name: tvm.get_global_func(f"vm.builtin.{name}") for name in _BUILTINS}
+        self.params = [self._on_device(w, dtype) for w in weights]
+        # The weight tuple argument, made once where the program runs (RPC passes tensors, not
+        # containers of them).
+        self._params_arg: Any = self.params
+        self._item: Callable[[Any, int], Any] = lambda result, index: result[index]
+        if target is not None:
+            self._params_arg = function("ffi.Array")(*self.params)
+            self._item = function("ffi.ArrayGetItem")
+        self._builtins = {name: function(f"vm.builtin.{name}") for name in _BUILTINS}
+        # Shape tuples are made where the program runs (RPC passes no shape from here).
+        self._shape: Callable[..., Any] = (
+            tvm.runtime.ShapeTuple if target is None else _remote_shape(function("ffi.Shape"))
+        )
         # Whether each model function takes the weights: not when they are bound as constants
         # (build_llm(..., resident_weights=...)), which leaves only its inputs.
         arity = self.vm.module["get_function_arity"]
@@ -111,14 +134,31 @@ class LlamaEngine:
         self.kv_cache: Any = None
         self.length = 0
 
+    def _on_device(self, weight: np.ndarray | tvm.runtime.Tensor, dtype: str) -> Any:
+        if self.target is None and isinstance(weight, tvm.runtime.Tensor):
+            return weight
+        array = weight.numpy() if isinstance(weight, tvm.runtime.Tensor) else weight
+        return tvm.runtime.tensor(np.asarray(array, dtype), self.device)
+
+    def nnapi_stats(self) -> dict[str, Any]:
+        """The NNAPI runtime's statistics of this engine's program, summed over its NNAPI
+        modules (calls, host fallbacks, compilations, cache hits, measured times), read where
+        it runs."""
+        import json
+
+        if self.target is not None:
+            return dict(self.target.vm_stats(self.vm))
+        from ..runtime._library import runtime_function
+
+        stats = runtime_function("tvm_nnapi.testing.nnapi_stats")(self.vm.module)
+        return dict(json.loads(str(stats)))
+
     # ---- KV cache -------------------------------------------------------------------------------
 
     def reset(self) -> None:
         """A fresh KV cache with one empty sequence."""
         sizes = (1, self.max_total_seq_len, self.prefill_chunk_size, self.page_size, 0)
-        self.kv_cache = self.vm["create_paged_kv_cache"](
-            *(tvm.runtime.ShapeTuple([v]) for v in sizes)
-        )
+        self.kv_cache = self.vm["create_paged_kv_cache"](*(self._shape([v]) for v in sizes))
         self._builtins["kv_state_add_sequence"](self.kv_cache, SEQUENCE_ID)
         self.length = 0
 
@@ -129,18 +169,19 @@ class LlamaEngine:
             )
         self._builtins["kv_state_begin_forward"](
             self.kv_cache,
-            tvm.runtime.ShapeTuple([SEQUENCE_ID]),
-            tvm.runtime.ShapeTuple([length]),
+            self._shape([SEQUENCE_ID]),
+            self._shape([length]),
             None,
         )
-        logits, self.kv_cache = self._call(function, embedding, self.kv_cache)
+        result = self._call(function, embedding, self.kv_cache)
+        logits, self.kv_cache = self._item(result, 0), self._item(result, 1)
         self._builtins["kv_state_end_forward"](self.kv_cache)
         self.length += length
         return logits.numpy().reshape(-1)
 
     def _call(self, function: str, *inputs: Any) -> Any:
         if self.takes_weights[function]:
-            return self.vm[function](*inputs, self.params)
+            return self.vm[function](*inputs, self._params_arg)
         return self.vm[function](*inputs)
 
     # ---- model steps ----------------------------------------------------------------------------

@@ -423,12 +423,6 @@ def _run_on_target(
     """The differential run with the NNAPI build on a remote target, the host build here."""
     import tvm_nnapi
 
-    if source.kind == "llm":
-        raise ValueError(
-            f"{source.spec}: running an LLM on a remote target is not supported yet (its engine "
-            "drives prefill, decode and the KV cache from Python); use --target mock, or "
-            "`tvm-nnapi estimate` for its modelled latency"
-        )
     info = json.loads(str(target.function("tvm_nnapi.testing.nnapi_info")()))
     result = RunResult(source.to_dict(), "", str(info.get("library", "")))
     result.target = target.describe()
@@ -436,6 +430,17 @@ def _run_on_target(
         result.profile = str(info.get("mock_profile", "the server's mock"))
     else:
         result.profile = "the device's own NNAPI (no profile)"
+    relaxed = options is not None and options.relax_fp32_to_fp16
+    precision = computation_precision(source, relaxed)
+    steps = output_steps(source) if precision == "quant8" else None
+    if source.kind == "llm":
+        operations_before = target.counter("operations_executed")  # -1: not the mock
+        nnapi_out, host_out = _run_llm(source, seed, result, say, options, target)
+        result.nnapi_executions = int(result.target_stats.get("nnapi_calls", 0))
+        operations = target.counter("operations_executed") - operations_before
+        result.nnapi_operations = operations if operations_before >= 0 else -1
+        result.outputs = compare(nnapi_out, host_out, rtol, precision, steps)
+        return result
     inputs = random_inputs(source, seed)
     say("partitioning for NNAPI...")
     partitioned = tvm_nnapi.partition(source.module, options, source.partition_entries)
@@ -451,12 +456,7 @@ def _run_on_target(
     operations_before = target.counter("operations_executed")  # -1: not the mock
     kept = program(source.entry, inputs)
     result.measured_seconds["target_call"] = kept.wall_s
-    result.target_stats = {
-        key: value - before.get(key, 0)
-        if key not in ("nnapi_modules", "cached_signatures", "cached_bytes")
-        else value
-        for key, value in kept.stats.items()
-    }
+    result.target_stats = _stats_delta(before, kept.stats)
     result.nnapi_executions = int(result.target_stats.get("nnapi_calls", 0))
     operations_after = target.counter("operations_executed")
     result.nnapi_operations = operations_after - operations_before if operations_before >= 0 else -1
@@ -465,11 +465,16 @@ def _run_on_target(
     start = time.perf_counter()
     host_out = _flatten(host_vm[source.entry](*[tvm.runtime.tensor(a) for a in inputs]))
     result.measured_seconds["host_call"] = time.perf_counter() - start
-    relaxed = options is not None and options.relax_fp32_to_fp16
-    precision = computation_precision(source, relaxed)
-    steps = output_steps(source) if precision == "quant8" else None
     result.outputs = compare(kept.outputs, host_out, rtol, precision, steps)
     return result
+
+
+def _stats_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """The runtime statistics of what ran between two readings (gauges as they are after)."""
+    gauges = ("nnapi_modules", "cached_signatures", "cached_bytes")
+    return {
+        key: value if key in gauges else value - before.get(key, 0) for key, value in after.items()
+    }
 
 
 def _prepare_mock(capacity: int = 4096) -> None:
@@ -551,7 +556,11 @@ def _run_llm(
     result: RunResult,
     say: Progress,
     options: PartitionOptions | None = None,
+    target: Any = None,
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The LLM's entry (prefill, or prefill then one decode step) with NNAPI offload, on this
+    process's NNAPI or on a remote ``target`` (its statistics of the second run go to
+    ``result.target_stats``), against the host llvm build here."""
     from .. import llm
 
     check_runnable(source)
@@ -565,7 +574,10 @@ def _run_llm(
     dispatch = llm.NNAPIDispatch([entry], options, run_codegen=False)
     partitioned = dispatch(source.symbolic_module)
     result.subgraphs = len(_called_subgraphs(partitioned, entry))
-    nnapi_exe = llm.build_llm(source.symbolic_module, entry_functions=[entry], options=options)
+    where = "llvm" if target is None else target.compile_target
+    nnapi_exe = llm.build_llm(
+        source.symbolic_module, entry_functions=[entry], options=options, target=where
+    )
     say(f"building {config.name} for host llvm (the reference)...")
     host_exe = llm.build_llm(source.symbolic_module, entry_functions=[])
     tokens = np.random.default_rng(seed).integers(0, config.vocab_size, seq_len + 1).tolist()
@@ -578,16 +590,24 @@ def _run_llm(
             logits = engine.decode(next_token)
         return logits
 
-    nnapi_engine = llm.LlamaEngine(nnapi_exe, config, weights, source.llm_dtype)
     host_engine = llm.LlamaEngine(host_exe, config, weights, source.llm_dtype)
-    say(f"running {entry} ({seq_len} tokens) on the mock NNAPI...")
+    if target is not None:
+        say(f"uploading to {target.describe()}...")
+    nnapi_engine = llm.LlamaEngine(nnapi_exe, config, weights, source.llm_dtype, target=target)
+    place = "the mock NNAPI" if target is None else target.describe()
+    label = "nnapi" if target is None else "target"
+    say(f"running {entry} ({seq_len} tokens) on {place}...")
     start = time.perf_counter()
     step(nnapi_engine)
-    result.measured_seconds["nnapi_first_call"] = time.perf_counter() - start
-    _prepare_mock()
+    result.measured_seconds[f"{label}_first_call"] = time.perf_counter() - start
+    if target is None:
+        _prepare_mock()
+    before = nnapi_engine.nnapi_stats()
     start = time.perf_counter()
     nnapi_logits = step(nnapi_engine)
-    result.measured_seconds["nnapi_call"] = time.perf_counter() - start
+    result.measured_seconds[f"{label}_call"] = time.perf_counter() - start
+    if target is not None:
+        result.target_stats = _stats_delta(before, nnapi_engine.nnapi_stats())
     say(f"running {entry} on the host llvm build...")
     start = time.perf_counter()
     host_logits = step(host_engine)
