@@ -398,8 +398,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "pytest_args",
         nargs="*",
-        default=["tests/backend/test_ops.py", "tests/mock_ops"],
-        help="arguments for pytest after -- (default: tests/backend/test_ops.py tests/mock_ops)",
+        default=[
+            "tests/backend/test_ops.py",
+            "tests/backend/test_models_on_target.py",
+            "tests/mock_ops",
+        ],
+        help="arguments for pytest after -- (default: tests/backend/test_ops.py "
+        "tests/backend/test_models_on_target.py tests/mock_ops)",
     )
     return parser
 

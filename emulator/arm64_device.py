@@ -4,7 +4,8 @@
     python emulator/arm64_device.py [all|prepare|c-programs|test|mock-tests|sizes] [options]
                                     [-- PYTEST ARGS]
 
-PYTEST ARGS default to the device-target suite (tests/backend/test_ops.py tests/mock_ops) for
+PYTEST ARGS default to the device-target suite (tests/backend/test_ops.py,
+tests/backend/test_models_on_target.py, tests/mock_ops) for
 ``test``, and to the mock's tests for ``mock-tests``.
 
 What it does (docs/targets.md, "The arm64 target"):
@@ -100,7 +101,12 @@ TEST_TOOLS = ("pytest", "pytest-xdist", "hypothesis")
 MOCK_TESTS = ("tests/mock_api", "tests/mock_ops", "tests/mock_profiles")
 #: Where this source tree appears inside the userland for them.
 DEVICE_SOURCE = "/opt/tvm-nnapi-src"
-DEFAULT_TESTS = ("tests/backend/test_ops.py", "tests/mock_ops")
+#: The device-target suite: operators, whole models and the runtime's features, NNAPI operations.
+DEFAULT_TESTS = (
+    "tests/backend/test_ops.py",
+    "tests/backend/test_models_on_target.py",
+    "tests/mock_ops",
+)
 DEFAULT_CPU = "cortex-a76"
 RPC_KEY = "arm64"
 

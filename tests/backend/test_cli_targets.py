@@ -101,7 +101,6 @@ def test_one_device_on_an_rpc_target_reports_nnapi_durations(capsys):
         (["run", "residual", "--target", "device"], "TVM_TRACKER_HOST"),
         (["devices", "--target", "device"], "TVM_NNAPI_ADB_SERIALS"),
         (["run", "residual", "--target", "device", "--profile", "tensor-g2"], "--profile"),
-        (["run", "residual", "--target", "rpc", "--layerwise"], "mock target only"),
         (
             ["run", "residual", "--target", "rpc", "--profile", "tensor-g2", "--devices", "npu"],
             "has no NNAPI device named npu",
@@ -219,3 +218,11 @@ def test_the_llm_commands_run_on_an_rpc_target(capsys):
     assert bench["target_stats"]["nnapi"]["nnapi_calls"] >= 1
     assert bench["target_stats"]["host"]["nnapi_modules"] == 0
     assert bench["modelled"]["profile"] == "snapdragon-8-gen-2"
+
+
+def test_run_layerwise_on_an_rpc_target(capsys):
+    argv = ["run", "mobilenet_v2_small", "--target", "rpc", "--layerwise", "--json"]
+    run = _json(capsys, [*argv, "--trace", "-"])["run"]
+    assert run["passed"] and run["target"].startswith("rpc 127.0.0.1:")
+    rows = run["layerwise"]["rows"]
+    assert rows and all(row["passed"] for row in rows)

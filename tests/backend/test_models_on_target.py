@@ -265,3 +265,19 @@ def test_the_llm_prefills_on_nnapi_there_and_decodes_the_same_greedy_tokens(targ
     assert got.tokens == want.tokens
     stats = there.nnapi_stats()
     assert stats["nnapi_calls"] >= 1 and stats["host_calls"] == 0
+
+
+def test_the_layerwise_comparison_runs_every_operator_on_the_target(target):
+    """``run --layerwise`` on the target: each NNAPI subgraph, with every composite's result as
+    an output, runs on the target's NNAPI (graph JSON through the runtime library there), the
+    host side here; every operator agrees."""
+    from tvm_nnapi.tools.layerwise import layerwise
+    from tvm_nnapi.tools.run import random_inputs
+    from tvm_nnapi.tools.sources import load_model_source
+
+    source = load_model_source("mobilenet_v2_small")
+    partitioned = tvm_nnapi.partition(source.module, None, source.partition_entries)
+    result = layerwise(source, partitioned, random_inputs(source, 0), "float32", target=target)
+    assert len(result.rows) > 20, "one row per composite"
+    assert result.first_divergence is None, result.first_divergence
+    assert all(row.passed for row in result.rows)

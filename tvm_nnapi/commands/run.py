@@ -40,44 +40,38 @@ def _run(args: argparse.Namespace, source, graph, progress: Progress):
             "supported yet: use a module (a built-in CNN, .py, .onnx, TVMScript)"
         )
     remote = getattr(args, "target", "mock") != "mock"
-    if remote and getattr(args, "layerwise", False):
-        raise UsageError(
-            f"--layerwise --target {args.target}: the layer-wise comparison runs on the mock "
-            "target only for now (run it without --target to compare operator by operator)"
-        )
-    if remote:
-        target = open_command_target(args)
-        try:
+    target = open_command_target(args) if remote else None
+    try:
+        if target is not None:
             _configure_target_devices(target, getattr(args, "device_choice", None))
-            result = run_model(
+        result = run_model(
+            source,
+            seed=args.seed,
+            rtol=args.rtol,
+            progress=progress,
+            options=options,
+            target=target,
+        )
+        layers = None
+        if getattr(args, "layerwise", False):
+            import tvm_nnapi
+            from tvm_nnapi.tools.layerwise import layerwise
+            from tvm_nnapi.tools.run import computation_precision, random_inputs
+
+            where = "the host" if target is None else f"the host, NNAPI on {target.describe()}"
+            progress(f"comparing every NNAPI operator with {where} (--layerwise)...")
+            partitioned = tvm_nnapi.partition(source.module, options, source.partition_entries)
+            layers = layerwise(
                 source,
-                seed=args.seed,
-                rtol=args.rtol,
-                progress=progress,
-                options=options,
+                partitioned,
+                random_inputs(source, args.seed),
+                computation_precision(source, options.relax_fp32_to_fp16),
+                args.rtol,
                 target=target,
             )
-        finally:
+    finally:
+        if target is not None:
             target.close()
-    else:
-        result = run_model(
-            source, seed=args.seed, rtol=args.rtol, progress=progress, options=options
-        )
-    layers = None
-    if getattr(args, "layerwise", False):
-        import tvm_nnapi
-        from tvm_nnapi.tools.layerwise import layerwise
-        from tvm_nnapi.tools.run import computation_precision, random_inputs
-
-        progress("comparing every NNAPI operator with the host (--layerwise)...")
-        partitioned = tvm_nnapi.partition(source.module, options, source.partition_entries)
-        layers = layerwise(
-            source,
-            partitioned,
-            random_inputs(source, args.seed),
-            computation_precision(source, options.relax_fp32_to_fp16),
-            args.rtol,
-        )
     labels = [name for name, _ in graph.subgraph_calls]
     if len(labels) != len(result.traces):
         labels = []

@@ -210,11 +210,15 @@ def _result_step(composite: relax.Function) -> float | None:
 
 
 def _run_on_nnapi(
-    func: relax.Function, inputs: list[np.ndarray], like: list[np.ndarray]
+    func: relax.Function, inputs: list[np.ndarray], like: list[np.ndarray], target: Any = None
 ) -> list[np.ndarray]:
     from ..runtime._library import runtime_function
 
     builder = lower_function(func)
+    if target is not None:
+        shapes = [(a.shape, a.dtype) for a in like]
+        outputs, _ = target.run_graph(builder.to_json(), bytes(builder.constants), inputs, shapes)
+        return outputs
     arguments = [tvm.runtime.tensor(np.ascontiguousarray(a)) for a in inputs]
     results = [tvm.runtime.empty(a.shape, str(a.dtype), tvm.cpu()) for a in like]
     run = runtime_function("tvm_nnapi.testing.run_graph")
@@ -234,9 +238,13 @@ def layerwise(
     inputs: list[np.ndarray],
     precision: str,
     rtol: float | None = None,
+    target: Any = None,
 ) -> LayerwiseResult:
     """Compare every composite of every NNAPI subgraph call of ``partitioned`` (the
-    partitioned ``source.module``) with the host, on ``inputs`` (see the module docstring)."""
+    partitioned ``source.module``) with the host, on ``inputs`` (see the module docstring).
+    The NNAPI side runs on this process's NNAPI, or on ``target``'s (:mod:`tvm_nnapi.targets`:
+    each subgraph, with every composite's result as an output, sent as graph JSON and run by
+    the runtime library there); the host side always runs here."""
     from ..compiler.codegen import lower_function as lower
     from .run import DEFAULT_TOLERANCE
 
@@ -286,7 +294,7 @@ def layerwise(
         index = call_counts.get(name, 0)
         call_counts[name] = index + 1
         expected = _flatten(host["main"](*[tvm.runtime.tensor(a) for a in arguments]))
-        actual = _run_on_nnapi(every, arguments, expected)
+        actual = _run_on_nnapi(every, arguments, expected, target)
         for (composite_index, binding, operators, emitted_ops, step), got, want in zip(
             described, actual, expected, strict=True
         ):
