@@ -46,6 +46,39 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"tvm-nnapi target: {config.getoption('--target')}"
 
 
+def _mock_profile_selection() -> str | None:
+    """The mock's active profile as set_profile selects it again; None before anything in this
+    process loaded the mock's control API (the profile is then the one it starts with)."""
+    control = sys.modules.get("mock_nnapi.control")
+    if control is None:
+        return None
+    try:
+        return control.profile_selection()
+    except control.MockOnlyError:  # the NNAPI library in use is not the mock
+        return None
+
+
+@pytest.fixture(autouse=True)
+def _restore_the_mock_profile():
+    """Every test starts on the profile the one before it started on: a command run in process
+    with --profile (explain, estimate, measure, devices) switches the mock's process-wide
+    profile, as it should in a command-line process."""
+    before = _mock_profile_selection()
+    yield
+    after = _mock_profile_selection()
+    if after is None:
+        return
+    if before is None:
+        before = os.environ.get("MOCK_NNAPI_PROFILE") or "reference"
+    if after != before:
+        import gc
+
+        from mock_nnapi import control
+
+        gc.collect()  # compilations of dropped programs hold the devices of the profile
+        control.set_profile(before)
+
+
 @pytest.fixture(scope="session")
 def nnapi_target(request: pytest.FixtureRequest):
     """The target NNAPI builds run on (see tests/targets.py); one per session (xdist worker)."""

@@ -221,8 +221,34 @@ def test_the_llm_commands_run_on_an_rpc_target(capsys):
 
 
 def test_run_layerwise_on_an_rpc_target(capsys):
-    argv = ["run", "mobilenet_v2_small", "--target", "rpc", "--layerwise", "--json"]
+    argv = ["run", "residual", "--target", "rpc", "--layerwise", "--json"]
     run = _json(capsys, [*argv, "--trace", "-"])["run"]
     assert run["passed"] and run["target"].startswith("rpc 127.0.0.1:")
     rows = run["layerwise"]["rows"]
-    assert rows and all(row["passed"] for row in rows)
+    assert len(rows) == 4 and all(row["passed"] for row in rows)
+    assert {row["subgraph"] for row in rows} == {"main_nnapi_0", "main_nnapi_1"}
+
+
+def test_the_report_of_a_remote_run_names_the_target_and_its_measured_times(capsys, tmp_path):
+    report = tmp_path / "run.html"
+    argv = ["run", "residual", "--target", "rpc", "--json", "--report", str(report)]
+    run = _json(capsys, argv)["run"]
+    page = report.read_text()
+    assert run["target"] in page and "Run on rpc 127.0.0.1:" in page
+    assert "NNAPI executions&#x27; wall clock" in page or "NNAPI executions' wall clock" in page
+    assert "MEASURED on the target" in page
+    calls = run["target_stats"]["nnapi_calls"]
+    assert f"{calls} / 0 / " in page
+
+
+def test_a_device_that_refuses_the_model_is_named_with_the_operations(capsys):
+    """A float model compiled for the target's Edge TPU (quantized operations only): the run
+    fails in one line naming the devices, the operations none of them takes (with their Relax
+    operators) and NNAPI's result code, not a model-internal operation index."""
+    argv = ["run", "residual", "--target", "rpc", "--profile", "tensor-g2"]
+    assert main([*argv, "--devices", "google-edgetpu", "--trace", "-"]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert "ANEURALNETWORKS_BAD_DATA" in err and "(google-edgetpu)" in err
+    assert "do not support ADD (relax.add), MUL (relax.multiply)" in err
+    assert "operation 0" not in err and "RPCError" not in err

@@ -267,7 +267,7 @@ def test_the_llm_prefills_on_nnapi_there_and_decodes_the_same_greedy_tokens(targ
     assert stats["nnapi_calls"] >= 1 and stats["host_calls"] == 0
 
 
-def test_the_layerwise_comparison_runs_every_operator_on_the_target(target):
+def test_the_layerwise_comparison_runs_every_operator_on_the_target(target, difftest):
     """``run --layerwise`` on the target: each NNAPI subgraph, with every composite's result as
     an output, runs on the target's NNAPI (graph JSON through the runtime library there), the
     host side here; every operator agrees."""
@@ -281,3 +281,5 @@ def test_the_layerwise_comparison_runs_every_operator_on_the_target(target):
     assert len(result.rows) > 20, "one row per composite"
     assert result.first_divergence is None, result.first_divergence
     assert all(row.passed for row in result.rows)
+    calls = len({(row.subgraph, row.call_index) for row in result.rows})
+    difftest.nnapi(True, f"{target.name}: run_graph ran {calls} subgraph calls' composites")

@@ -409,7 +409,10 @@ def _run_section(run: dict[str, Any], timeline: dict[str, Any] | None, colours: 
     ]
     measured = run.get("measured_seconds", {})
     modelled = run.get("modelled", {})
+    target = run.get("target", "mock")
+    remote = target != "mock"
     facts = [
+        ["target", _e(target if remote else "mock (this process)")],
         ["NNAPI library", _e(run["nnapi_library"])],
         ["device profile", _e(run["profile"])],
         ["NNAPI devices chosen", _e(_device_choice(run.get("device_choice")))],
@@ -424,13 +427,19 @@ def _run_section(run: dict[str, Any], timeline: dict[str, Any] | None, colours: 
             [_e(f"{name.replace('_', ' ')} (measured on this host)"), _e(f"{value:.4f} s")]
             for name, value in measured.items()
         ],
-        [
-            'NNAPI executions <span class="modelled">MODELLED</span>',
-            _e(_format_us(modelled.get("nnapi_total_us"))),
-        ],
     ]
+    if remote:
+        facts += _target_facts(run.get("target_stats", {}), run.get("measured_on_target", {}))
+    else:
+        facts.append(
+            [
+                'NNAPI executions <span class="modelled">MODELLED</span>',
+                _e(_format_us(modelled.get("nnapi_total_us"))),
+            ]
+        )
+    where = _e(target) if remote else "the mock NNAPI"
     parts = [
-        "<section><h2>Run on the mock NNAPI vs the host llvm build</h2>",
+        f"<section><h2>Run on {where} vs the host llvm build</h2>",
         _table(
             ["output", "shape", "dtype", "max abs error", "max rel error", "tolerance", "result"],
             rows,
@@ -438,9 +447,11 @@ def _run_section(run: dict[str, Any], timeline: dict[str, Any] | None, colours: 
         ),
         "<br>",
         _table(["", ""], facts),
-        '<p class="note">Wall-clock times are measured on this machine, where the mock computes '
-        "with reference kernels: they say nothing about a phone. Modelled times come from the "
-        "cost model of the profile.</p>",
+        '<p class="note">Wall-clock times "on this host" are measured on this machine (for a '
+        "remote target: around the RPC calls, round trips included); where NNAPI is the mock, it "
+        "computes with reference kernels and they say nothing about a phone. Times measured on "
+        "the target come from its NNAPI runtime module. Modelled times come from the cost model "
+        "of the profile.</p>",
     ]
     if run.get("trace_file"):
         parts.append(
@@ -454,6 +465,32 @@ def _run_section(run: dict[str, Any], timeline: dict[str, Any] | None, colours: 
         parts.append(f'<div class="scroll">{timeline_svg(timeline, colours)}</div>')
     parts.append("</section>")
     return "".join(parts)
+
+
+def _target_facts(stats: dict[str, Any], measured: dict[str, Any]) -> list[list[str]]:
+    """Rows of what a remote target's runtime reported for the kept call."""
+    rows = [
+        [
+            "NNAPI subgraph calls / host fallbacks / compilations / cache hits (the target's "
+            "runtime)",
+            _e(
+                f"{stats.get('nnapi_calls', 0)} / {stats.get('host_calls', 0)} / "
+                f"{stats.get('compilations', 0)} / {stats.get('cache_hits', 0)}"
+            ),
+        ]
+    ]
+    if measured:
+        label = '<span class="measured">MEASURED on the target</span>'
+        rows.append(
+            [f"NNAPI executions' wall clock {label}", _e(f"{measured['nnapi_execute_ms']:.3f} ms")]
+        )
+        for key, name in (
+            ("getduration_in_driver_ms", "getDuration in driver"),
+            ("getduration_on_hardware_ms", "getDuration on hardware"),
+        ):
+            if measured.get(key) is not None:
+                rows.append([f"{name} {label}", _e(f"{measured[key]:.3f} ms")])
+    return rows
 
 
 def _verdict(passed: bool) -> str:

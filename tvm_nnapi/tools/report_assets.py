@@ -30,6 +30,8 @@ background:#f9fafb}
 .pass{color:#15803d}.fail{color:#b91c1c}
 .modelled{font-size:11px;font-weight:600;color:#92400e;background:#fef3c7;border-radius:4px;
 padding:1px 5px;margin-left:6px}
+.measured{font-size:11px;font-weight:600;color:#1e40af;background:#dbeafe;border-radius:4px;
+padding:1px 5px;margin-left:6px}
 table{border-collapse:collapse;font-size:12.5px;width:100%}
 th,td{border-bottom:1px solid #e5e7eb;padding:4px 6px;text-align:left;vertical-align:top}
 th{background:#f3f4f6;position:sticky;top:0}

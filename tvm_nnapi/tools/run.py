@@ -24,6 +24,7 @@ import tvm
 from tvm import relax
 
 from ..compiler.patterns import PartitionOptions
+from ..errors import target_failure
 from .sources import ModelLoadError, ModelSource
 
 # Relative error bound (max |nnapi - llvm| / max |llvm|) per precision the computation ran in
@@ -374,7 +375,10 @@ def run_model(
 
     say = progress or (lambda message: None)
     if target is not None and getattr(target, "remote", False):
-        return _run_on_target(source, seed, rtol, say, options, target)
+        try:
+            return _run_on_target(source, seed, rtol, say, options, target)
+        except tvm.error.RPCError as failure:  # the target's own error, without RPC's wrapping
+            raise target_failure(failure, f"on {target.describe()}") from failure
     library = tvm_nnapi.configure_nnapi_library()
     with profile_scope(profile) as profile_name:
         return _run_on_profile(source, seed, rtol, say, options, partitioned, profile_name, library)

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <sstream>
 
 #include "half.h"
@@ -421,8 +422,11 @@ void CompiledModel::Compile(const RuntimeConfig& config,
               compilation_, config.compilation_cache_dir.c_str(), cache_token->data()),
           "ANeuralNetworksCompilation_setCaching", config.compilation_cache_dir);
   }
-  Check(nnapi.ANeuralNetworksCompilation_finish(compilation_), "ANeuralNetworksCompilation_finish",
-        "");
+  const int finished = nnapi.ANeuralNetworksCompilation_finish(compilation_);
+  if (finished != ANEURALNETWORKS_NO_ERROR && !devices.empty()) {
+    ThrowIfDevicesRefuse(devices, config, finished);
+  }
+  Check(finished, "ANeuralNetworksCompilation_finish", "");
   single_device_ = devices.size() == 1;
   uint64_t modelled = 0;
   if (nnapi.MockNnapi_getModelledCompilationTime != nullptr &&
@@ -434,6 +438,40 @@ void CompiledModel::Compile(const RuntimeConfig& config,
     Check(nnapi.ANeuralNetworksBurst_create(compilation_, &burst_), "ANeuralNetworksBurst_create",
           "");
   }
+}
+
+void CompiledModel::ThrowIfDevicesRefuse(const std::vector<ANeuralNetworksDevice*>& devices,
+                                         const RuntimeConfig& config, int code) const {
+  if (nnapi_.ANeuralNetworksModel_getSupportedOperationsForDevices == nullptr) return;
+  std::vector<bool> taken(graph_.operations.size(), false);
+  try {
+    for (ANeuralNetworksDevice* device : devices) {
+      const std::vector<bool> supported = SupportedOperations(device);
+      for (size_t i = 0; i < taken.size(); ++i) taken[i] = taken[i] || supported[i];
+    }
+  } catch (const tvm::ffi::Error&) {
+    return;  // the plain result code it is
+  }
+  std::map<std::string, int> refused;
+  for (size_t i = 0; i < taken.size(); ++i) {
+    if (taken[i]) continue;
+    const GraphOperation& operation = graph_.operations[i];
+    refused[operation.op + (operation.source.empty() ? "" : " (" + operation.source + ")")]++;
+  }
+  if (refused.empty()) return;
+  std::ostringstream names;
+  for (const auto& [name, count] : refused) {
+    names << (names.tellp() > 0 ? ", " : "") << name
+          << (count > 1 ? " x" + std::to_string(count) : std::string());
+  }
+  const std::string chosen =
+      (config.devices.empty() ? std::string("every device") : config.devices) +
+      (config.exclude_cpu ? " without CPUs" : "");
+  TVM_FFI_THROW(RuntimeError) << SubgraphPrefix(graph_.symbol)
+                              << "ANeuralNetworksCompilation_finish returned "
+                              << ResultCodeString(code) << ": the chosen NNAPI devices (" << chosen
+                              << ") do not support " << names.str()
+                              << " (getSupportedOperationsForDevices)";
 }
 
 void CompiledModel::Release() {

@@ -95,6 +95,11 @@ class CompiledModel {
   void AddOperationsAndInterface();
   void Compile(const RuntimeConfig& config, const std::array<uint8_t, 32>* cache_token);
   void Check(int code, const char* function, const std::string& what) const;
+  // After a failed compilation for `devices`: throws naming the operations none of them
+  // supports (with the Relax operator each came from) and `code`; returns when every operation
+  // has a device (the failure is something else) or NNAPI cannot say.
+  void ThrowIfDevicesRefuse(const std::vector<ANeuralNetworksDevice*>& devices,
+                            const RuntimeConfig& config, int code) const;
   void Release();
 
   const Nnapi& nnapi_;
