@@ -75,7 +75,7 @@ def cmd_measure(args: Any) -> int:
 
     from mock_nnapi import _library, control
 
-    from .common import Progress, open_command_target
+    from .common import open_command_target
 
     target = None
     function = None
@@ -90,13 +90,12 @@ def cmd_measure(args: Any) -> int:
         else:
             target = open_command_target(args)
             function = target.function
-        with Progress(quiet=False) as progress:
-            timings, info = measure(
-                args.workloads,
-                repeats=args.repeats,
-                function=function,
-                progress=lambda step: progress(f"measuring {step}"),
-            )
+        timings, info = measure(
+            args.workloads,
+            repeats=args.repeats,
+            function=function,
+            progress=lambda step: print(f"measuring {step}...", file=sys.stderr, flush=True),
+        )
         rows = [t.measurement(args.timing, source=args.source) for t in timings]
     except (CalibrationError, ValueError) as error:
         print(f"tvm-nnapi measure: {error}", file=sys.stderr)
