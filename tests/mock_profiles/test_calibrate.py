@@ -235,11 +235,12 @@ def test_calibration_imports_without_tvm():
 
 
 def test_a_workload_as_graph_json_keeps_its_operands_and_constants():
-    """ModelRecord.graph: scalars and 1-D int32 values inline, other values in a 64-byte
+    """workloads.model_graph: scalars and 1-D int32 values inline, other values in a 64-byte
     aligned blob; an all-zero blob is sent as its size only."""
+    from mock_nnapi.api import ModelRecord
     from mock_nnapi.constants import OperandCode, OperationCode
 
-    record = workloads.ModelRecord()
+    record = ModelRecord()
     x = record.add_tensor(OperandCode.TENSOR_FLOAT32, [2, 3])
     w = record.add_tensor(OperandCode.TENSOR_FLOAT32, [4, 3])
     record.set_value(w, np.arange(12, dtype=np.float32).reshape(4, 3))
@@ -253,7 +254,7 @@ def test_a_workload_as_graph_json_keeps_its_operands_and_constants():
     record.add_operation(OperationCode.FULLY_CONNECTED, [x, w, b, fuse], [y])
     record.add_operation(OperationCode.RESHAPE, [y, shape], [z])
     record.identify_inputs_and_outputs([x], [z])
-    text, blob, size = record.graph("probe")
+    text, blob, size = workloads.model_graph(record, "probe")
     graph = json.loads(text)
     assert graph["format"] == "tvm-nnapi-graph" and graph["symbol"] == "probe"
     assert [op["op"] for op in graph["operations"]] == ["FULLY_CONNECTED", "RESHAPE"]

@@ -203,6 +203,13 @@ class Timing:
         )
 
 
+def _median_duration_us(samples_ns: Sequence[int]) -> float:
+    """The median of NNAPI durations in microseconds; NaN when the driver reported none (-1)."""
+    if any(ns < 0 for ns in samples_ns):
+        return math.nan
+    return statistics.median(samples_ns) / 1e3
+
+
 def _runtime_function(name: str) -> Callable[..., Any]:
     from ..runtime._library import runtime_function
 
@@ -232,9 +239,8 @@ def measure(
     function = function or _runtime_function
     listing = json.loads(str(function("tvm_nnapi.testing.nnapi_devices")()))
     devices = [device["name"] for device in listing["devices"]]
-    info = {key: listing[key] for key in ("library", "mock", "feature_level") if key in listing}
-    if "mock_profile" in listing:
-        info["mock_profile"] = listing["mock_profile"]
+    keys = ("library", "mock", "feature_level", "mock_profile")
+    info = {key: listing[key] for key in keys if key in listing}
     time_graph = function("tvm_nnapi.testing.time_graph")
     timings = []
     for workload_name, precision, device_name in specs:
@@ -257,11 +263,6 @@ def measure(
         modelled = bool(result.get("cost_only"))
         walls = result["modelled_total_us"] if modelled else [ns / 1e3 for ns in result["wall_ns"]]
 
-        def median_us(samples: Sequence[float]) -> float:
-            if any(ns < 0 for ns in samples):  # the driver reported no duration
-                return math.nan
-            return statistics.median(samples) / 1e3
-
         timings.append(
             Timing(
                 workload_name,
@@ -269,8 +270,8 @@ def measure(
                 device_name,
                 repeats,
                 statistics.median(walls),
-                median_us(result["in_driver_ns"]),
-                median_us(result["on_hardware_ns"]),
+                _median_duration_us(result["in_driver_ns"]),
+                _median_duration_us(result["on_hardware_ns"]),
                 modelled,
             )
         )

@@ -2,24 +2,24 @@
 """The calibration workloads as NNAPI models: MobileNetV2, MobileNetV3-Large and the weight
 streaming of LLM decode and prefill (docs/cost-model.md, "Calibration").
 
-Each workload is an NNAPI model held as data (:class:`ModelRecord`: operands, values and
-operations in NNAPI's own terms). It is built straight on the NNAPI C API of this process
-(:attr:`Workload.model`, through :mod:`mock_nnapi.api`: the mock's cost-only execution gives
-the modelled trace), or written as graph JSON (docs/graph-json.md, :meth:`ModelRecord.graph`)
-that the runtime library times on any target's NNAPI (``tvm_nnapi.testing.time_graph``: a
-phone's ``libneuralnetworks.so`` without Python there). Weights are zeros: timing does not
-depend on their values, and a zero blob need not travel to a phone.
+Each workload is an NNAPI model held as data (:class:`mock_nnapi.api.ModelRecord`: operands,
+values and operations in NNAPI's own terms). It is built straight on the NNAPI C API of this
+process (:attr:`Workload.model`: the mock's cost-only execution gives the modelled trace), or
+written as graph JSON (docs/graph-json.md, :func:`model_graph`) that the runtime library
+times on any target's NNAPI (``tvm_nnapi.testing.time_graph``: a phone's
+``libneuralnetworks.so`` without Python there). Weights are zeros: timing does not depend on
+their values, and a zero blob need not travel to a phone.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from mock_nnapi.api import NUMPY_DTYPES, Model
+from mock_nnapi.api import Model, ModelRecord
 from mock_nnapi.constants import FuseCode, OperandCode, OperationCode, PaddingCode
 
 #: Alignment of each constant in a graph's constant blob (docs/graph-json.md).
@@ -55,108 +55,54 @@ LLM_SHAPES = {
 }
 
 
-class ModelRecord:
-    """An NNAPI model as data: operands (type, dimensions, scale, zero point), constant values,
-    operations, inputs and outputs, in the order NNAPI numbers them. The same calls as
-    :class:`mock_nnapi.api.Model`, without an NNAPI library."""
-
-    def __init__(self) -> None:
-        self.operand_types: list[tuple[OperandCode, tuple[int, ...], float, int]] = []
-        self.values: dict[int, np.ndarray] = {}
-        self.operations: list[tuple[int, tuple[int, ...], tuple[int, ...]]] = []
-        self.inputs: list[int] = []
-        self.outputs: list[int] = []
-
-    def add_operand(
-        self,
-        code: int,
-        dimensions: Sequence[int] | None = None,
-        scale: float = 0.0,
-        zero_point: int = 0,
-    ) -> int:
-        self.operand_types.append(
-            (OperandCode(code), tuple(dimensions or ()), float(scale), int(zero_point))
-        )
-        return len(self.operand_types) - 1
-
-    add_tensor = add_operand
-
-    def set_value(self, index: int, value: object) -> None:
-        dtype = NUMPY_DTYPES[self.operand_types[index][0]]
-        self.values[index] = np.ascontiguousarray(np.asarray(value, dtype=dtype))
-
-    def add_scalar(self, code: int, value: object) -> int:
-        index = self.add_operand(code)
-        self.set_value(index, value)
-        return index
-
-    def add_operation(self, operation: int, inputs: Sequence[int], outputs: Sequence[int]) -> None:
-        self.operations.append((int(operation), tuple(inputs), tuple(outputs)))
-
-    def identify_inputs_and_outputs(self, inputs: Sequence[int], outputs: Sequence[int]) -> None:
-        self.inputs = list(inputs)
-        self.outputs = list(outputs)
-
-    def nnapi_model(self) -> Model:
-        """The model built and finished on this process's NNAPI library."""
-        model = Model()
-        for code, dimensions, scale, zero_point in self.operand_types:
-            model.add_operand(code, dimensions if dimensions else None, scale, zero_point)
-        for index, value in self.values.items():
-            model.set_value(index, value)
-        for operation, inputs, outputs in self.operations:
-            model.add_operation(operation, inputs, outputs)
-        model.identify_inputs_and_outputs(self.inputs, self.outputs)
-        return model.finish()
-
-    def graph(self, symbol: str) -> tuple[str, bytes, int]:
-        """The model as graph JSON (docs/graph-json.md) named ``symbol``, with its constant
-        blob: ``(json, blob, blob_size)``. Scalars and 1-D ``TENSOR_INT32`` values (axes,
-        shapes) are inline; other tensor values live in the blob, 64-byte aligned. When every
-        byte of the blob is zero, ``blob`` is empty and ``blob_size`` says how many zero bytes
-        it has (what ``tvm_nnapi.testing.time_graph`` takes as ``zero_blob_bytes``)."""
-        operands: list[dict[str, object]] = []
-        pieces: list[tuple[int, np.ndarray]] = []
-        size = 0
-        for index, (code, dimensions, scale, zero_point) in enumerate(self.operand_types):
-            operand: dict[str, object] = {"type": code.name}
-            scalar = not code.name.startswith("TENSOR_")
-            if not scalar:
-                operand["shape"] = list(dimensions)
-            if scale:
-                operand["scale"] = scale
-            if zero_point:
-                operand["zero_point"] = zero_point
-            value = self.values.get(index)
-            if value is not None and scalar:
-                operand["value"] = value.reshape(()).item()
-            elif value is not None and code == OperandCode.TENSOR_INT32 and value.ndim == 1:
-                operand["value"] = [int(v) for v in value]
-            elif value is not None:
-                size += -size % BLOB_ALIGNMENT
-                operand["constant"] = {"offset": size, "nbytes": value.nbytes}
-                pieces.append((size, value))
-                size += value.nbytes
-            operands.append(operand)
-        document = {
-            "format": "tvm-nnapi-graph",
-            "version": 1,
-            "symbol": symbol,
-            "operands": operands,
-            "operations": [
-                {"op": OperationCode(op).name, "inputs": list(ins), "outputs": list(outs)}
-                for op, ins, outs in self.operations
-            ],
-            "inputs": self.inputs,
-            "outputs": self.outputs,
-        }
-        text = json.dumps(document)
-        if not any(np.any(value) for _, value in pieces):
-            return text, b"", size
-        blob = bytearray(size)
-        for offset, value in pieces:
-            blob[offset : offset + value.nbytes] = value.tobytes()
-        return text, bytes(blob), size
+def model_graph(record: ModelRecord, symbol: str) -> tuple[str, bytes, int]:
+    """A recorded NNAPI model as graph JSON (docs/graph-json.md) named ``symbol``, with its
+    constant blob: ``(json, blob, blob_size)``. Scalars and 1-D ``TENSOR_INT32`` values (axes,
+    shapes) are inline; other tensor values live in the blob, 64-byte aligned. When every byte
+    of the blob is zero, ``blob`` is empty and ``blob_size`` says how many zero bytes it has
+    (what ``tvm_nnapi.testing.time_graph`` takes as ``zero_blob_bytes``)."""
+    operands: list[dict[str, object]] = []
+    pieces: list[tuple[int, np.ndarray]] = []
+    size = 0
+    for index, (code, dimensions, scale, zero_point) in enumerate(record.operand_types):
+        operand: dict[str, object] = {"type": code.name}
+        scalar = not code.name.startswith("TENSOR_")
+        if not scalar:
+            operand["shape"] = list(dimensions)
+        if scale:
+            operand["scale"] = scale
+        if zero_point:
+            operand["zero_point"] = zero_point
+        value = record.values.get(index)
+        if value is not None and scalar:
+            operand["value"] = value.reshape(()).item()
+        elif value is not None and code == OperandCode.TENSOR_INT32 and value.ndim == 1:
+            operand["value"] = [int(v) for v in value]
+        elif value is not None:
+            size += -size % BLOB_ALIGNMENT
+            operand["constant"] = {"offset": size, "nbytes": value.nbytes}
+            pieces.append((size, value))
+            size += value.nbytes
+        operands.append(operand)
+    document = {
+        "format": "tvm-nnapi-graph",
+        "version": 1,
+        "symbol": symbol,
+        "operands": operands,
+        "operations": [
+            {"op": OperationCode(op).name, "inputs": list(ins), "outputs": list(outs)}
+            for op, ins, outs in record.operations
+        ],
+        "inputs": record.inputs,
+        "outputs": record.outputs,
+    }
+    text = json.dumps(document)
+    if not any(np.any(value) for _, value in pieces):
+        return text, b"", size
+    blob = bytearray(size)
+    for offset, value in pieces:
+        blob[offset : offset + value.nbytes] = value.tobytes()
+    return text, bytes(blob), size
 
 
 @dataclass
@@ -172,11 +118,11 @@ class Workload:
     @functools.cached_property
     def model(self) -> Model:
         """The model built and finished on this process's NNAPI library (the mock on a host)."""
-        return self.record.nnapi_model()
+        return self.record.build()
 
     def graph(self) -> tuple[str, bytes, int]:
-        """:meth:`ModelRecord.graph` of the workload (symbol ``<name>_<precision>``)."""
-        return self.record.graph(f"{self.name}_{self.precision}".replace("-", "_"))
+        """:func:`model_graph` of the workload (symbol ``<name>_<precision>``)."""
+        return model_graph(self.record, f"{self.name}_{self.precision}".replace("-", "_"))
 
 
 class _Builder:

@@ -113,17 +113,82 @@ def _u32_array(values: Sequence[int]) -> ctypes.Array:
     return (ctypes.c_uint32 * max(len(values), 1))(*values)
 
 
-class Model:
-    """``ANeuralNetworksModel`` with helpers that return operand indices."""
+class ModelRecord:
+    """An NNAPI model as data: operands (type, dimensions, scale, zero point), constant values,
+    operations, inputs and outputs, in the order NNAPI numbers them, with helpers that return
+    operand indices. :class:`Model` is the same on the NNAPI library; :meth:`build` replays a
+    record there."""
 
     def __init__(self) -> None:
-        self.handle = ctypes.c_void_p()
-        call("ANeuralNetworksModel_create", ctypes.byref(self.handle))
         self.operand_types: list[tuple[OperandCode, tuple[int, ...], float, int]] = []
+        self.values: dict[int, np.ndarray] = {}
+        self.operations: list[tuple[int, tuple[int, ...], tuple[int, ...]]] = []
         self.inputs: list[int] = []
         self.outputs: list[int] = []
-        self.operations: list[tuple[int, tuple[int, ...], tuple[int, ...]]] = []
-        self._values: list[object] = []  # buffers referenced until finish
+
+    def add_operand(
+        self,
+        code: int,
+        dimensions: Sequence[int] | None = None,
+        scale: float = 0.0,
+        zero_point: int = 0,
+    ) -> int:
+        self.operand_types.append(
+            (OperandCode(code), tuple(dimensions or ()), float(scale), int(zero_point))
+        )
+        return len(self.operand_types) - 1
+
+    add_tensor = add_operand
+
+    def _array(self, index: int, value: object) -> np.ndarray:
+        """``value`` as a contiguous array of operand ``index``'s element type."""
+        code = self.operand_types[index][0]
+        return np.ascontiguousarray(np.asarray(value, dtype=NUMPY_DTYPES[code]))
+
+    def set_value(self, index: int, value: object) -> None:
+        self.values[index] = self._array(index, value)
+
+    def add_scalar(self, code: int, value: object) -> int:
+        index = self.add_operand(code)
+        self.set_value(index, value)
+        return index
+
+    def add_constant(
+        self, code: int, value: np.ndarray, scale: float = 0.0, zero_point: int = 0
+    ) -> int:
+        array = np.asarray(value)
+        index = self.add_operand(code, array.shape, scale, zero_point)
+        self.set_value(index, array)
+        return index
+
+    def add_operation(self, operation: int, inputs: Sequence[int], outputs: Sequence[int]) -> None:
+        self.operations.append((int(operation), tuple(inputs), tuple(outputs)))
+
+    def identify_inputs_and_outputs(self, inputs: Sequence[int], outputs: Sequence[int]) -> None:
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+
+    def build(self) -> Model:
+        """The recorded model built and finished on the loaded NNAPI library."""
+        model = Model()
+        for code, dimensions, scale, zero_point in self.operand_types:
+            model.add_operand(code, dimensions or None, scale, zero_point)
+        for index, value in self.values.items():
+            model.set_value(index, value)
+        for operation, inputs, outputs in self.operations:
+            model.add_operation(operation, inputs, outputs)
+        model.identify_inputs_and_outputs(self.inputs, self.outputs)
+        return model.finish()
+
+
+class Model(ModelRecord):
+    """``ANeuralNetworksModel``: each call goes to the NNAPI library, then into the record (the
+    record's values keep the buffers NNAPI references alive)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.handle = ctypes.c_void_p()
+        call("ANeuralNetworksModel_create", ctypes.byref(self.handle))
 
     def __del__(self) -> None:
         if getattr(self, "handle", None) and self.handle.value:
@@ -142,17 +207,12 @@ class Model:
             self.handle,
             ctypes.byref(operand_type(code, dimensions, scale, zero_point)),
         )
-        self.operand_types.append(
-            (OperandCode(code), tuple(dimensions or ()), float(scale), int(zero_point))
-        )
-        return len(self.operand_types) - 1
+        return super().add_operand(code, dimensions, scale, zero_point)
 
     add_tensor = add_operand
 
     def set_value(self, index: int, value: object) -> None:
-        code = self.operand_types[index][0]
-        array = np.ascontiguousarray(np.asarray(value, dtype=NUMPY_DTYPES[code]))
-        self._values.append(array)
+        array = self._array(index, value)
         call(
             "ANeuralNetworksModel_setOperandValue",
             self.handle,
@@ -160,19 +220,7 @@ class Model:
             array.ctypes.data_as(ctypes.c_void_p),
             array.nbytes,
         )
-
-    def add_scalar(self, code: int, value: object) -> int:
-        index = self.add_operand(code)
-        self.set_value(index, value)
-        return index
-
-    def add_constant(
-        self, code: int, value: np.ndarray, scale: float = 0.0, zero_point: int = 0
-    ) -> int:
-        array = np.asarray(value)
-        index = self.add_operand(code, array.shape, scale, zero_point)
-        self.set_value(index, array)
-        return index
+        self.values[index] = array  # after the call: a refused value leaves the one NNAPI has
 
     def add_operation(self, operation: int, inputs: Sequence[int], outputs: Sequence[int]) -> None:
         call(
@@ -184,7 +232,7 @@ class Model:
             len(outputs),
             _u32_array(outputs),
         )
-        self.operations.append((int(operation), tuple(inputs), tuple(outputs)))
+        super().add_operation(operation, inputs, outputs)
 
     def identify_inputs_and_outputs(self, inputs: Sequence[int], outputs: Sequence[int]) -> None:
         call(
@@ -195,8 +243,7 @@ class Model:
             len(outputs),
             _u32_array(outputs),
         )
-        self.inputs = list(inputs)
-        self.outputs = list(outputs)
+        super().identify_inputs_and_outputs(inputs, outputs)
 
     def relax_computation_float32_to_float16(self, allow: bool = True) -> None:
         call("ANeuralNetworksModel_relaxComputationFloat32toFloat16", self.handle, allow)
