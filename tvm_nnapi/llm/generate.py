@@ -70,14 +70,10 @@ class GenerationResult:
     finish_reason: str = "length"  # "length", "stop" or "context"
 
 
-def _remote_shape(make: Callable[..., Any]) -> Callable[[Sequence[int]], Any]:
-    return lambda values: make(*[int(v) for v in values])
-
-
 class LlamaEngine:
     """A compiled decoder (``embed``, ``prefill``, ``decode``, ``create_paged_kv_cache``) with
-    its weights, on the host CPU (NNAPI subgraphs run through their runtime modules), or on a
-    ``target`` (:mod:`tvm_nnapi.targets`: the executable, built for its ``compile_target``, is
+    its weights, on this process's CPU (NNAPI subgraphs run through their runtime modules), or
+    on a ``target`` (:mod:`tvm_nnapi.targets`: the executable, built for its ``compile_target``, is
     loaded there, the weights and the KV cache live there, and this process drives the steps
     over RPC, as MLC-LLM's engine drives them in process).
 
@@ -97,34 +93,30 @@ class LlamaEngine:
         max_total_seq_len: int | None = None,
         target: Any = None,
     ) -> None:
+        if target is None:
+            from ..targets import MockTarget
+
+            target = MockTarget()
         self.target = target
         self.executable = executable
-        if target is None:
-            self.device = tvm.cpu()
-            self.vm = relax.VirtualMachine(executable, self.device)
-            function = tvm.get_global_func
-        else:
-            self.device = target.cpu()
-            self.vm = target.virtual_machine(executable)
-            function = target.function
+        self.device = target.cpu()
+        self.vm = target.virtual_machine(executable)
+        function = target.function
         self.config = config
         self.dtype = dtype
         self.page_size = page_size
         self.prefill_chunk_size = prefill_chunk_size or config.prefill_chunk_size
         self.max_total_seq_len = max_total_seq_len or config.context_window_size
         self.params = [self._on_device(w, dtype) for w in weights]
-        # The weight tuple argument, made once where the program runs (RPC passes tensors, not
-        # containers of them).
-        self._params_arg: Any = self.params
-        self._item: Callable[[Any, int], Any] = lambda result, index: result[index]
-        if target is not None:
-            self._params_arg = function("ffi.Array")(*self.params)
-            self._item = function("ffi.ArrayGetItem")
-        self._builtins = {name: function(f"vm.builtin.{name}") for name in _BUILTINS}
-        # Shape tuples are made where the program runs (RPC passes no shape from here).
-        self._shape: Callable[..., Any] = (
-            tvm.runtime.ShapeTuple if target is None else _remote_shape(function("ffi.Shape"))
+        # The weight tuple, shape tuples and the items of result tuples are made and read where
+        # the program runs (RPC passes tensors, not containers of them).
+        self._params_arg = function("ffi.Array")(*self.params)
+        self._item: Callable[[Any, int], Any] = function("ffi.ArrayGetItem")
+        make_shape = function("ffi.Shape")
+        self._shape: Callable[[Sequence[int]], Any] = lambda values: make_shape(
+            *[int(v) for v in values]
         )
+        self._builtins = {name: function(f"vm.builtin.{name}") for name in _BUILTINS}
         # Whether each model function takes the weights: not when they are bound as constants
         # (build_llm(..., resident_weights=...)), which leaves only its inputs.
         arity = self.vm.module["get_function_arity"]
@@ -135,7 +127,8 @@ class LlamaEngine:
         self.length = 0
 
     def _on_device(self, weight: np.ndarray | tvm.runtime.Tensor, dtype: str) -> Any:
-        if self.target is None and isinstance(weight, tvm.runtime.Tensor):
+        """``weight`` as a tensor on the program's device (kept, not copied, when it is one)."""
+        if isinstance(weight, tvm.runtime.Tensor) and weight.device == self.device:
             return weight
         array = weight.numpy() if isinstance(weight, tvm.runtime.Tensor) else weight
         return tvm.runtime.tensor(np.asarray(array, dtype), self.device)
@@ -144,14 +137,7 @@ class LlamaEngine:
         """The NNAPI runtime's statistics of this engine's program, summed over its NNAPI
         modules (calls, host fallbacks, compilations, cache hits, measured times), read where
         it runs."""
-        import json
-
-        if self.target is not None:
-            return dict(self.target.vm_stats(self.vm))
-        from ..runtime._library import runtime_function
-
-        stats = runtime_function("tvm_nnapi.testing.nnapi_stats")(self.vm.module)
-        return dict(json.loads(str(stats)))
+        return dict(self.target.vm_stats(self.vm))
 
     # ---- KV cache -------------------------------------------------------------------------------
 
