@@ -100,6 +100,9 @@ def test_one_device_on_an_rpc_target_reports_nnapi_durations(capsys):
     [
         (["run", "residual", "--target", "device"], "TVM_TRACKER_HOST"),
         (["devices", "--target", "device"], "TVM_NNAPI_ADB_SERIALS"),
+        (["measure", "mobilenet_v2:float16:cpu", "-o", "m.json", "--target", "device"], "TVM_"),
+        (["llm", "generate", "--tokens", "1", "--target", "device"], "TVM_TRACKER_HOST"),
+        (["llm", "bench", "--target", "device"], "TVM_NNAPI_ADB_SERIALS"),
         (["run", "residual", "--target", "device", "--profile", "tensor-g2"], "--profile"),
         (
             ["run", "residual", "--target", "rpc", "--profile", "tensor-g2", "--devices", "npu"],
@@ -195,8 +198,9 @@ def test_measure_names_the_operations_a_device_refuses(capsys):
     assert main([*argv, "--target", "rpc", "-o", "/dev/null"]) == 3
     err = capsys.readouterr().err
     assert "timing mobilenet_v3_large (float32) on qti-dsp" in err
-    assert "NNAPI device 'qti-dsp' does not support operations" in err
-    assert "HARD_SWISH (x21)" in err and "RPCError" not in err
+    assert "ANEURALNETWORKS_BAD_DATA" in err
+    assert "the chosen NNAPI devices (qti-dsp) do not support" in err
+    assert "HARD_SWISH x21" in err and "RPCError" not in err
     (line,) = [line for line in err.splitlines() if not line.startswith("measuring ")]
     assert line.startswith("error: measure failed: TargetError: timing mobilenet_v3_large")
 

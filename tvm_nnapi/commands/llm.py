@@ -338,27 +338,27 @@ def cmd_bench(args: argparse.Namespace) -> int:
         estimate_config = get_config(args.estimate_model) if args.estimate_model else config
     except ValueError as error:
         raise UsageError(f"--estimate-model {args.estimate_model}: {error}") from error
-    # Modelled first: selecting a profile needs no NNAPI compilation alive in the process.
-    _progress(f"modelled estimate of {estimate_config.name} on {args.profile}...")
-    estimator = LlmEstimator(estimate_config, args.dtype, _partition_options(args))
-    prefill_estimate = estimator.estimate("prefill", args.prompt_length, args.profile)
-    decode_estimate = estimator.estimate("decode", args.prompt_length, args.profile)
-    resident_estimates = {}
-    if args.resident_weights:
-        for phase in ("prefill", "decode"):
-            resident_estimates[phase] = estimator.estimate(
-                phase, args.prompt_length, args.profile, weights="resident"
-            )
-    del estimator
-
-    rng = np.random.default_rng(0)
-    prompt = [int(t) for t in rng.integers(0, config.vocab_size, args.prompt_length)]
-    # The loopback server's mock models the same profile as the estimate.
+    # The target first (an unreachable one is a usage error, before any work); the loopback
+    # server's mock models the same profile as the estimate.
     server_profile = args.profile if args.target == "rpc" else None
     if os.environ.get("TVM_NNAPI_RPC_SERVER"):
         server_profile = None
     target = None if args.target == "mock" else open_command_target(args, server_profile)
     try:
+        # Modelled first: selecting a profile needs no NNAPI compilation alive in the process.
+        _progress(f"modelled estimate of {estimate_config.name} on {args.profile}...")
+        estimator = LlmEstimator(estimate_config, args.dtype, _partition_options(args))
+        prefill_estimate = estimator.estimate("prefill", args.prompt_length, args.profile)
+        decode_estimate = estimator.estimate("decode", args.prompt_length, args.profile)
+        resident_estimates = {}
+        if args.resident_weights:
+            for phase in ("prefill", "decode"):
+                resident_estimates[phase] = estimator.estimate(
+                    phase, args.prompt_length, args.profile, weights="resident"
+                )
+        del estimator
+        rng = np.random.default_rng(0)
+        prompt = [int(t) for t in rng.integers(0, config.vocab_size, args.prompt_length)]
         measured, stats = _bench_builds(args, config, builds, prompt, target)
         where = "mock" if target is None else target.describe()
         measured_on = (
