@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The mock's kernels against the libraries that set the bar (issue 21), MEASURED side by side.
+"""The mock's kernels against the libraries that set the bar, MEASURED side by side.
 
-One entry point for every row of the issue, each measured in one process with the same thread
+One entry point for every row, each measured in one process with the same thread
 count on both sides, alternating the two sides over several rounds (the ratio reported is the
 median of the per-round ratios, robust to other load on a shared machine):
 
@@ -766,20 +766,6 @@ def conv_rows() -> None:
 INT8_TOKENS = (1, 128)  # decode and one prefill length of the int8 FULLY_CONNECTED rows
 
 
-def _per_channel(model, index: int, channel_dim: int, scales: np.ndarray) -> None:
-    from mock_nnapi._library import SymmPerChannelQuantParams
-
-    array = (ctypes.c_float * len(scales))(*[float(v) for v in scales])
-    params = SymmPerChannelQuantParams(channel_dim, len(scales), array)
-    model._values.append(array)
-    mock().api.call(
-        "ANeuralNetworksModel_setOperandSymmPerChannelQuantParams",
-        model.handle,
-        index,
-        ctypes.byref(params),
-    )
-
-
 def _output_scale(x_scale: float, w_scale: float, taps: int) -> float:
     """An output scale that holds about three standard deviations of the accumulator of uniform
     random uint8 (zero point 128) times int8 operands: 74 * 73 * sqrt(taps) per unit scale."""
@@ -825,7 +811,7 @@ def int8_conv_case(layer: dict, rng):
     model = m.Model()
     x_index = model.add_operand(codes.TENSOR_QUANT8_ASYMM, x.shape, x_scale, x_zp)
     f_index = model.add_operand(codes.TENSOR_QUANT8_SYMM_PER_CHANNEL, filt.shape)
-    _per_channel(model, f_index, 3 if depthwise else 0, w_scales)
+    model.set_channel_quant(f_index, 3 if depthwise else 0, w_scales)
     model.set_value(f_index, filt)
     b_index = model.add_operand(codes.TENSOR_INT32, bias.shape)
     model.set_value(b_index, bias)

@@ -268,3 +268,34 @@ def test_a_workload_as_graph_json_keeps_its_operands_and_constants():
     # Zero weights (the calibration workloads): no blob, only its size.
     _, blob, size = workloads.build("mobilenet_v2", "float16").graph()
     assert blob == b"" and size > 3_000_000
+
+
+def test_a_per_channel_record_replays_on_the_library_and_as_graph_json():
+    """A per-channel filter's scales travel with the record: ``build`` sets them on the NNAPI
+    library, and graph JSON carries them as ``channel_quant``."""
+    from mock_nnapi import api
+    from mock_nnapi.constants import OperandCode, OperationCode
+
+    record = api.ModelRecord()
+    x = record.add_tensor(OperandCode.TENSOR_QUANT8_ASYMM, [1, 2, 2, 2], 0.5, 128)
+    f = record.add_tensor(OperandCode.TENSOR_QUANT8_SYMM_PER_CHANNEL, [3, 1, 1, 2])
+    record.set_channel_quant(f, 0, [0.25, 0.5, 1.0])
+    record.set_value(f, np.array([[[[1, 1]]], [[[2, -1]]], [[[0, 3]]]], np.int8))
+    b = record.add_tensor(OperandCode.TENSOR_INT32, [3])
+    record.set_value(b, np.zeros(3, np.int32))
+    scalars = [record.add_scalar(OperandCode.INT32, v) for v in (0, 0, 0, 0, 1, 1, 0)]
+    y = record.add_tensor(OperandCode.TENSOR_QUANT8_ASYMM, [1, 2, 2, 3], 0.5, 128)
+    record.add_operation(OperationCode.CONV_2D, [x, f, b, *scalars], [y])
+    record.identify_inputs_and_outputs([x], [y])
+    model = record.build()
+    assert model.channel_quant[f][0] == 0
+    assert model.channel_quant[f][1].tolist() == [0.25, 0.5, 1.0]
+    inputs = np.full((1, 2, 2, 2), 130, np.uint8)  # 1.0 everywhere
+    (out,) = api.Compilation(model).finish().execute([inputs])
+    # Real outputs 0.5, 0.5 and 3.0, at scale 0.5 around 128.
+    assert out[0, 0, 0].tolist() == [129, 129, 134]
+    text, _, _ = workloads.model_graph(record, "per_channel")
+    assert json.loads(text)["operands"][f]["channel_quant"] == {
+        "channel_dim": 0,
+        "scales": [0.25, 0.5, 1.0],
+    }

@@ -73,6 +73,12 @@ def model_graph(record: ModelRecord, symbol: str) -> tuple[str, bytes, int]:
             operand["scale"] = scale
         if zero_point:
             operand["zero_point"] = zero_point
+        if index in record.channel_quant:
+            channel_dim, scales = record.channel_quant[index]
+            operand["channel_quant"] = {
+                "channel_dim": channel_dim,
+                "scales": [float(v) for v in scales],
+            }
         value = record.values.get(index)
         if value is not None and scalar:
             operand["value"] = value.reshape(()).item()

@@ -122,6 +122,7 @@ class ModelRecord:
     def __init__(self) -> None:
         self.operand_types: list[tuple[OperandCode, tuple[int, ...], float, int]] = []
         self.values: dict[int, np.ndarray] = {}
+        self.channel_quant: dict[int, tuple[int, np.ndarray]] = {}
         self.operations: list[tuple[int, tuple[int, ...], tuple[int, ...]]] = []
         self.inputs: list[int] = []
         self.outputs: list[int] = []
@@ -148,6 +149,12 @@ class ModelRecord:
     def set_value(self, index: int, value: object) -> None:
         self.values[index] = self._array(index, value)
 
+    def set_channel_quant(self, index: int, channel_dim: int, scales: Sequence[float]) -> None:
+        """Per-channel scales of a ``TENSOR_QUANT8_SYMM_PER_CHANNEL`` operand along
+        ``channel_dim``."""
+        array = np.ascontiguousarray(np.asarray(scales, dtype=np.float32).reshape(-1))
+        self.channel_quant[index] = (int(channel_dim), array)
+
     def add_scalar(self, code: int, value: object) -> int:
         index = self.add_operand(code)
         self.set_value(index, value)
@@ -173,6 +180,8 @@ class ModelRecord:
         model = Model()
         for code, dimensions, scale, zero_point in self.operand_types:
             model.add_operand(code, dimensions or None, scale, zero_point)
+        for index, (channel_dim, scales) in self.channel_quant.items():
+            model.set_channel_quant(index, channel_dim, scales)
         for index, value in self.values.items():
             model.set_value(index, value)
         for operation, inputs, outputs in self.operations:
@@ -221,6 +230,19 @@ class Model(ModelRecord):
             array.nbytes,
         )
         self.values[index] = array  # after the call: a refused value leaves the one NNAPI has
+
+    def set_channel_quant(self, index: int, channel_dim: int, scales: Sequence[float]) -> None:
+        array = np.ascontiguousarray(np.asarray(scales, dtype=np.float32).reshape(-1))
+        params = _library.SymmPerChannelQuantParams(
+            channel_dim, len(array), array.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+        )
+        call(
+            "ANeuralNetworksModel_setOperandSymmPerChannelQuantParams",
+            self.handle,
+            index,
+            ctypes.byref(params),
+        )
+        super().set_channel_quant(index, channel_dim, array)
 
     def add_operation(self, operation: int, inputs: Sequence[int], outputs: Sequence[int]) -> None:
         call(
