@@ -200,7 +200,7 @@ def test_measure_names_the_operations_a_device_refuses(capsys):
     assert "timing mobilenet_v3_large (float32) on qti-dsp" in err
     assert "ANEURALNETWORKS_BAD_DATA" in err
     assert "the chosen NNAPI devices (qti-dsp) do not support" in err
-    assert "HARD_SWISH x21" in err and "RPCError" not in err
+    assert "HARD_SWISH (code 99) x21" in err and "RPCError" not in err
     (line,) = [line for line in err.splitlines() if not line.startswith("measuring ")]
     assert line.startswith("error: measure failed: TargetError: timing mobilenet_v3_large")
 
@@ -247,14 +247,38 @@ def test_the_report_of_a_remote_run_names_the_target_and_its_measured_times(caps
     assert f"{calls} / 0 / " in page
 
 
-def test_a_device_that_refuses_the_model_is_named_with_the_operations(capsys):
-    """A float model compiled for the target's Edge TPU (quantized operations only): the run
-    fails in one line naming the devices, the operations none of them takes (with their Relax
-    operators) and NNAPI's result code, not a model-internal operation index."""
-    argv = ["run", "residual", "--target", "rpc", "--profile", "tensor-g2"]
-    assert main([*argv, "--devices", "google-edgetpu", "--trace", "-"]) == 3
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1, err
-    assert "ANEURALNETWORKS_BAD_DATA" in err and "(google-edgetpu)" in err
-    assert "do not support ADD (relax.add), MUL (relax.multiply)" in err
-    assert "operation 0" not in err and "RPCError" not in err
+def test_the_partition_asks_the_targets_devices_what_they_run(capsys):
+    """A float model for the target's Edge TPU (quantized operations only): the partition asks
+    the target's NNAPI (getSupportedOperationsForDevices), keeps every operator on the host
+    with the devices and the operations they lack, and the run passes."""
+    argv = ["run", "residual", "--target", "rpc", "--profile", "tensor-g2", "--json"]
+    document = _json(capsys, [*argv, "--devices", "google-edgetpu"])
+    assert document["run"]["passed"] and document["explain"]["subgraphs"] == []
+    reasons = {r["reason"] for r in document["explain"]["refusals"]}
+    assert any(
+        "the chosen NNAPI devices (google-edgetpu) do not run ADD (code 0) on TENSOR_FLOAT32" in r
+        for r in reasons
+    ), reasons
+    kinds = {r["operator"]: r["kind"] for r in document["explain"]["refusals"]}
+    assert kinds["relax.add"] == kinds["relax.multiply"] == "no device supports it"
+
+
+def test_a_device_that_refuses_a_built_model_is_named_with_the_operations():
+    """A module partitioned for every device, then compiled for the Edge TPU only: the failure
+    names the devices, the operations none of them takes (NNAPI name and code, with their
+    Relax operators) and NNAPI's result code, not a model-internal operation index."""
+    from tvm_nnapi.tools.explain import load_model
+
+    executable = tvm_nnapi.build(tvm_nnapi.partition(load_model("residual")))
+    target = RpcTarget(env={}, profile="tensor-g2")
+    try:
+        target.configure(devices=["google-edgetpu"])
+        program = target.load(executable)
+        with pytest.raises(Exception) as raised:
+            program("main", [np.ones((1, 16), np.float32)])
+    finally:
+        target.close()
+    message = str(raised.value)
+    assert "ANEURALNETWORKS_BAD_DATA" in message and "(google-edgetpu)" in message
+    assert "do not support ADD (code 0, relax.add), MUL (code 18, relax.multiply)" in message
+    assert "operation 0 " not in message

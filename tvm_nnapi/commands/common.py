@@ -190,10 +190,16 @@ def select_profile(profile: str | None) -> str | None:
 
 
 def partition_options(args: argparse.Namespace, profile: str | None) -> PartitionOptions:
-    """The partition options of a command's ``--feature-level`` / ``--relax-fp16`` and profile
+    """The partition options of a command's ``--feature-level`` / ``--relax-fp16``, its device
+    choice (``args.device_choice``: ``--devices`` / ``--no-nnapi-cpu``) and profile
     (:func:`tvm_nnapi.tools.partition_target.partition_options`)."""
+    choice = getattr(args, "device_choice", None) or {}
     return _options_for_profile(
-        profile, getattr(args, "feature_level", None), getattr(args, "relax_fp16", False)
+        profile,
+        getattr(args, "feature_level", None),
+        getattr(args, "relax_fp16", False),
+        devices=tuple(choice.get("devices", ())),
+        exclude_cpu=bool(choice.get("exclude_cpu", False)),
     )
 
 

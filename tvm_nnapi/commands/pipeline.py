@@ -169,14 +169,24 @@ def print_explanation(console, source, explanation: dict[str, Any]) -> None:
 
 def _configure_devices(args: argparse.Namespace) -> dict[str, Any] | None:
     """--devices / --no-nnapi-cpu: the NNAPI devices every compilation targets from now on
-    (the runtime's ``devices``/``exclude_cpu`` options: createForDevices); None: NNAPI chooses.
+    (the runtime's ``devices``/``exclude_cpu`` options: createForDevices), else those of
+    ``TVM_NNAPI_DEVICES`` / ``TVM_NNAPI_EXCLUDE_CPU`` on the mock target; None: NNAPI chooses.
     Set in this process's runtime on the mock target; a remote target's runtime is set where
     it runs (commands/run.py)."""
     names = [n.strip() for n in (getattr(args, "devices", None) or "").split(",") if n.strip()]
     exclude_cpu = bool(getattr(args, "no_nnapi_cpu", False))
+    local = getattr(args, "target", "mock") == "mock"
     if not names and not exclude_cpu:
-        return None
-    if getattr(args, "target", "mock") == "mock":
+        if not local:
+            return None
+        # TVM_NNAPI_DEVICES / TVM_NNAPI_EXCLUDE_CPU: the runtime's options from the environment.
+        from tvm_nnapi import runtime
+
+        effective = runtime.options_in_effect()
+        names = [n for n in effective.get("devices", "").split(",") if n]
+        exclude_cpu = effective.get("exclude_cpu", "0") == "1"
+        return {"devices": names, "exclude_cpu": exclude_cpu} if names or exclude_cpu else None
+    if local:
         from tvm_nnapi import runtime
 
         runtime.configure(devices=",".join(names), exclude_cpu=exclude_cpu)

@@ -29,6 +29,7 @@ def _run(args: argparse.Namespace, source, graph, progress: Progress):
     import json
 
     from tvm_nnapi.tools.graph_view import assign_devices_from_traces
+    from tvm_nnapi.tools.partition_target import ChosenDevices
     from tvm_nnapi.tools.report import timeline_from_traces
     from tvm_nnapi.tools.run import chrome_trace, run_model
 
@@ -44,6 +45,9 @@ def _run(args: argparse.Namespace, source, graph, progress: Progress):
     try:
         if target is not None:
             _configure_target_devices(target, getattr(args, "device_choice", None))
+            if isinstance(options.device_oracle, ChosenDevices):
+                # What the target's own devices run decides the partition.
+                options.device_oracle.target = target
         result = run_model(
             source,
             seed=args.seed,

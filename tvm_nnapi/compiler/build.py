@@ -13,7 +13,7 @@ from tvm import IRModule, relax
 from .codegen import drop_codegen_constants
 from .flops import call_flops, quantized_flops
 from .ir_utils import calls_in, operator_calls
-from .partition import CODEGEN_NAME, nnapi_subgraphs, partition
+from .partition import CODEGEN_NAME, is_partitioned, nnapi_subgraphs, partition
 from .patterns import PartitionOptions
 
 
@@ -31,7 +31,7 @@ def build(
     :mod:`tvm_nnapi.runtime`) or when NNAPI fails; it costs one more TVM compilation per
     subgraph.
     """
-    if not nnapi_subgraphs(mod):
+    if not is_partitioned(mod):
         mod = partition(mod, options, entry_functions)
     subgraphs = nnapi_subgraphs(mod)
     codegen_options = {"host_fallback": host_fallback, "host_target": str(target)}

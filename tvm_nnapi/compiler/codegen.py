@@ -32,12 +32,15 @@ for _error in (CodegenError, UnsupportedShapeError):
 
 
 def lower_function(
-    func: relax.Function, emitted: dict[relax.Var, list[str]] | None = None
+    func: relax.Function,
+    emitted: dict[relax.Var, list[str]] | None = None,
+    spans: dict[relax.Var, tuple[relax.Function, range]] | None = None,
 ) -> GraphBuilder:
     """Lower one ``Codegen="nnapi"`` function to a :class:`GraphBuilder`.
 
     ``emitted``, if given, receives for each composite call the NNAPI operations its lowering
-    added, by the variable the call binds (what the report's graph labels its nodes with)."""
+    added, by the variable the call binds (what the report's graph labels its nodes with);
+    ``spans`` the composite function and the indices of those operations in the graph."""
     symbol = str(func.attrs["global_symbol"])
     builder = GraphBuilder(symbol)
     # Partitioned with PartitionOptions(relax_fp32_to_fp16=True).
@@ -71,6 +74,8 @@ def lower_function(
                     ctx.values[binding.var] = _lower_composite(ctx, composite, value)
                 if emitted is not None:
                     emitted[binding.var] = [op.op for op in builder.operations[before:]]
+                if spans is not None:
+                    spans[binding.var] = (composite, range(before, len(builder.operations)))
             else:
                 ctx.values[binding.var] = _lower_plumbing(ctx, binding)
     for field in _fields(body.body):

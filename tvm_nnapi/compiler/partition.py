@@ -11,7 +11,7 @@ only ``main``), ready for ``relax.transform.RunCodegen``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import tvm
 from tvm import IRModule, relax
@@ -23,6 +23,9 @@ from .patterns import PartitionOptions, Refusal, RefusalKind, collect_refusals
 from .prepare import dedicate_dequantize, prepare
 
 CODEGEN_NAME = "nnapi"
+#: Attribute of a module ``partition`` returned (with or without NNAPI subgraphs): ``build``
+#: does not partition it again.
+PARTITIONED_ATTR = "nnapi.partitioned"
 #: Attribute of an NNAPI subgraph function partitioned with ``relax_fp32_to_fp16``: the codegen
 #: writes it into the graph JSON, whose runtime calls relaxComputationFloat32toFloat16.
 RELAXED_ATTR = "nnapi.relax_fp32_to_fp16"
@@ -91,16 +94,24 @@ def _merge_composites(mod: IRModule, refusals: list[Refusal]) -> IRModule:
 
 
 def _remove_unused_composites(mod: IRModule) -> IRModule:
-    """Drop the composite functions no function calls any more (they were merged)."""
+    """Drop the composite functions no function calls any more (they were merged), and the
+    NNAPI subgraphs MergeCompositeFunctions grouped for dead code it then removed."""
     used: set[str] = set()
-    for func in mod.functions.values():
-        if isinstance(func, relax.Function) and "Composite" not in (func.attrs or {}):
-            used.update(g.name_hint for g in relax.analysis.all_global_vars(func))
-    kept = {
-        g: f
-        for g, f in mod.functions.items()
-        if g.name_hint in used or "Composite" not in (getattr(f, "attrs", None) or {})
-    }
+    for gvar, func in mod.functions.items():
+        attrs = getattr(func, "attrs", None) or {}
+        if isinstance(func, relax.Function) and "Composite" not in attrs:
+            used.update(
+                g.name_hint
+                for g in relax.analysis.all_global_vars(func)
+                if g.name_hint != gvar.name_hint
+            )
+
+    def needed(gvar: tvm.ir.GlobalVar, func: object) -> bool:
+        attrs = getattr(func, "attrs", None) or {}
+        grouped = "Composite" in attrs or attrs.get("Codegen") == CODEGEN_NAME
+        return gvar.name_hint in used or not grouped
+
+    kept = {g: f for g, f in mod.functions.items() if needed(g, f)}
     if len(kept) == len(mod.functions):
         return mod
     return IRModule(kept, attrs=mod.attrs, global_infos=mod.global_infos)
@@ -388,6 +399,19 @@ def _unsupported_operators(
     return refusals
 
 
+def _host_bindings(mod: IRModule, entry_functions: Sequence[str] | None) -> set[tuple[str, str]]:
+    """(binding, operator) of the operator calls left in the partitioned entry functions."""
+    left = set()
+    for gvar, func in mod.functions.items():
+        if not _is_entry(func) or (entry_functions and gvar.name_hint not in entry_functions):
+            continue
+        for binding in bindings(func):
+            value = binding.value
+            if isinstance(value, relax.Call) and isinstance(value.op, tvm.ir.Op):
+                left.add((binding.var.name, str(value.op.name)))
+    return left
+
+
 def _mark_relaxed(mod: IRModule) -> IRModule:
     """Mark every NNAPI subgraph function as allowed to compute float32 in float16 (``mod`` is
     the partitioner's own copy)."""
@@ -408,8 +432,34 @@ def partition_with_report(
     ``["prefill"]`` for an LLM whose decode stays on the host. The graph preparation
     (``options.prepare``) works on a copy: ``mod`` is not changed, and the result keeps it as
     ``original`` (the host reference).
+
+    With ``options.device_oracle`` (the chosen devices of a target), every candidate the
+    oracle says no chosen device runs is kept on the host with its reason, and the graph is
+    partitioned again, smaller patterns taking over from refused fused ones, until the devices
+    take every offloaded operation.
     """
     options = options or PartitionOptions()
+    oracle = options.device_oracle
+    if oracle is None:
+        return _partition_once(mod, options, entry_functions)
+    refused = dict(options.device_refusals)
+    while True:
+        attempt = replace(options, device_refusals=refused)
+        result = _partition_once(mod, attempt, entry_functions)
+        new = {
+            key: reason
+            for key, reason in oracle.refused_candidates(result.module).items()
+            if key not in refused
+        }
+        if not new:
+            return result
+        # Each round refuses keys no earlier round refused, and a module has finitely many.
+        refused.update(new)
+
+
+def _partition_once(
+    mod: IRModule, options: PartitionOptions, entry_functions: Sequence[str] | None
+) -> PartitionResult:
     original = mod
     if options.prepare:
         mod = prepare(mod, entry_functions, nhwc=options.nhwc)
@@ -426,9 +476,18 @@ def partition_with_report(
     if options.relax_fp32_to_fp16:
         mod = _mark_relaxed(mod)
     known = {**collector.refusals, **{(r.binding, r.operator): r for r in merge_refusals}}
+    if options.device_refusals:
+        # A fused candidate the devices refused records each of its operators; those a smaller
+        # pattern then offloaded are no longer on the host.
+        host = _host_bindings(mod, entry_functions)
+        known = {
+            key: r
+            for key, r in known.items()
+            if r.kind != RefusalKind.DEVICE_SUPPORT or (r.binding, r.operator) in host
+        }
     refusals = list(known.values())
     refusals += _unsupported_operators(mod, set(known), entry_functions)
-    return PartitionResult(mod, refusals, original)
+    return PartitionResult(mod.with_attr(PARTITIONED_ATTR, True), refusals, original)
 
 
 def partition(
@@ -438,6 +497,12 @@ def partition(
 ) -> IRModule:
     """Partition ``mod`` for NNAPI; returns the module with ``Codegen="nnapi"`` subgraphs."""
     return partition_with_report(mod, options, entry_functions).module
+
+
+def is_partitioned(mod: IRModule) -> bool:
+    """Whether ``mod`` is a result of :func:`partition` (it may have no NNAPI subgraph) or has
+    NNAPI subgraphs."""
+    return bool((mod.attrs or {}).get(PARTITIONED_ATTR, False)) or bool(nnapi_subgraphs(mod))
 
 
 def nnapi_subgraphs(mod: IRModule) -> list[str]:

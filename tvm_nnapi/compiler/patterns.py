@@ -19,11 +19,13 @@ from __future__ import annotations
 import contextlib
 import enum
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import tvm
 from tvm import relax
+from tvm.relax.backend.utils import has_leaking_intermediate_variables
 from tvm.relax.dpl import DFPattern, is_op, wildcard
 from tvm.relax.transform import FusionPattern, PatternCheckContext
 
@@ -67,6 +69,50 @@ class Refusal:
         return f"{self.binding} = {self.operator}(...): {self.kind.value}: {self.reason}"
 
 
+#: What identifies an offload candidate to the device check: its composite name and, for each
+#: Relax call it fuses, the operator, the call's attributes and the (dtype, shape) of its
+#: arguments and result. Two candidates with one key lower to the same NNAPI operations on the
+#: same operand types, so a device's answer for one holds for the other.
+CandidateKey = tuple[str, tuple[tuple[str, ...], ...]]
+
+
+def _tensor_key(expr: relax.Expr) -> str:
+    info = expr.ty
+    if isinstance(info, relax.TensorType):
+        shape = list(info.shape) if info.shape is not None else f"ndim={info.ndim}"
+        constant = " const" if isinstance(expr, tvm.ir.Constant) else ""
+        return f"{info.dtype}{shape}{constant}"
+    return str(info)
+
+
+def candidate_key(composite: str, calls: Iterable[relax.Call]) -> CandidateKey:
+    """The :data:`CandidateKey` of a composite named ``composite`` fusing ``calls``."""
+    rows = []
+    for call in calls:
+        if not isinstance(call.op, tvm.ir.Op):
+            continue
+        attrs = str(call.attrs) if call.attrs is not None else ""
+        rows.append(
+            (str(call.op.name), attrs, *(_tensor_key(a) for a in call.args), _tensor_key(call))
+        )
+    return composite, tuple(sorted(rows))
+
+
+class DeviceOracle(Protocol):
+    """Answers for the chosen NNAPI devices of a target which candidates they cannot run
+    (:mod:`tvm_nnapi.tools.partition_target` asks the target's NNAPI library)."""
+
+    def refused_candidates(self, mod: tvm.IRModule) -> dict[CandidateKey, str]:
+        """The candidates of ``mod``'s NNAPI subgraphs that no chosen device runs, each with
+        the reason (the devices, and the NNAPI operation and operand type they lack)."""
+        ...
+
+    def describe(self) -> str:
+        """The chosen devices, as a user named them (``qti-dsp``, ``every device without
+        CPUs``)."""
+        ...
+
+
 @dataclass
 class PartitionOptions:
     """What the target can do: feature level and (optionally) per-op device support."""
@@ -83,6 +129,11 @@ class PartitionOptions:
     # in NHWC (compiler/layout.py): one transpose where a chain starts and one where it ends,
     # instead of two per convolution inside the NNAPI implementation.
     nhwc: bool = True
+    # The chosen devices' answers: partition_with_report partitions, asks the oracle which
+    # candidates of the subgraphs no chosen device runs, and partitions again with those in
+    # ``device_refusals`` (kept on the host with their reasons) until the devices take all.
+    device_oracle: DeviceOracle | None = None
+    device_refusals: Mapping[CandidateKey, str] = field(default_factory=dict)
 
 
 class Conclusive(tuple[RefusalKind, str]):
@@ -282,8 +333,53 @@ def check_device_support(
     required = lowering.required_operations(root)
     missing = [op for op in required if op not in options.supported_nnapi_ops]
     if missing:
-        return RefusalKind.DEVICE_SUPPORT, f"no target device runs {', '.join(missing)}"
+        chosen = (
+            f"the chosen NNAPI devices ({options.device_oracle.describe()}) do not"
+            if options.device_oracle is not None
+            else "no device of the target can"
+        )
+        return RefusalKind.DEVICE_SUPPORT, f"{chosen} run {', '.join(missing)}"
     return None
+
+
+def _check_reads_an_input(context: PatternCheckContext) -> CheckResult:
+    """An NNAPI model needs at least one input: a candidate whose tensor arguments are all
+    constants (or values it computes itself) is left to constant folding or the host."""
+    inside = set(context.matched_bindings)
+    for value in context.matched_bindings.values():
+        if not isinstance(value, relax.Call):
+            continue
+        for arg in value.args:
+            for item in arg.fields if isinstance(arg, relax.Tuple) else [arg]:
+                if isinstance(item, relax.Var) and item not in inside:
+                    return None
+    return (
+        RefusalKind.ATTRIBUTE,
+        "reads only constants: an NNAPI model needs an input (constant folding, "
+        "PartitionOptions(prepare=True), computes it once instead)",
+    )
+
+
+def _refused_by_devices(
+    lowering: Lowering, context: PatternCheckContext, options: PartitionOptions
+) -> bool:
+    """Whether the chosen devices refused this candidate in an earlier round; if so, the
+    refusal is recorded for each operator it fuses (smaller patterns may still offload some of
+    them, and the partition then drops their refusals)."""
+    if not options.device_refusals:
+        return False
+    matched = [
+        (var, value)
+        for var, value in context.matched_bindings.items()
+        if isinstance(value, relax.Call)
+    ]
+    reason = options.device_refusals.get(candidate_key(lowering.name, [v for _, v in matched]))
+    if reason is None:
+        return False
+    for var, call in matched:
+        if isinstance(call.op, tvm.ir.Op):
+            _record(str(call.op.name), var.name, RefusalKind.DEVICE_SUPPORT, reason)
+    return True
 
 
 # ---- building the table --------------------------------------------------------------------------
@@ -297,9 +393,18 @@ def _binding_name(context: PatternCheckContext, call: relax.Expr) -> str:
 def _lowering_check(lowering: Lowering, options: PartitionOptions):
     def check(context: PatternCheckContext) -> bool:
         call = context.annotated_expr["root"]
-        result = lowering.check(call, options, context) or check_device_support(
-            lowering, call, options
+        result = (
+            _check_reads_an_input(context)
+            or lowering.check(call, options, context)
+            or check_device_support(lowering, call, options)
         )
+        if result is None and len(context.matched_bindings) > 1:
+            if has_leaking_intermediate_variables(context):
+                # A value inside the match is also used outside it: a composite has one
+                # output, so smaller patterns take the operators (nothing to report).
+                return False
+        if result is None and _refused_by_devices(lowering, context, options):
+            return False
         if result is None:
             return True
         kind, reason = result

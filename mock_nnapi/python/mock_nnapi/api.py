@@ -149,7 +149,9 @@ class ModelRecord:
     def set_value(self, index: int, value: object) -> None:
         self.values[index] = self._array(index, value)
 
-    def set_channel_quant(self, index: int, channel_dim: int, scales: Sequence[float]) -> None:
+    def set_channel_quant(
+        self, index: int, channel_dim: int, scales: Sequence[float] | np.ndarray
+    ) -> None:
         """Per-channel scales of a ``TENSOR_QUANT8_SYMM_PER_CHANNEL`` operand along
         ``channel_dim``."""
         array = np.ascontiguousarray(np.asarray(scales, dtype=np.float32).reshape(-1))
@@ -231,7 +233,9 @@ class Model(ModelRecord):
         )
         self.values[index] = array  # after the call: a refused value leaves the one NNAPI has
 
-    def set_channel_quant(self, index: int, channel_dim: int, scales: Sequence[float]) -> None:
+    def set_channel_quant(
+        self, index: int, channel_dim: int, scales: Sequence[float] | np.ndarray
+    ) -> None:
         array = np.ascontiguousarray(np.asarray(scales, dtype=np.float32).reshape(-1))
         params = _library.SymmPerChannelQuantParams(
             channel_dim, len(array), array.ctypes.data_as(ctypes.POINTER(ctypes.c_float))

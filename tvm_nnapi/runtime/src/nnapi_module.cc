@@ -390,8 +390,12 @@ void CompiledModel::AddOperationsAndInterface() {
               operation.outputs.data()),
           "ANeuralNetworksModel_addOperation", graph.Describe(operation));
   }
+  // NNAPI takes no null list, even an empty one; an empty input list is then refused as
+  // BAD_DATA, which names the problem (the partition offloads nothing that reads only constants).
+  static const uint32_t kNoInputs[1] = {0};
   Check(nnapi_.ANeuralNetworksModel_identifyInputsAndOutputs(
-            model_, static_cast<uint32_t>(graph.inputs.size()), graph.inputs.data(),
+            model_, static_cast<uint32_t>(graph.inputs.size()),
+            graph.inputs.empty() ? kNoInputs : graph.inputs.data(),
             static_cast<uint32_t>(graph.outputs.size()), graph.outputs.data()),
         "ANeuralNetworksModel_identifyInputsAndOutputs", "");
   if (graph.relax_fp32_to_fp16 && nnapi_.ANeuralNetworksModel_relaxComputationFloat32toFloat16) {
@@ -456,7 +460,8 @@ void CompiledModel::ThrowIfDevicesRefuse(const std::vector<ANeuralNetworksDevice
   for (size_t i = 0; i < taken.size(); ++i) {
     if (taken[i]) continue;
     const GraphOperation& operation = graph_.operations[i];
-    refused[operation.op + (operation.source.empty() ? "" : " (" + operation.source + ")")]++;
+    refused[operation.op + " (code " + std::to_string(operation.type) +
+            (operation.source.empty() ? "" : ", " + operation.source) + ")"]++;
   }
   if (refused.empty()) return;
   std::ostringstream names;
