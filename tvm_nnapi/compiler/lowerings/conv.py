@@ -77,6 +77,24 @@ def _check_bias(conv: relax.Call, bias: relax.Expr) -> CheckResult:
     return None
 
 
+def _check_padding(call: relax.Call, weight_shape: list[int]) -> CheckResult:
+    """CONV_2D, DEPTHWISE_CONV_2D and GROUPED_CONV_2D fail (OP_FAILED, when NNAPI prepares the
+    model) unless every padding is smaller than the filter's effective size along its axis."""
+    attrs = call.attrs
+    kernel_layout = str(attrs.kernel_layout)
+    dilation_h, dilation_w = int_tuple(attrs.dilation)
+    effective_h = dilation_h * (weight_shape[kernel_layout.index("H")] - 1) + 1
+    effective_w = dilation_w * (weight_shape[kernel_layout.index("W")] - 1) + 1
+    top, left, bottom, right = int_tuple(attrs.padding)
+    if max(top, bottom) >= effective_h or max(left, right) >= effective_w:
+        return (
+            RefusalKind.ATTRIBUTE,
+            f"padding {[top, left, bottom, right]} is not smaller than the effective filter size "
+            f"{effective_h}x{effective_w} (NNAPI requires it)",
+        )
+    return None
+
+
 def _check_conv(
     call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
 ) -> CheckResult:
@@ -117,11 +135,15 @@ def _check_conv(
             # padding cannot be negative.
             return RefusalKind.ATTRIBUTE, "output_padding exceeds the bottom/right padding"
         needs_fl3 = True
-    elif groups != 1:
-        depthwise = _conv_case(call)[0] == "DEPTHWISE_CONV_2D"
-        needs_fl3 = needs_fl3 or not depthwise
-        if not depthwise and int_tuple(attrs.dilation) != [1, 1]:
-            return RefusalKind.ATTRIBUTE, "GROUPED_CONV_2D has no dilation"
+    else:
+        result = _check_padding(call, weight_shape)
+        if result is not None:
+            return result
+        if groups != 1:
+            depthwise = _conv_case(call)[0] == "DEPTHWISE_CONV_2D"
+            needs_fl3 = needs_fl3 or not depthwise
+            if not depthwise and int_tuple(attrs.dilation) != [1, 1]:
+                return RefusalKind.ATTRIBUTE, "GROUPED_CONV_2D has no dilation"
     if needs_fl3 and options.feature_level < FEATURE_LEVEL_3:
         return RefusalKind.FEATURE_LEVEL, "NCHW, dilation and grouped convolutions need FL3"
     if "bias" in ctx.annotated_expr:

@@ -68,7 +68,8 @@ def convert_reshape(ctx: ConvertContext, call: relax.Call) -> int:
 def _check_permute(
     call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
 ) -> CheckResult:
-    dtypes = {"float32": FEATURE_LEVEL_2, "float16": FEATURE_LEVEL_3, "int32": FEATURE_LEVEL_6}
+    # TRANSPOSE has no TENSOR_INT32 form (reshapes have, since FL6).
+    dtypes = {"float32": FEATURE_LEVEL_2, "float16": FEATURE_LEVEL_3}
     return check_tensors(call, dtypes, options)
 
 
@@ -98,7 +99,8 @@ def _check_concat(
     fields = call.args[0].fields if isinstance(call.args[0], relax.Tuple) else None
     if fields is None:
         return RefusalKind.ATTRIBUTE, "concat of a tuple variable is not offloaded"
-    return check_tensors(call, {**_FLOAT, "int32": FEATURE_LEVEL_3}, options, inputs=list(fields))
+    # CONCATENATION has no TENSOR_INT32 form.
+    return check_tensors(call, _FLOAT, options, inputs=list(fields))
 
 
 def convert_concat(ctx: ConvertContext, call: relax.Call) -> int:
@@ -176,7 +178,8 @@ def convert_split(ctx: ConvertContext, call: relax.Call) -> tuple[int, ...]:
 def _check_strided_slice(
     call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
 ) -> CheckResult:
-    dtypes = {"float32": FEATURE_LEVEL_2, "float16": FEATURE_LEVEL_3, "int32": FEATURE_LEVEL_3}
+    # STRIDED_SLICE has no TENSOR_INT32 form.
+    dtypes = {"float32": FEATURE_LEVEL_2, "float16": FEATURE_LEVEL_3}
     result = check_tensors(call, dtypes, options, inputs=[call.args[0]])
     if result is not None:
         return result

@@ -1,0 +1,165 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Programs that once crashed the backend at build or run time, each reduced to its cause: the
+result must be the host's, with what cannot be offloaded kept on the host with its reason."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from tvm import relax
+from tvm.script import ir as I
+from tvm.script import relax as R
+
+import mock_nnapi
+import tvm_nnapi
+from tvm_nnapi.compiler.graph_json import GraphBuilder
+from tvm_nnapi.targets import MockTarget
+
+from .helpers import run_host, run_nnapi
+
+RNG = np.random.default_rng(0)
+
+
+def _agree(mod, inputs, options=None) -> tvm_nnapi.PartitionResult:
+    report = tvm_nnapi.partition_with_report(mod, options)
+    result, _ = run_nnapi(mod, "main", inputs, options)
+    np.testing.assert_allclose(result, run_host(mod, "main", inputs), rtol=1e-5, atol=1e-5)
+    return report
+
+
+def _conv_module(kernel: int, padding: int, groups: int, dilation: int = 1):
+    weight = RNG.standard_normal((4, 4 // groups, kernel, kernel)).astype("float32")
+    x = relax.Var("x", relax.TensorType((1, 4, 6, 6), "float32"))
+    builder = relax.BlockBuilder()
+    with builder.function("main", [x]):
+        with builder.dataflow():
+            conv = relax.op.nn.conv2d(
+                x, relax.const(weight), padding=padding, groups=groups, dilation=dilation
+            )
+            out = builder.emit_output(conv)
+        builder.emit_func_output(out)
+    return builder.get()
+
+
+@pytest.mark.parametrize(
+    ("kernel", "padding", "groups", "dilation"),
+    [(1, 1, 1, 1), (1, 1, 4, 1), (1, 1, 2, 1), (3, 3, 1, 1), (2, 3, 4, 2)],
+    ids=["conv-1x1-pad1", "depthwise-1x1-pad1", "grouped-1x1-pad1", "conv-3x3-pad3", "dilated"],
+)
+def test_a_convolution_padded_by_its_filter_size_stays_on_the_host(
+    kernel, padding, groups, dilation
+):
+    """NNAPI's convolutions fail when a padding is not smaller than the filter's effective size
+    (dilation * (k - 1) + 1); the partition refuses them as pooling does."""
+    mod = _conv_module(kernel, padding, groups, dilation)
+    report = _agree(mod, [RNG.standard_normal((1, 4, 6, 6)).astype("float32")])
+    (refusal,) = [r for r in report.refusals if r.operator == "relax.nn.conv2d"]
+    assert refusal.kind == tvm_nnapi.RefusalKind.ATTRIBUTE
+    assert "is not smaller than the effective filter size" in refusal.reason
+
+
+def test_a_convolution_padded_less_than_its_filter_is_offloaded():
+    mod = _conv_module(3, 2, 1)
+    report = _agree(mod, [RNG.standard_normal((1, 4, 6, 6)).astype("float32")])
+    assert report.refusals == [] and report.subgraphs
+
+
+def test_an_intermediate_used_outside_a_fused_pattern_is_not_fused():
+    """matmul + bias whose un-biased result is used again: the composite would need a second
+    output; the operators are offloaded one by one instead."""
+    weight, bias = RNG.standard_normal((8, 8)), RNG.standard_normal(8)
+
+    @I.ir_module
+    class Module:
+        @R.function
+        def main(x: R.Tensor((2, 8), "float32")):
+            with R.dataflow():
+                lv = R.matmul(x, R.const(weight.astype("float32")))
+                lv1 = R.add(lv, R.const(bias.astype("float32")))
+                lv2 = R.tanh(lv)
+                out = R.add(lv1, lv2)
+                R.output(out)
+            return out
+
+    report = _agree(Module, [RNG.standard_normal((2, 8)).astype("float32")])
+    assert report.refusals == [] and len(report.subgraphs) == 1
+
+
+def test_an_offloadable_operator_of_dead_code_leaves_no_subgraph_behind():
+    @I.ir_module
+    class Module:
+        @R.function
+        def main(x: R.Tensor((2, 8), "float32")):
+            with R.dataflow():
+                a = R.exp(x)
+                _dead = R.cumsum(a, axis=1)
+                out = R.add(x, x)
+                R.output(out)
+            return out
+
+    report = _agree(Module, [RNG.standard_normal((2, 8)).astype("float32")])
+    assert report.subgraphs == ["main_nnapi_0"]
+    assert sorted(g.name_hint for g in report.module.functions) == ["main", "main_nnapi_0"]
+
+
+def test_an_operator_of_constants_is_not_a_subgraph():
+    """Unprepared (no constant folding), an operator whose arguments are all constants would be
+    an NNAPI model without inputs, which NNAPI refuses; it stays on the host with the reason
+    and its consumer is offloaded."""
+
+    @I.ir_module
+    class Module:
+        @R.function
+        def main(x: R.Tensor((2, 2), "float32")):
+            with R.dataflow():
+                c = R.exp(R.const(np.ones((2, 2), "float32")))
+                out = R.add(x, c)
+                R.output(out)
+            return out
+
+    options = tvm_nnapi.PartitionOptions(prepare=False)
+    before = mock_nnapi.counter("executions_completed")
+    report = _agree(Module, [np.ones((2, 2), np.float32)], options)
+    assert mock_nnapi.counter("executions_completed") > before
+    (refusal,) = report.refusals
+    assert refusal.operator == "relax.exp" and "reads only constants" in refusal.reason
+
+
+def test_nnapi_refuses_a_model_without_inputs_by_name():
+    """What the partition avoids, at the runtime: NNAPI's BAD_DATA for an empty input list,
+    named, not a null-pointer result code."""
+    builder = GraphBuilder("constants_only")
+    a = builder.add_constant(np.full((2, 2), 1.5, np.float32))
+    b = builder.add_constant(np.full((2, 2), 2.0, np.float32))
+    out = builder.add_tensor("float32", [2, 2])
+    builder.add_operation("ADD", [a, b, builder.add_scalar("INT32", 0)], [out])
+    builder.outputs.append(out)
+    with pytest.raises(RuntimeError, match=r"ANEURALNETWORKS_BAD_DATA.*input list is empty"):
+        MockTarget().run_graph(
+            builder.to_json(), bytes(builder.constants), [], [((2, 2), np.float32)]
+        )
+
+
+@pytest.mark.parametrize("operator", ["permute_dims", "strided_slice", "concat"])
+def test_int32_data_movement_runs_where_nnapi_takes_it(operator):
+    """int32 tensors through the data-movement operators: offloaded where NNAPI defines the
+    operation for TENSOR_INT32, kept on the host with the reason where it does not."""
+    x = relax.Var("x", relax.TensorType((2, 3, 4), "int32"))
+    builder = relax.BlockBuilder()
+    with builder.function("main", [x]):
+        with builder.dataflow():
+            if operator == "permute_dims":
+                value = relax.op.permute_dims(x, [2, 0, 1])
+            elif operator == "strided_slice":
+                value = relax.op.strided_slice(x, axes=[2], begin=[1], end=[3])
+            else:
+                value = relax.op.concat([x, x], axis=1)
+            out = builder.emit_output(value)
+        builder.emit_func_output(out)
+    mod = builder.get()
+    inputs = [RNG.integers(-100, 100, (2, 3, 4)).astype("int32")]
+    report = tvm_nnapi.partition_with_report(mod)
+    result, _ = run_nnapi(mod, "main", inputs)
+    np.testing.assert_array_equal(result, run_host(mod, "main", inputs))
+    for refusal in report.refusals:
+        assert refusal.kind == tvm_nnapi.RefusalKind.DTYPE and "int32" in refusal.reason
