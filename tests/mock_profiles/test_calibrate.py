@@ -273,8 +273,9 @@ def test_a_workload_as_graph_json_keeps_its_operands_and_constants():
 def test_a_per_channel_record_replays_on_the_library_and_as_graph_json():
     """A per-channel filter's scales travel with the record: ``build`` sets them on the NNAPI
     library, and graph JSON carries them as ``channel_quant``."""
-    from mock_nnapi import api
     from mock_nnapi.constants import OperandCode, OperationCode
+
+    from mock_nnapi import api
 
     record = api.ModelRecord()
     x = record.add_tensor(OperandCode.TENSOR_QUANT8_ASYMM, [1, 2, 2, 2], 0.5, 128)
