@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "cost_model.h"
@@ -245,21 +246,31 @@ Sha256Digest Compilation::Fingerprint() const {
 }
 
 bool Compilation::LoadFromCache(int directory, const std::string& name,
-                                const Sha256Digest& fingerprint) {
+                                const Sha256Digest& fingerprint, std::string* discarded) {
   // O_NOFOLLOW: a symbolic link planted under the cache name is never read through; O_NONBLOCK:
   // opening a planted FIFO must not hang.
   const int fd = openat(directory, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return false;
+  if (fd < 0) {
+    if (errno == ELOOP) *discarded = "a symbolic link";
+    return false;  // otherwise no entry yet
+  }
   const size_t operation_count = model_->operations().size();
   const size_t expected_size = kCacheHeaderSize + 4 * operation_count + kCacheChecksumSize;
   std::vector<uint8_t> bytes;
   struct stat info{};
-  const bool plausible = fstat(fd, &info) == 0 && S_ISREG(info.st_mode) &&
-                         info.st_uid == geteuid() &&
-                         static_cast<uint64_t>(info.st_size) == expected_size;
-  if (plausible) {
+  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    *discarded = "not a regular file";
+  } else if (info.st_uid != geteuid()) {
+    *discarded = "owned by another user";
+  } else if (static_cast<uint64_t>(info.st_size) != expected_size) {
+    *discarded = std::to_string(info.st_size) + " bytes where " + std::to_string(expected_size) +
+                 " were expected (truncated or extended)";
+  } else {
     bytes.resize(expected_size);
-    if (!ReadAll(fd, bytes.data(), bytes.size())) bytes.clear();
+    if (!ReadAll(fd, bytes.data(), bytes.size())) {
+      bytes.clear();
+      *discarded = "unreadable";
+    }
   }
   close(fd);
   if (bytes.empty()) return false;
@@ -267,28 +278,58 @@ bool Compilation::LoadFromCache(int directory, const std::string& name,
   const uint8_t* cursor = bytes.data();
   const size_t body_size = expected_size - kCacheChecksumSize;
   const Sha256Digest checksum = Sha256::Of(bytes.data(), body_size);
-  if (std::memcmp(checksum.data(), bytes.data() + body_size, checksum.size()) != 0) return false;
-  if (std::memcmp(cursor, kCacheMagic, sizeof(kCacheMagic)) != 0) return false;
+  auto reject = [discarded](const char* reason) {
+    *discarded = reason;
+    return false;
+  };
+  if (std::memcmp(checksum.data(), bytes.data() + body_size, checksum.size()) != 0) {
+    return reject("its checksum does not match (corrupted)");
+  }
+  if (std::memcmp(cursor, kCacheMagic, sizeof(kCacheMagic)) != 0) {
+    return reject("not a mock_nnapi cache file");
+  }
   cursor += sizeof(kCacheMagic);
-  if (ReadUint32(cursor) != kCacheFormatVersion) return false;
+  if (ReadUint32(cursor) != kCacheFormatVersion) return reject("another cache format version");
   cursor += 4;
-  if (std::memcmp(cursor, cache_token_.data(), cache_token_.size()) != 0) return false;
+  if (std::memcmp(cursor, cache_token_.data(), cache_token_.size()) != 0) {
+    return reject("written for another token");
+  }
   cursor += cache_token_.size();
-  if (std::memcmp(cursor, fingerprint.data(), fingerprint.size()) != 0) return false;
+  if (std::memcmp(cursor, fingerprint.data(), fingerprint.size()) != 0) {
+    return reject("written for another model, device set or preference");
+  }
   cursor += fingerprint.size();
-  if (ReadUint32(cursor) != operation_count) return false;
+  if (ReadUint32(cursor) != operation_count) return reject("another operation count");
   cursor += 4;
   std::vector<int> assignment(operation_count);
   for (size_t op = 0; op < operation_count; ++op, cursor += 4) {
     const int device = static_cast<int32_t>(ReadUint32(cursor));
     const bool in_range = (device >= 0 && static_cast<size_t>(device) < devices_.size()) ||
                           (device == kRuntimeCpuFallback && !explicit_devices_);
-    if (!in_range) return false;
+    if (!in_range) return reject("a device index out of range");
     assignment[op] = device;
   }
   operation_devices_ = std::move(assignment);
   return true;
 }
+
+namespace {
+
+void ReportDiscardedCacheEntry(const std::string& path, const std::string& reason) {
+  Increment(Counter::kCompilationCacheDiscarded);
+  const std::string message = "compilation cache: discarded " + path + " (" + reason +
+                              "); compiling again and rewriting it";
+  // Said once per process on stderr (a cache directory shared by many runs stays readable);
+  // every discard is counted (compilation_cache_discarded) and logged with MOCK_NNAPI_LOG.
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true)) {
+    std::fprintf(stderr, "mock_nnapi: %s\n", message.c_str());
+  } else {
+    LogInfo(message);
+  }
+}
+
+}  // namespace
 
 void Compilation::StoreInCache(int directory, const std::string& name,
                                const Sha256Digest& fingerprint) const {
@@ -334,8 +375,10 @@ int Compilation::CompileOrLoad() {
   if (directory >= 0) {
     fingerprint = Fingerprint();
     name = CacheFileName(cache_token_);
-    cache_hit_ = LoadFromCache(directory, name, fingerprint);
+    std::string discarded;
+    cache_hit_ = LoadFromCache(directory, name, fingerprint, &discarded);
     Increment(cache_hit_ ? Counter::kCompilationCacheHits : Counter::kCompilationCacheMisses);
+    if (!discarded.empty()) ReportDiscardedCacheEntry(*cache_dir_ + "/" + name, discarded);
   }
   // A hit skips the modelled compilation work: the device assignment comes from the file.
   int code = cache_hit_ ? ANEURALNETWORKS_NO_ERROR : ChooseDevices();

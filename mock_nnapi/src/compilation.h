@@ -89,7 +89,9 @@ class Compilation : public CountedObject<Compilation> {
   int ChooseDevices();
   int CheckDevicesAvailable() const;
   Sha256Digest Fingerprint() const;
-  bool LoadFromCache(int directory, const std::string& name, const Sha256Digest& fingerprint);
+  // True on a hit. A file under `name` that is not trusted sets `discarded` to the reason.
+  bool LoadFromCache(int directory, const std::string& name, const Sha256Digest& fingerprint,
+                     std::string* discarded);
   void StoreInCache(int directory, const std::string& name, const Sha256Digest& fingerprint) const;
 
   const Model* model_;

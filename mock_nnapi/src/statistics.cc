@@ -22,6 +22,7 @@ constexpr NamedCounter kCounterNames[] = {
     {"compilations_finished", Counter::kCompilationsFinished},
     {"compilation_cache_hits", Counter::kCompilationCacheHits},
     {"compilation_cache_misses", Counter::kCompilationCacheMisses},
+    {"compilation_cache_discarded", Counter::kCompilationCacheDiscarded},
     {"executions_started", Counter::kExecutionsStarted},
     {"executions_completed", Counter::kExecutionsCompleted},
     {"executions_failed", Counter::kExecutionsFailed},

@@ -15,6 +15,8 @@ enum class Counter {
   kCompilationsFinished,
   kCompilationCacheHits,
   kCompilationCacheMisses,
+  // Cache files found under a compilation's name and not trusted (a miss too; rewritten).
+  kCompilationCacheDiscarded,
   kExecutionsStarted,
   kExecutionsCompleted,
   kExecutionsFailed,

@@ -145,3 +145,90 @@ def test_precompile_names_a_symbol_the_program_does_not_have():
     with pytest.raises(ValueError, match=r"seq_len.*symbols: none"):
         runtime.precompile(executable, seq_len=[1])
     assert runtime.precompile(executable) == 0
+
+
+def _broken_onnx(tmp_path, what: str) -> str:
+    onnx = pytest.importorskip("onnx", reason="ONNX models need the onnx package: pip install onnx")
+    from onnx import TensorProto, helper
+
+    relu = helper.make_node("Relu", ["x"], ["r"], name="relu")
+    neg = helper.make_node("Neg", ["r"], ["y"], name="neg")
+    if what == "attribute":
+        relu = helper.make_node("Relu", ["x"], ["r"], name="relu", pads=[1, 1])
+    nodes = [neg, relu] if what == "order" else [relu, neg]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+    )
+    path = tmp_path / f"{what}.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("what", "expected"),
+    [
+        ("attribute", "Unrecognized attribute: pads for operator Relu"),
+        ("order", "topologically sorted"),
+    ],
+)
+def test_an_onnx_model_its_checker_refuses_is_one_line(tmp_path, what, expected):
+    path = _broken_onnx(tmp_path, what)
+    _user_error(run_cli("run", path), "not a valid ONNX model (onnx.checker)", expected)
+
+
+def test_a_file_that_is_no_onnx_model_is_refused(tmp_path):
+    pytest.importorskip("onnx", reason="ONNX models need the onnx package: pip install onnx")
+    path = tmp_path / "tiny.onnx"
+    path.write_bytes(b"\n\x00")
+    _user_error(run_cli("run", str(path)), "not an ONNX model with outputs")
+
+
+def _onnx_with_input_shape(tmp_path, dims) -> str:
+    onnx = pytest.importorskip("onnx", reason="ONNX models need the onnx package: pip install onnx")
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)],
+    )
+    path = tmp_path / "relu.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return str(path)
+
+
+@pytest.mark.parametrize("size", [0, -3])
+def test_an_onnx_input_of_a_dimension_that_cannot_be_is_named(tmp_path, size):
+    path = _onnx_with_input_shape(tmp_path, [2, size])
+    _user_error(run_cli("run", path), f"input x has dimension 1 of size {size}")
+
+
+def test_inputs_larger_than_the_machine_are_refused_at_once(tmp_path):
+    """2^40 floats: refused before any work, with the sizes, not after a long MemoryError."""
+    path = _onnx_with_input_shape(tmp_path, [1024, 1024, 1024, 1024])
+    line = _user_error(run_cli("run", path), "its inputs need 4.00 TiB", "of memory")
+    assert "MemoryError" not in line
+    line = _user_error(run_cli("run", "residual", "--shapes", "batch=100000000000"), "TiB")
+    assert "residual" in line
+
+
+def test_library_warnings_stay_off_the_terminal_unless_debug(tmp_path):
+    script = tmp_path / "warns.py"
+    script.write_text(
+        "import warnings\n"
+        "from tvm.script import ir as I, relax as R\n"
+        "warnings.warn('a frontend warning', UserWarning)\n"
+        "@I.ir_module\n"
+        "class mod:\n"
+        "    @R.function\n"
+        "    def main(x: R.Tensor((2, 2), 'float32')):\n"
+        "        return R.add(x, x)\n"
+    )
+    quiet = run_cli("explain", str(script), "--quiet")
+    assert quiet.returncode == 0 and "a frontend warning" not in quiet.stderr
+    loud = run_cli("--debug", "explain", str(script), "--quiet")
+    assert loud.returncode == 0 and "a frontend warning" in loud.stderr

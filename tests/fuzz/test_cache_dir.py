@@ -73,10 +73,10 @@ def only_cache_file(directory) -> str:
 
 
 def test_directory_is_created_owner_only_and_holds_only_token_named_files(cache_dir):
-    assert run_fresh() == {"hits": 0, "misses": 1}
+    assert run_fresh() == {"hits": 0, "misses": 1, "discarded": 0}
     assert stat.S_IMODE(os.lstat(cache_dir).st_mode) == 0o700
     first = only_cache_file(cache_dir)
-    assert run_fresh() == {"hits": 1, "misses": 0}
+    assert run_fresh() == {"hits": 1, "misses": 0, "discarded": 0}
     run_fresh(offset=2.0)  # other constants: another token, another file
     names = sorted(os.listdir(cache_dir))
     assert len(names) == 2 and all(CACHE_NAME.match(n) for n in names) and first in names
@@ -122,10 +122,10 @@ def test_symlink_planted_under_the_cache_name_is_never_followed(cache_dir, tmp_p
     victim = tmp_path / "victim"
     victim.write_bytes(b"precious")
     os.symlink(victim, cache_dir / name)
-    assert run_fresh() == {"hits": 0, "misses": 1}  # not read through the link
+    assert run_fresh() == {"hits": 0, "misses": 1, "discarded": 1}  # not read through the link
     assert victim.read_bytes() == b"precious"  # not written through it
     assert not os.path.islink(cache_dir / name)  # replaced by the real cache file
-    assert run_fresh() == {"hits": 1, "misses": 0}
+    assert run_fresh() == {"hits": 1, "misses": 0, "discarded": 0}
 
 
 def test_symlink_to_a_valid_cache_file_is_not_trusted(cache_dir, tmp_path):
@@ -134,7 +134,7 @@ def test_symlink_to_a_valid_cache_file_is_not_trusted(cache_dir, tmp_path):
     stash = tmp_path / "stash"
     os.rename(cache_dir / name, stash)
     os.symlink(stash, cache_dir / name)
-    assert run_fresh() == {"hits": 0, "misses": 1}
+    assert run_fresh() == {"hits": 0, "misses": 1, "discarded": 1}
 
 
 @pytest.mark.parametrize("kind", ["fifo", "directory", "empty", "foreign"])
@@ -153,7 +153,7 @@ def test_special_or_foreign_file_under_the_cache_name(cache_dir, kind):
         target.write_bytes(b"")
     else:
         os.link(foreign, target)
-    assert run_fresh() == {"hits": 0, "misses": 1}
+    assert run_fresh() == {"hits": 0, "misses": 1, "discarded": 1}
 
 
 @settings(
@@ -186,7 +186,8 @@ def test_corrupted_or_truncated_cache_file_is_recompiled(tmp_path_factory, data)
         else:
             mutated = data.draw(st.binary(max_size=2 * len(original)))
         path.write_bytes(mutated)
-        expected = {"hits": 1, "misses": 0} if mutated == original else {"hits": 0, "misses": 1}
+        same = mutated == original
+        expected = {"hits": int(same), "misses": int(not same), "discarded": int(not same)}
         assert run_fresh() == expected
         assert path.read_bytes() == original  # rewritten by the miss
     finally:

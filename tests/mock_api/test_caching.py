@@ -284,3 +284,41 @@ def test_cache_shared_with_another_process(arena, tmp_path):
     assert run_subprocess(tmp_path) == 0  # a miss there: it writes the file
     assert outcome(arena, tmp_path) == "hit"
     assert run_subprocess(tmp_path) == 1  # and a hit for a later process
+
+
+def test_a_discarded_entry_is_counted_with_its_reason(arena, tmp_path):
+    assert outcome(arena, tmp_path) == "miss"
+    path = cache_file(tmp_path)
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF
+    path.write_bytes(bytes(data))
+    before = control.compilation_cache_counters()["discarded"]
+    assert outcome(arena, tmp_path) == "miss"
+    assert control.compilation_cache_counters()["discarded"] == before + 1
+    assert outcome(arena, tmp_path) == "hit"  # rewritten
+    assert control.compilation_cache_counters()["discarded"] == before + 1
+
+
+def test_a_process_says_once_on_stderr_that_an_entry_was_discarded(tmp_path):
+    """Two compilations meet a truncated file: one line on stderr names the file and why."""
+    assert run_subprocess(tmp_path) == 0
+    path = cache_file(tmp_path, bytes(range(32)))
+    script = SUBPROCESS_SCRIPT.replace(
+        "Compilation(model).set_caching(sys.argv[1], bytes(range(32))).finish()",
+        "import pathlib\n"
+        "path = pathlib.Path(sys.argv[2])\n"
+        "for _ in range(2):\n"
+        "    path.write_bytes(path.read_bytes()[:-3])\n"
+        "    Compilation(model).set_caching(sys.argv[1], bytes(range(32))).finish()",
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path), str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={k: v for k, v in os.environ.items() if k != "MOCK_NNAPI_LOG"},
+    )
+    lines = [line for line in result.stderr.splitlines() if "compilation cache" in line]
+    assert len(lines) == 1, result.stderr
+    assert f"discarded {tmp_path}/{path.name}" in lines[0]
+    assert "were expected (truncated or extended)" in lines[0] and "rewriting it" in lines[0]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Sequence
 from types import ModuleType
 
@@ -78,6 +79,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     one line on stderr and exit code 2; any other failure one line and exit code 3. ``--debug``
     lets the exception (and its traceback) through instead."""
     args = build_parser().parse_args(argv)
+    with warnings.catch_warnings():
+        if not getattr(args, "debug", False):
+            # Frontends' and TVM's warnings are for developers of those libraries; a command
+            # says what matters itself (--debug shows them).
+            warnings.simplefilter("ignore")
+        return _handle(args)
+
+
+def _handle(args: argparse.Namespace) -> int:
     try:
         return int(args.handler(args))
     except Exception as failure:

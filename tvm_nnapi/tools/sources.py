@@ -24,11 +24,14 @@ from __future__ import annotations
 
 import difflib
 import importlib.util
+import math
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import tvm
 from tvm import relax
 
@@ -160,7 +163,51 @@ def load_model_source(
         shapes.setdefault("batch", batch)
     source.module = bind_shapes(source.symbolic_module, shapes, spec, source.entry)
     source.shapes = shapes
+    _check_input_sizes(source)
     return source
+
+
+def _physical_memory() -> int | None:
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _check_input_sizes(source: ModelSource) -> None:
+    """Refuse at once inputs that cannot exist: a negative or zero dimension, or (all sizes
+    known) more bytes than this machine's memory, naming the input."""
+    func = source.module[source.entry] if source.kind != "llm" else None
+    if not isinstance(func, relax.Function):
+        return
+    total = 0
+    for param in func.params:
+        tensor = param.ty
+        if not isinstance(tensor, relax.TensorType) or tensor.shape is None:
+            continue
+        dims = [d.value if isinstance(d, tvm.tirx.IntImm) else None for d in tensor.shape.values]
+        for axis, size in enumerate(dims):
+            if size is not None and size <= 0:
+                raise ModelLoadError(
+                    f"{source.spec}: input {param.name} has dimension {axis} of size {size}"
+                )
+        if all(size is not None for size in dims):
+            total += math.prod(dims) * np.dtype(str(tensor.dtype)).itemsize  # type: ignore[arg-type]
+    memory = _physical_memory()
+    if memory is not None and total > memory:
+        raise ModelLoadError(
+            f"{source.spec}: its inputs need {_bytes_text(total)}, more than this machine's "
+            f"{_bytes_text(memory)} of memory; give smaller sizes (--shapes, --batch)"
+        )
+
+
+def _bytes_text(count: int) -> str:
+    value = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if value < 1024 or unit == "PiB":
+            return f"{value:.2f} {unit}"
+        value /= 1024
+    return f"{value:.2f} PiB"
 
 
 def bind_shapes(
@@ -332,6 +379,24 @@ def _load_onnx(path: Path) -> tvm.IRModule:
         model = onnx.load(str(path))
     except Exception as error:
         raise ModelLoadError(f"{path}: not a readable ONNX model: {error}") from error
+    if not model.graph.output:
+        raise ModelLoadError(f"{path}: not an ONNX model with outputs (its graph has none)")
+    initializers = {tensor.name for tensor in model.graph.initializer}
+    for value in model.graph.input:
+        if value.name in initializers:
+            continue
+        for axis, dim in enumerate(value.type.tensor_type.shape.dim):
+            if dim.HasField("dim_value") and dim.dim_value <= 0:
+                raise ModelLoadError(
+                    f"{path}: input {value.name} has dimension {axis} of size {dim.dim_value}; "
+                    "give it a positive size (or a name, dim_param, for a symbolic one)"
+                )
+    try:
+        # By path: a model with external data is checked without loading it twice.
+        onnx.checker.check_model(str(path))
+    except onnx.checker.ValidationError as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ModelLoadError(f"{path}: not a valid ONNX model (onnx.checker): {first}") from None
     return onnx_to_relax(model, str(path))
 
 

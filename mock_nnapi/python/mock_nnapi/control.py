@@ -29,6 +29,7 @@ COUNTER_NAMES = (
     "compilations_finished",
     "compilation_cache_hits",
     "compilation_cache_misses",
+    "compilation_cache_discarded",
     "executions_started",
     "executions_completed",
     "executions_failed",
@@ -99,10 +100,14 @@ def live_objects() -> dict[str, int]:
 
 def compilation_cache_counters() -> dict[str, int]:
     """Compilation-cache hits and misses (ANeuralNetworksCompilation_setCaching) since the last
-    reset. A compilation whose cache directory does not exist counts as neither."""
+    reset, and the misses that found a file under the compilation's name and did not trust it
+    (``discarded``: corrupted, truncated, for another model, a link...; the first one of a
+    process is also said on stderr). A compilation whose cache directory does not exist counts
+    as neither."""
     return {
         "hits": counter("compilation_cache_hits"),
         "misses": counter("compilation_cache_misses"),
+        "discarded": counter("compilation_cache_discarded"),
     }
 
 

@@ -702,6 +702,13 @@ ffi::Map<ffi::String, int64_t> NnapiModuleObj::Stats() {
   stats.Set("cache_hits", cache_hits_.load());
   stats.Set("cache_misses", compilations_.load());
   stats.Set("evictions", evictions_.load());
+  // NNAPI's disk cache entries found and not trusted, where the library says (the mock does).
+  uint64_t discarded = 0;
+  const Nnapi& nnapi = GetNnapi();
+  if (nnapi.MockNnapi_getCounter != nullptr &&
+      nnapi.MockNnapi_getCounter("compilation_cache_discarded", &discarded) == 0) {
+    stats.Set("nnapi_cache_discarded", static_cast<int64_t>(discarded));
+  }
   stats.Set("compile_time_ns", compile_time_ns_.load());
   stats.Set("modelled_compile_time_ns", modelled_compile_time_ns_.load());
   std::lock_guard<std::mutex> lock(mutex_);
