@@ -107,6 +107,10 @@ class ProfileReader {
 
   enum class Range { kPositive, kNonNegative, kFraction };
 
+  // Every figure of a profile (GOP/s, GB/s, microseconds, picojoules, factors) is far below
+  // this on any phone: a larger one is a mistake, not a device.
+  static constexpr double kPhysicalLimit = 1e9;
+
   bool Number(const JsonValue& value, const std::string& path, Range range, double* out) {
     const char* expected = range == Range::kPositive      ? "a positive number"
                            : range == Range::kNonNegative ? "a number >= 0"
@@ -118,6 +122,10 @@ class ProfileReader {
                     : range == Range::kNonNegative ? number >= 0
                                                    : number > 0 && number <= 1;
     if (!ok) return Fail(path, std::string("expected ") + expected + ", found " + Describe(value));
+    if (number > kPhysicalLimit) {
+      return Fail(path, "expected at most 1e9 (no phone has such a figure), found " +
+                            Describe(value));
+    }
     *out = number;
     return true;
   }

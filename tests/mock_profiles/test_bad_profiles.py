@@ -142,6 +142,16 @@ MUTATIONS = [
     (_set("devices.0.transfer.bandwidth_gbps", 0), "devices[0].transfer.bandwidth_gbps"),
     (_set("devices.0.compilation_us.cache_hit", "1ms"), "devices[0].compilation_us.cache_hit"),
     (_set("devices.1.energy.pj_per_byte", -2), "devices[1].energy.pj_per_byte"),
+    # Numbers that parse but no phone has.
+    (
+        _set("devices.0.throughput.float32", 1e308),
+        "devices[0].throughput.float32: expected at most 1e9 (no phone has such a figure)",
+    ),
+    (
+        _set("devices.0.overhead_us.execution", 1e300),
+        "devices[0].overhead_us.execution: expected at most 1e9",
+    ),
+    (_set("devices.0.memory_bandwidth_gbps", 2e9), "devices[0].memory_bandwidth_gbps: expected"),
     (_delete("devices.1.energy.pj_per_op.float32"), "devices[1].energy.pj_per_op.float32"),
 ]
 

@@ -34,6 +34,9 @@ PROFILE_DIR_ENV = "MOCK_NNAPI_PROFILE_DIR"
 SOURCE_TREE_PROFILES = Path(__file__).resolve().parents[2] / "profiles"
 #: The JSON Schema (draft 2020-12) of a profile document, shipped in this package.
 SCHEMA_FILE = Path(__file__).resolve().with_name("device_profile.schema.json")
+#: The largest figure a profile may give (GOP/s, GB/s, microseconds, picojoules): no phone's
+#: comes near it, so a larger one is a mistake (the schema's ``maximum``, the mock's check).
+PHYSICAL_LIMIT = 1e9
 
 
 class ProfileNotFoundError(FileNotFoundError):
@@ -370,4 +373,7 @@ def _problems(error: Any, validator: Any) -> list[tuple[str, str]]:
         return [(_field_path(parts), f"expected at least {'one' if least == 1 else least} entry")]
     if keyword == "minLength":
         return [(_field_path(parts), "expected a non-empty string")]
+    if keyword == "maximum" and schema.get("maximum") == PHYSICAL_LIMIT:
+        expected = "at most 1e9 (no phone has such a figure)"
+        return [(_field_path(parts), f"expected {expected}, found {_describe(instance)}")]
     return [(_field_path(parts), f"expected {_expected(schema)}, found {_describe(instance)}")]
