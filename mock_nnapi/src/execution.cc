@@ -248,11 +248,19 @@ int Execution::CheckArguments(const char* function, bool fenced, uint64_t durati
     if (argument.kind == Argument::Kind::kMemory) {
       NN_RETURN_IF_ERROR(
           argument.memory->ValidateInputDimensions(argument.dimensions, static_cast<uint32_t>(i)));
+      NN_RETURN_IF_ERROR(argument.memory->CheckFileBacking(function));
     }
   }
   for (size_t i = 0; i < outputs_.size(); ++i) {
     NN_CHECK(outputs_[i].kind != Argument::Kind::kUnset, ANEURALNETWORKS_BAD_DATA)
         << function << ": output " << i << " is not set";
+    if (outputs_[i].kind == Argument::Kind::kMemory) {
+      NN_RETURN_IF_ERROR(outputs_[i].memory->CheckFileBacking(function));
+    }
+  }
+  // Model constants read from file memories (setOperandValueFromMemory).
+  for (const Operand& operand : compilation_->model().operands()) {
+    if (operand.memory != nullptr) NN_RETURN_IF_ERROR(operand.memory->CheckFileBacking(function));
   }
   if (fenced) {
     // Fenced executions do not support dynamic output shapes (Android's rule looks at the

@@ -44,7 +44,8 @@ int Memory::CreateFromFd(size_t size, int protect, int fd, size_t offset,
                    static_cast<off_t>(aligned_offset));
   }
   const int mmap_errno = errno;
-  close(owned);
+  const bool regular = have_info && S_ISREG(info.st_mode) && mapping != MAP_FAILED;
+  if (!regular) close(owned);  // a regular file's descriptor stays for CheckFileBacking
   NN_CHECK(!past_end, ANEURALNETWORKS_BAD_DATA)
       << "Memory_createFromFd: offset " << offset << " + size " << size << " is past the end of "
       << "the file (" << info.st_size << " bytes)";
@@ -53,6 +54,8 @@ int Memory::CreateFromFd(size_t size, int protect, int fd, size_t offset,
   std::unique_ptr<Memory> result(new Memory());
   result->mapping_ = mapping;
   result->mapping_size_ = size + delta;
+  result->file_fd_ = regular ? owned : -1;
+  result->file_offset_ = offset;
   result->data_ = static_cast<uint8_t*>(mapping) + delta;
   result->size_ = size;
   result->readable_ = (protect & PROT_READ) != 0;
@@ -106,6 +109,18 @@ uint8_t* Memory::Resize(size_t size) const {
 
 Memory::~Memory() {
   if (mapping_ != nullptr) munmap(mapping_, mapping_size_);
+  if (file_fd_ >= 0) close(file_fd_);
+}
+
+int Memory::CheckFileBacking(const char* function) const {
+  if (file_fd_ < 0) return ANEURALNETWORKS_NO_ERROR;
+  struct stat info{};
+  if (fstat(file_fd_, &info) != 0) return ANEURALNETWORKS_NO_ERROR;  // nothing to say
+  const uint64_t needed = static_cast<uint64_t>(file_offset_) + size_;
+  NN_CHECK(static_cast<uint64_t>(info.st_size) >= needed, ANEURALNETWORKS_OP_FAILED)
+      << function << ": the file behind a memory from createFromFd was truncated to "
+      << info.st_size << " bytes; its mapped region needs " << needed;
+  return ANEURALNETWORKS_NO_ERROR;
 }
 
 int Memory::ValidateRegion(size_t offset, size_t length, const char* function) const {

@@ -66,6 +66,11 @@ class Memory : public CountedObject<Memory> {
   bool readable() const { return readable_; }
   bool writable() const { return writable_; }
 
+  // A memory mapped from a regular file: OP_FAILED, naming `function`, when the file has been
+  // truncated below the mapped region since createFromFd (touching the region would raise
+  // SIGBUS). A file truncated after this check, while an execution reads it, still does.
+  int CheckFileBacking(const char* function) const;
+
   // A model constant or an execution argument in [offset, offset + length) (memories from file
   // descriptors only; the region must be inside the memory and not empty).
   int ValidateRegion(size_t offset, size_t length, const char* function) const;
@@ -98,6 +103,9 @@ class Memory : public CountedObject<Memory> {
   mutable size_t size_ = 0;
   void* mapping_ = nullptr;
   size_t mapping_size_ = 0;
+  // A regular file's descriptor (a duplicate, owned) and the mapped region's offset in it.
+  int file_fd_ = -1;
+  size_t file_offset_ = 0;
   mutable std::vector<uint8_t> owned_;
   bool dynamic_ = false;
   bool readable_ = true;

@@ -123,8 +123,8 @@ class ProfileReader {
                                                    : number > 0 && number <= 1;
     if (!ok) return Fail(path, std::string("expected ") + expected + ", found " + Describe(value));
     if (number > kPhysicalLimit) {
-      return Fail(path, "expected at most 1e9 (no phone has such a figure), found " +
-                            Describe(value));
+      return Fail(path,
+                  "expected at most 1e9 (no phone has such a figure), found " + Describe(value));
     }
     *out = number;
     return true;

@@ -83,6 +83,24 @@ def test_fd_memory_as_inputs_and_output_at_offsets(arena):
     np.testing.assert_array_equal(floats(fd, 2, 4 + 16), [11, 22])
 
 
+def test_a_file_truncated_under_a_memory_fails_the_execution_instead_of_sigbus(arena):
+    """Touching a mapping past the end of its file raises SIGBUS (Android maps files too); the
+    mock checks the file's size when an execution starts and fails it with OP_FAILED."""
+    execution = arena.execution(arena.compilation(arena.binary_model(activation_input=False)))
+    fd = arena.memfd(24)
+    os.pwrite(fd, np.array([1, 2, 10, 20], np.float32).tobytes(), 0)
+    memory = ctypes.c_void_p()
+    assert lib.ANeuralNetworksMemory_createFromFd(24, RW, fd, 0, ctypes.byref(memory)) == 0
+    arena.own("ANeuralNetworksMemory_free", memory)
+    set_in = lib.ANeuralNetworksExecution_setInputFromMemory
+    assert set_in(execution, 0, None, memory, 0, 8) == NO_ERROR
+    assert set_in(execution, 1, None, memory, 8, 8) == NO_ERROR
+    assert lib.ANeuralNetworksExecution_setOutputFromMemory(execution, 0, None, memory, 16, 8) == 0
+    os.ftruncate(fd, 12)
+    assert lib.ANeuralNetworksExecution_compute(execution) == OP_FAILED
+    assert "was truncated to 12 bytes; its mapped region needs 24" in last_error()
+
+
 def test_constant_from_fd_memory(arena):
     fd = arena.memfd(16)
     os.pwrite(fd, np.array([0, 0, 5, 6], np.float32).tobytes(), 0)
