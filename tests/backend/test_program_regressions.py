@@ -163,3 +163,82 @@ def test_int32_data_movement_runs_where_nnapi_takes_it(operator):
     np.testing.assert_array_equal(result, run_host(mod, "main", inputs))
     for refusal in report.refusals:
         assert refusal.kind == tvm_nnapi.RefusalKind.DTYPE and "int32" in refusal.reason
+
+
+@I.ir_module
+class _Branching:
+    @R.function
+    def main(c: R.Tensor((), "bool"), d: R.Tensor((), "bool"), x: R.Tensor((2, 3), "float32")):
+        z = R.exp(x)
+        if c:
+            if d:
+                y = R.add(z, z)
+            else:
+                y = R.subtract(z, x)
+        else:
+            y = R.multiply(z, z)
+        w = R.nn.relu(y)
+        return w
+
+
+@pytest.mark.parametrize(("c", "d"), [(True, True), (True, False), (False, True)])
+def test_control_flow_stays_on_the_host_and_the_rest_is_offloaded(c, d):
+    """An If (nested too) runs on the host with both branches; the operators before and after
+    it are NNAPI subgraphs; every path gives the host's answer."""
+    report = tvm_nnapi.partition_with_report(_Branching)
+    (refusal,) = report.refusals
+    assert refusal.operator == "relax.If" and "run on the host" in refusal.reason
+    assert len(report.subgraphs) == 2
+    inputs = [np.array(c), np.array(d), RNG.standard_normal((2, 3)).astype("float32")]
+    result, executions = run_nnapi(_Branching, "main", inputs)
+    assert executions == 2
+    np.testing.assert_allclose(result, run_host(_Branching, "main", inputs), rtol=1e-5)
+
+
+def test_an_onnx_model_with_nested_if_runs(tmp_path):
+    onnx = pytest.importorskip("onnx", reason="ONNX models need the onnx package: pip install onnx")
+    from onnx import TensorProto, helper
+
+    from .cli_runner import run_cli
+
+    def branch(depth: int, name: str):
+        out = f"{name}_out"
+        if depth == 0:
+            node = helper.make_node("Neg", ["x"], [out], name=f"{name}_neg")
+        else:
+            node = helper.make_node(
+                "If",
+                ["c"],
+                [out],
+                name=f"{name}_if",
+                then_branch=branch(depth - 1, f"{name}t"),
+                else_branch=branch(depth - 1, f"{name}e"),
+            )
+        return helper.make_graph(
+            [node], name, [], [helper.make_tensor_value_info(out, TensorProto.FLOAT, [2, 3])]
+        )
+
+    graph = helper.make_graph(
+        [
+            helper.make_node("Relu", ["x0"], ["x"], name="relu"),
+            helper.make_node(
+                "If",
+                ["c"],
+                ["y"],
+                name="top",
+                then_branch=branch(2, "t"),
+                else_branch=branch(2, "e"),
+            ),
+        ],
+        "nested_if",
+        [
+            helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("x0", TensorProto.FLOAT, [2, 3]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+    )
+    path = tmp_path / "nested_if.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    completed = run_cli("run", str(path), "--trace", "-")
+    assert completed.returncode == 0, completed.stderr
+    assert "relax.If" in completed.stdout and "OK: results match" in completed.stdout

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 import tvm
 from tvm import IRModule, relax
 from tvm.relax.expr_functor import PyExprMutator, mutator
+from tvm.relax.utils import copy_with_new_vars
 
 from .ir_utils import bindings, rename_functions
 from .lowerings import offloadable_relax_ops, pattern_table
@@ -45,12 +46,71 @@ class PartitionResult:
         return nnapi_subgraphs(self.module)
 
 
+#: Attribute of a function :func:`_lift_control_flow` made of an ``If`` binding: it runs on the
+#: host, branches included, and is not partitioned.
+HOST_CONTROL_FLOW_ATTR = "nnapi.host_control_flow"
+
+
 def _is_entry(func: object) -> bool:
-    """A Relax function of the program (not a composite or an already offloaded subgraph)."""
+    """A Relax function of the program (not a composite, an already offloaded subgraph or
+    control flow lifted to the host)."""
     if not isinstance(func, relax.Function):
         return False
     attrs = func.attrs or {}
-    return "Composite" not in attrs and "Codegen" not in attrs and "Primitive" not in attrs
+    return not any(
+        key in attrs for key in ("Composite", "Codegen", "Primitive", HOST_CONTROL_FLOW_ATTR)
+    )
+
+
+def _lift_control_flow(
+    mod: IRModule, entry_functions: Sequence[str] | None, refusals: list[Refusal]
+) -> IRModule:
+    """Move each ``If`` binding of the partitioned functions into a function of its own that
+    runs on the host, branches included, called where the ``If`` was (TVM 0.27's
+    MergeCompositeFunctions cannot visit an ``If``). Each gets a refusal; the operators before
+    and after it are partitioned as usual."""
+    builder = relax.BlockBuilder(mod)
+    count = 0
+    for gvar, func in list(mod.functions.items()):
+        if not _is_entry(func) or (entry_functions and gvar.name_hint not in entry_functions):
+            continue
+        body = func.body
+        if not isinstance(body, relax.SeqExpr) or not any(
+            isinstance(b.value, relax.If) for block in body.blocks for b in block.bindings
+        ):
+            continue
+        blocks = []
+        for block in body.blocks:
+            block_bindings = []
+            for binding in block.bindings:
+                value = binding.value
+                if isinstance(binding, relax.VarBinding) and isinstance(value, relax.If):
+                    name = f"{gvar.name_hint}_host_if_{count}"
+                    count += 1
+                    free = list(relax.analysis.free_vars(value))
+                    # Its own variables (copy_with_new_vars): no variable is defined twice.
+                    lifted = copy_with_new_vars(
+                        relax.Function(free, relax.SeqExpr([], value), binding.var.ty, func.is_pure)
+                    ).with_attr(HOST_CONTROL_FLOW_ATTR, True)
+                    target = builder.add_func(lifted, name)
+                    refusals.append(
+                        Refusal(
+                            "relax.If",
+                            binding.var.name,
+                            RefusalKind.UNSUPPORTED_OPERATOR,
+                            "control flow: the If and both its branches run on the host (in "
+                            f"{target.name_hint}); NNAPI's IF is not lowered",
+                        )
+                    )
+                    binding = relax.VarBinding(binding.var, relax.Call(target, free))
+                block_bindings.append(binding)
+            kind = relax.DataflowBlock if isinstance(block, relax.DataflowBlock) else None
+            blocks.append((kind or relax.BindingBlock)(block_bindings))
+        new_body = relax.SeqExpr(blocks, body.body)
+        builder.update_func(
+            gvar, relax.Function(func.params, new_body, func.ret_ty, func.is_pure, func.attrs)
+        )
+    return builder.get() if count else mod
 
 
 def _merge_composites(mod: IRModule, refusals: list[Refusal]) -> IRModule:
@@ -64,15 +124,25 @@ def _merge_composites(mod: IRModule, refusals: list[Refusal]) -> IRModule:
         gvar = mod.get_global_var(name)
         func = mod[gvar]
         used = {g.name_hint for g in relax.analysis.all_global_vars(func)}
+        host_control_flow = {
+            g.name_hint
+            for g, f in mod.functions.items()
+            if HOST_CONTROL_FLOW_ATTR in (getattr(f, "attrs", None) or {})
+        }
         composites = {
             g: f
             for g, f in mod.functions.items()
-            if g.name_hint in used and not _is_entry(f) and isinstance(f, relax.Function)
+            if g.name_hint in used
+            and not _is_entry(f)
+            and isinstance(f, relax.Function)
+            and g.name_hint not in host_control_flow
         }
         if not any("Composite" in (f.attrs or {}) for f in composites.values()):
             continue
         builder = relax.BlockBuilder(IRModule(composites))
-        func, opaque, casts = _hide_opaque_calls(func, builder, composites, refusals)
+        func, opaque, casts = _hide_opaque_calls(
+            func, builder, composites, refusals, host_control_flow
+        )
         scratch = builder.get()
         scratch[tvm.ir.GlobalVar("main")] = func
         scratch = relax.transform.MergeCompositeFunctions()(scratch)
@@ -198,9 +268,11 @@ def _hide_opaque_calls(
     builder: relax.BlockBuilder,
     composites: dict[tvm.ir.GlobalVar, relax.Function],
     refusals: list[Refusal],
+    host_functions: set[str] = frozenset(),  # type: ignore[assignment]
 ) -> tuple[relax.Function, dict[str, _OpaqueCall], dict[relax.Var, tvm.ir.Type]]:
     """Replace calls of packed functions (``call_dps_packed``/``call_pure_packed`` of an
-    ExternFunc, e.g. the KV-cache builtins of an LLM) and host operators with symbolic
+    ExternFunc, e.g. the KV-cache builtins of an LLM), of ``host_functions`` (control flow
+    lifted to the host) and host operators with symbolic
     dimensions among their arguments by calls of placeholder functions, and ``match_cast``
     bindings (which the ONNX frontend writes for Compress, NonZero and run-time
     Squeeze/Unsqueeze axes).
@@ -266,6 +338,10 @@ def _hide_opaque_calls(
                 and isinstance(value, relax.Call)
                 and (
                     isinstance(value.op, relax.ExternFunc)
+                    or (
+                        isinstance(value.op, tvm.ir.GlobalVar)
+                        and value.op.name_hint in host_functions
+                    )
                     or any(_contains_extern_func(arg) for arg in value.args)
                     or (
                         isinstance(value.op, tvm.ir.Op)
@@ -463,15 +539,21 @@ def _partition_once(
     original = mod
     if options.prepare:
         mod = prepare(mod, entry_functions, nhwc=options.nhwc)
+    merge_refusals: list[Refusal] = []
+    mod = _lift_control_flow(mod, entry_functions, merge_refusals)
     mod = dedicate_dequantize(relax.transform.ConvertToDataflow(min_size=1)(mod))
+    partitioned = list(entry_functions) if entry_functions else None
+    if partitioned is None and any(
+        HOST_CONTROL_FLOW_ATTR in (getattr(f, "attrs", None) or {}) for f in mod.functions.values()
+    ):
+        partitioned = [g.name_hint for g, f in mod.functions.items() if _is_entry(f)]
     with collect_refusals() as collector:
         mod = relax.transform.FuseOpsByPattern(
             pattern_table(options),
             bind_constants=True,
             annotate_codegen=False,
-            entry_functions=list(entry_functions) if entry_functions else None,
+            entry_functions=partitioned,
         )(mod)
-    merge_refusals: list[Refusal] = []
     mod = _merge_composites(mod, merge_refusals)
     if options.relax_fp32_to_fp16:
         mod = _mark_relaxed(mod)
