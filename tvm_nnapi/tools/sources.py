@@ -396,7 +396,15 @@ def _load_onnx(path: Path) -> tvm.IRModule:
         onnx.checker.check_model(str(path))
     except onnx.checker.ValidationError as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ModelLoadError(f"{path}: not a valid ONNX model (onnx.checker): {first}") from None
+        # The checker names an operator type, not the node: name the first node of that type.
+        node = next(
+            (n for n in model.graph.node if f" {n.op_type} " in f" {first} "),
+            None,
+        )
+        where = f" (node {node.name or '(unnamed)'} ({node.op_type}))" if node else ""
+        raise ModelLoadError(
+            f"{path}: not a valid ONNX model (onnx.checker): {first}{where}"
+        ) from None
     return onnx_to_relax(model, str(path))
 
 
