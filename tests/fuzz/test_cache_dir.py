@@ -192,3 +192,64 @@ def test_corrupted_or_truncated_cache_file_is_recompiled(tmp_path_factory, data)
         assert path.read_bytes() == original  # rewritten by the miss
     finally:
         runtime.configure(**saved)
+
+
+def test_a_file_where_the_directory_should_be_is_named(cache_dir):
+    cache_dir.write_bytes(b"not a directory")
+    with pytest.raises(Exception) as raised:
+        run_fresh()
+    assert str(cache_dir) in str(raised.value)
+    assert cache_dir.read_bytes() == b"not a directory"  # left alone
+
+
+def test_a_fifo_inside_the_directory_is_left_alone(cache_dir):
+    assert run_fresh()["misses"] == 1
+    os.mkfifo(cache_dir / "unrelated.fifo", 0o600)
+    assert run_fresh() == {"hits": 1, "misses": 0, "discarded": 0}
+    assert stat.S_ISFIFO(os.lstat(cache_dir / "unrelated.fifo").st_mode)
+
+
+SHARED_ROUNDS = """
+import json, sys
+import numpy as np, tvm
+sys.path.insert(0, sys.argv[2])
+from fuzz.test_cache_dir import run_fresh
+from tvm_nnapi import runtime
+runtime.configure(cache_dir=sys.argv[1])
+counts = {"hits": 0, "misses": 0, "discarded": 0}
+for round in range(int(sys.argv[3])):
+    for offset in (1.0, 2.0, 3.0):
+        for key, value in run_fresh(offset).items():
+            counts[key] += value
+print(json.dumps(counts))
+"""
+
+
+def test_four_processes_share_one_directory_over_many_rounds(tmp_path):
+    """Four processes compile the same three graphs eight times each with one cache
+    directory: every result right (run_fresh checks it), every file whole, no stray file,
+    and each process reads what another wrote."""
+    import subprocess
+    import sys
+
+    directory = tmp_path / "shared"
+    tests_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", SHARED_ROUNDS, str(directory), tests_dir, "8"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    results = []
+    for process in processes:
+        out, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    assert all(r["hits"] + r["misses"] == 24 for r in results), results
+    assert sum(r["hits"] for r in results) >= 4 * 21  # at most the first round of each misses
+    assert sum(r["discarded"] for r in results) == 0  # renames are atomic: no torn file
+    names = os.listdir(directory)
+    assert len(names) == 3 and all(CACHE_NAME.match(n) for n in names), names
