@@ -200,6 +200,7 @@ def partition_options(args: argparse.Namespace, profile: str | None) -> Partitio
         getattr(args, "relax_fp16", False),
         devices=tuple(choice.get("devices", ())),
         exclude_cpu=bool(choice.get("exclude_cpu", False)),
+        strategy=getattr(args, "partition", "all") or "all",
     )
 
 

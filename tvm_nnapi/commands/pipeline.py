@@ -327,4 +327,13 @@ def add_model_arguments(parser: argparse.ArgumentParser, profile_help: str) -> N
         "NNAPI_FLAG_CPU_DISABLED)",
     )
     add_relax_argument(parser)
+    parser.add_argument(
+        "--partition",
+        choices=("all", "cost"),
+        default="all",
+        help="all: offload every operator NNAPI can run (default); cost: place each one on "
+        "NNAPI or the host at the least MODELLED time on the profile (transfers and "
+        "per-execution overheads included), keeping the rest on the host with its numbers "
+        "(docs/cli.md, Partition strategies)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress output on stderr")

@@ -512,21 +512,36 @@ def partition_with_report(
     With ``options.device_oracle`` (the chosen devices of a target), every candidate the
     oracle says no chosen device runs is kept on the host with its reason, and the graph is
     partitioned again, smaller patterns taking over from refused fused ones, until the devices
-    take every offloaded operation.
+    take every offloaded operation. With ``strategy="cost"`` and a ``cost_oracle``, that
+    partition is then placed by modelled time (docs/cli.md, "Partition strategies") and
+    partitioned again with the candidates kept on the host refused as ``cost``, round after
+    round until the placement keeps every offloaded candidate.
     """
     options = options or PartitionOptions()
     oracle = options.device_oracle
-    if oracle is None:
+    costing = options.strategy == "cost" and options.cost_oracle is not None
+    if oracle is None and not costing:
         return _partition_once(mod, options, entry_functions)
-    refused = dict(options.device_refusals)
+    refused = dict(options.candidate_refusals)
     while True:
-        attempt = replace(options, device_refusals=refused)
+        attempt = replace(options, candidate_refusals=refused)
         result = _partition_once(mod, attempt, entry_functions)
-        new = {
-            key: reason
-            for key, reason in oracle.refused_candidates(result.module).items()
-            if key not in refused
-        }
+        new: dict = {}
+        if oracle is not None:
+            new = {
+                key: (RefusalKind.DEVICE_SUPPORT, reason)
+                for key, reason in oracle.refused_candidates(result.module).items()
+                if key not in refused
+            }
+        if not new and costing:
+            # The devices take everything offloaded: place it by modelled time. Smaller
+            # patterns that take over from refused candidates are placed in the next round.
+            assert options.cost_oracle is not None
+            new = {
+                key: value
+                for key, value in options.cost_oracle.refused_candidates(result.module).items()
+                if key not in refused
+            }
         if not new:
             return result
         # Each round refuses keys no earlier round refused, and a module has finitely many.
@@ -558,14 +573,15 @@ def _partition_once(
     if options.relax_fp32_to_fp16:
         mod = _mark_relaxed(mod)
     known = {**collector.refusals, **{(r.binding, r.operator): r for r in merge_refusals}}
-    if options.device_refusals:
-        # A fused candidate the devices refused records each of its operators; those a smaller
-        # pattern then offloaded are no longer on the host.
+    if options.candidate_refusals:
+        # A fused candidate an earlier round refused records each of its operators; those a
+        # smaller pattern then offloaded are no longer on the host.
         host = _host_bindings(mod, entry_functions)
+        rounds = (RefusalKind.DEVICE_SUPPORT, RefusalKind.COST)
         known = {
             key: r
             for key, r in known.items()
-            if r.kind != RefusalKind.DEVICE_SUPPORT or (r.binding, r.operator) in host
+            if r.kind not in rounds or (r.binding, r.operator) in host
         }
     refusals = list(known.values())
     refusals += _unsupported_operators(mod, set(known), entry_functions)

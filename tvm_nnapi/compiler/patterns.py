@@ -54,6 +54,7 @@ class RefusalKind(enum.StrEnum):
     FEATURE_LEVEL = "feature level too low"
     DEVICE_SUPPORT = "no device supports it"
     COST_POLICY = "cost policy"
+    COST = "cost"  # the cost strategy's placement: modelled faster on the host
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,15 @@ class DeviceOracle(Protocol):
         ...
 
 
+class CostOracle(Protocol):
+    """Places the candidates of a partition at the least modelled time and refuses those it
+    keeps on the host (:class:`tvm_nnapi.tools.cost_partition.CostOracle`)."""
+
+    def refused_candidates(
+        self, mod: tvm.IRModule
+    ) -> dict[CandidateKey, tuple[RefusalKind, str]]: ...
+
+
 @dataclass
 class PartitionOptions:
     """What the target can do: feature level and (optionally) per-op device support."""
@@ -131,9 +141,14 @@ class PartitionOptions:
     nhwc: bool = True
     # The chosen devices' answers: partition_with_report partitions, asks the oracle which
     # candidates of the subgraphs no chosen device runs, and partitions again with those in
-    # ``device_refusals`` (kept on the host with their reasons) until the devices take all.
+    # ``candidate_refusals`` (kept on the host with their kinds and reasons) until the devices
+    # take all.
     device_oracle: DeviceOracle | None = None
-    device_refusals: Mapping[CandidateKey, str] = field(default_factory=dict)
+    # The cost strategy (``strategy="cost"``): once the devices take everything offloaded, the
+    # oracle's placement refuses what is modelled faster on the host (tools/cost_partition.py).
+    strategy: str = "all"
+    cost_oracle: CostOracle | None = None
+    candidate_refusals: Mapping[CandidateKey, tuple[RefusalKind, str]] = field(default_factory=dict)
 
 
 class Conclusive(tuple[RefusalKind, str]):
@@ -360,25 +375,26 @@ def _check_reads_an_input(context: PatternCheckContext) -> CheckResult:
     )
 
 
-def _refused_by_devices(
+def _refused_in_a_round(
     lowering: Lowering, context: PatternCheckContext, options: PartitionOptions
 ) -> bool:
-    """Whether the chosen devices refused this candidate in an earlier round; if so, the
-    refusal is recorded for each operator it fuses (smaller patterns may still offload some of
-    them, and the partition then drops their refusals)."""
-    if not options.device_refusals:
+    """Whether an earlier round (the chosen devices, the cost placement) refused this
+    candidate; if so, the refusal is recorded for each operator it fuses (smaller patterns may
+    still offload some of them, and the partition then drops their refusals)."""
+    if not options.candidate_refusals:
         return False
     matched = [
         (var, value)
         for var, value in context.matched_bindings.items()
         if isinstance(value, relax.Call)
     ]
-    reason = options.device_refusals.get(candidate_key(lowering.name, [v for _, v in matched]))
-    if reason is None:
+    refusal = options.candidate_refusals.get(candidate_key(lowering.name, [v for _, v in matched]))
+    if refusal is None:
         return False
+    kind, reason = refusal
     for var, call in matched:
         if isinstance(call.op, tvm.ir.Op):
-            _record(str(call.op.name), var.name, RefusalKind.DEVICE_SUPPORT, reason)
+            _record(str(call.op.name), var.name, kind, reason)
     return True
 
 
@@ -403,7 +419,7 @@ def _lowering_check(lowering: Lowering, options: PartitionOptions):
                 # A value inside the match is also used outside it: a composite has one
                 # output, so smaller patterns take the operators (nothing to report).
                 return False
-        if result is None and _refused_by_devices(lowering, context, options):
+        if result is None and _refused_in_a_round(lowering, context, options):
             return False
         if result is None:
             return True

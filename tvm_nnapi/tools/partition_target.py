@@ -170,6 +170,7 @@ def partition_options(
     relax_fp16: bool = False,
     devices: Sequence[str] = (),
     exclude_cpu: bool = False,
+    strategy: str = "all",
 ) -> PartitionOptions:
     """The partition options for a target: ``feature_level`` (a code), else the profile's
     runtime level, else 8; the operations the chosen devices of the profile support together
@@ -177,7 +178,9 @@ def partition_options(
     ``devices`` or ``exclude_cpu`` (the devices every compilation targets), a
     :class:`ChosenDevices` oracle keeps on the host what those devices do not run (asking the
     mock with ``profile`` selected). A profile the mock has selected is read as the mock holds
-    it, any other from its file."""
+    it, any other from its file. ``strategy``: ``all`` (every operator NNAPI can run) or
+    ``cost`` (placed by modelled time on ``profile``, else the mock's active profile:
+    :class:`tvm_nnapi.tools.cost_partition.CostOracle`)."""
     from mock_nnapi import control, device_profiles
 
     from ..compiler.patterns import PartitionOptions  # needs TVM
@@ -206,9 +209,23 @@ def partition_options(
         if devices or exclude_cpu
         else None
     )
+    if strategy not in ("all", "cost"):
+        raise ValueError(f"partition strategy {strategy!r}: choose all or cost")
+    cost_oracle = None
+    if strategy == "cost":
+        from .cost_partition import CostOracle
+
+        # What set_profile takes again: the file of a profile read from one.
+        try:
+            active = profile is None or profile == control.profile_name()
+        except control.MockOnlyError:
+            active = False
+        cost_oracle = CostOracle(control.profile_selection() if active else str(profile))
     return PartitionOptions(
         feature_level=level if level is not None else FEATURE_LEVELS[8],
         supported_nnapi_ops=supported,
         relax_fp32_to_fp16=relax_fp16,
         device_oracle=oracle,
+        strategy=strategy,
+        cost_oracle=cost_oracle,
     )

@@ -1,0 +1,147 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The cost strategy of the partition (``--partition cost``): the minimum cut against a brute
+force, the per-subgraph rule, and the modelled program time of the placement against
+offloading every operator, on the built-in phone profiles (all modelled, not measured)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mock_nnapi import control
+from tvm_nnapi.compiler.placement import Candidate, _cost, min_cut_placement, place
+from tvm_nnapi.tools.estimate import PreparedEstimate
+from tvm_nnapi.tools.explain import load_model
+from tvm_nnapi.tools.partition_target import partition_options
+
+from .cli_runner import run_cli
+
+PHONES = ["snapdragon-8-gen-2", "tensor-g2", "dimensity-9000", "snapdragon-660"]
+
+
+def _brute_force(candidates, edges) -> float:
+    """The least node-plus-transfer cost over every assignment."""
+    names = sorted(candidates)
+    best = float("inf")
+    for bits in itertools.product([False, True], repeat=len(names)):
+        on = {n for n, b in zip(names, bits, strict=True) if b}
+        cost = sum(
+            candidates[n].nnapi_us + candidates[n].host_transfer_us
+            if n in on
+            else candidates[n].host_us
+            for n in names
+        )
+        cost += sum(t for a, b, t in edges if (a in on) != (b in on))
+        best = min(best, cost)
+    return best
+
+
+@st.composite
+def graphs(draw):
+    n = draw(st.integers(1, 7))
+    names = [f"n{i}" for i in range(n)]
+    us = st.integers(0, 500)
+    candidates = {
+        name: Candidate(name, draw(us), draw(us), draw(st.integers(0, 100))) for name in names
+    }
+    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
+    chosen = draw(st.lists(st.sampled_from(pairs), unique=True)) if pairs else []
+    edges = [(a, b, float(draw(us))) for a, b in chosen]
+    return candidates, edges
+
+
+@settings(
+    max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(graphs())
+def test_the_minimum_cut_equals_a_brute_force_search(graph):
+    candidates, edges = graph
+    on = min_cut_placement(candidates, edges)
+    cost = sum(
+        c.nnapi_us + c.host_transfer_us if name in on else c.host_us
+        for name, c in candidates.items()
+    )
+    cost += sum(t for a, b, t in edges if (a in on) != (b in on))
+    assert cost == pytest.approx(_brute_force(candidates, edges), abs=1e-6)
+
+
+@settings(
+    max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(graphs(), st.integers(0, 400))
+def test_the_placement_is_never_worse_than_all_or_none(graph, overhead):
+    candidates, edges = graph
+    result = place(candidates, edges, float(overhead))
+    for option in (set(candidates), set()):
+        total, _ = _cost(candidates, edges, option, float(overhead))
+        assert result.modelled_us <= total + 1e-6
+
+
+def test_a_group_that_does_not_pay_its_execution_overhead_goes_to_the_host():
+    """Two candidates each a little faster on NNAPI, far apart: the cut puts both there, but
+    each would be a subgraph of its own, and 100 µs per execution outweighs what each saves."""
+    candidates = {
+        "a": Candidate("a", nnapi_us=10, host_us=60),
+        "b": Candidate("b", nnapi_us=10, host_us=60),
+    }
+    assert min_cut_placement(candidates, []) == {"a", "b"}
+    result = place(candidates, [], overhead_us=100)
+    assert result.on_nnapi == set() and result.modelled_us == 120
+    # Joined by a value that would otherwise cross (a transfer of 80 µs), they are one group.
+    joined = place(candidates, [("a", "b", 80.0)], overhead_us=100)
+    assert joined.on_nnapi == set() and joined.modelled_us == 120
+    cheap = place(candidates, [("a", "b", 80.0)], overhead_us=50)
+    assert cheap.on_nnapi == {"a", "b"} and cheap.modelled_us == 70
+
+
+def _modelled(model: str, profile: str, strategy: str, shapes=None) -> tuple[float, int]:
+    module = load_model(model)
+    with control.Profile(profile):
+        options = partition_options(profile, strategy=strategy)
+        prepared = PreparedEstimate(module, shapes=shapes, options=options)
+        estimate = prepared.run(profile)
+    offloaded = sum(sum(row.relax_operators.values()) * row.calls for row in estimate.subgraphs)
+    return estimate.modelled_nnapi_program_us, offloaded
+
+
+@pytest.mark.parametrize("profile", PHONES)
+def test_the_cost_placement_is_never_slower_than_offloading_everything(profile):
+    """Modelled on each phone: MobileNetV2-small and the residual network."""
+    for model, shapes in (("mobilenet_v2_small", None), ("residual", {"batch": 1})):
+        everything, _ = _modelled(model, profile, "all", shapes)
+        placed, _ = _modelled(model, profile, "cost", shapes)
+        assert placed <= everything * (1 + 1e-9), (model, placed, everything)
+
+
+def test_where_nnapi_loses_the_small_cnn_stays_on_the_host():
+    """On the low-end phone NNAPI's round trips make the small CNN modelled slower than the
+    host: the cost placement keeps all of it there and takes the host's time."""
+    everything, offloaded_all = _modelled("mobilenet_v2_small", "snapdragon-660", "all")
+    placed, offloaded = _modelled("mobilenet_v2_small", "snapdragon-660", "cost")
+    assert offloaded_all == 154 and offloaded == 0
+    assert placed < everything / 2
+
+
+def test_explain_shows_what_the_cost_keeps_on_the_host_with_the_numbers():
+    completed = run_cli(
+        "explain", "residual", "--profile", "snapdragon-8-gen-2", "--partition", "cost", "--json"
+    )
+    assert completed.returncode == 0, completed.stderr
+    refusals = json.loads(completed.stdout)["explain"]["refusals"]
+    costs = [r for r in refusals if r["kind"] == "cost"]
+    assert {r["operator"] for r in costs} == {"relax.add", "relax.multiply", "relax.subtract"}
+    reason = costs[0]["reason"]
+    assert reason.startswith("kept on the host (modelled on snapdragon-8-gen-2): ")
+    assert "on qti-gpu including" in reason and "of transfers" in reason and "on the host" in reason
+
+
+def test_run_with_the_cost_strategy_gives_the_host_answer():
+    completed = run_cli(
+        "run", "residual", "--profile", "tensor-g2", "--partition", "cost", "--trace", "-"
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "OK: results match the host llvm build" in completed.stdout
