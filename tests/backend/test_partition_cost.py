@@ -145,3 +145,14 @@ def test_run_with_the_cost_strategy_gives_the_host_answer():
     )
     assert completed.returncode == 0, completed.stderr
     assert "OK: results match the host llvm build" in completed.stdout
+
+
+def test_estimate_shows_both_strategies_side_by_side():
+    completed = run_cli("estimate", "mobilenet_v2_small", "--profile", "snapdragon-660", "--json")
+    assert completed.returncode == 0, completed.stderr
+    strategies = json.loads(completed.stdout)["estimate"]["strategies"]
+    assert set(strategies) == {"all", "cost"}
+    assert strategies["all"]["offloaded_operators"] == 154
+    assert strategies["cost"]["offloaded_operators"] == 0 and strategies["cost"]["subgraphs"] == 0
+    cost, everything = (strategies[k]["modelled_nnapi_program_us"] for k in ("cost", "all"))
+    assert cost < everything

@@ -112,6 +112,48 @@ def print_estimate(console, estimate: dict[str, Any]) -> None:
     reason = why_nnapi_loses(estimate)
     if reason:
         console.print(escape(reason))
+    strategies = estimate.get("strategies")
+    if strategies:
+        parts = [
+            f"{name} {_format_us(row['modelled_nnapi_program_us'])} "
+            f"({row['offloaded_operators']} operators offloaded, {row['subgraphs']} subgraphs)"
+            for name, row in strategies.items()
+        ]
+        console.print(
+            "partition strategies (--partition; modelled program time): " + "; ".join(parts)
+        )
+
+
+def _offloaded(estimate: dict[str, Any]) -> int:
+    return sum(
+        sum(row.get("relax_operators", {}).values()) * row.get("calls", 1)
+        for row in estimate.get("subgraphs", [])
+    )
+
+
+def strategy_totals(
+    args: argparse.Namespace, source: Any, estimate: dict[str, Any], progress: Progress
+) -> dict[str, dict[str, Any]]:
+    """The modelled program time and operators offloaded with each partition strategy: this
+    estimate's, and the other one estimated the same way."""
+    import copy
+
+    chosen = getattr(args, "partition", "all") or "all"
+    other = "cost" if chosen == "all" else "all"
+    progress(f"estimating the {other} strategy too (modelled)...")
+    other_args = copy.copy(args)
+    other_args.partition = other
+    other_estimate = estimate_document(other_args, source, estimate["profile"], progress)
+
+    def summary(document: dict[str, Any]) -> dict[str, Any]:
+        totals = document.get("totals", {})
+        return {
+            "modelled_nnapi_program_us": totals.get("modelled_nnapi_program_us"),
+            "offloaded_operators": _offloaded(document),
+            "subgraphs": len(document.get("subgraphs", [])),
+        }
+
+    return {chosen: summary(estimate), other: summary(other_estimate)}
 
 
 def _stage(
@@ -119,6 +161,11 @@ def _stage(
 ) -> None:
     source.check_bound()
     document["estimate"] = estimate_document(args, source, document["profile"], progress)
+    if source.kind != "llm":
+        # Side by side (an LLM's engine partitions its functions itself: one strategy).
+        document["estimate"]["strategies"] = strategy_totals(
+            args, source, document["estimate"], progress
+        )
     document["explain"]["subgraph_devices"] = {
         row["name"]: row["devices"] for row in document["estimate"]["subgraphs"]
     }
