@@ -131,3 +131,44 @@ def precompile(program: Any, **symbols: int | Iterable[int]) -> int:
             count += 1
         lengths = {len(v) for v in values.values()}
     return count
+
+
+class PerThreadVM:
+    """One ``relax.VirtualMachine`` per calling thread over one executable.
+
+    TVM's Relax VM keeps its frames and registers in the instance, so one instance called from
+    several threads at once corrupts itself (a crash inside TVM, which no module it calls can
+    prevent). The NNAPI runtime modules of an executable are shared and safe to call from many
+    threads; what must not be shared is the VM. ``PerThreadVM(executable, device)`` gives each
+    thread its own VM, made on its first call::
+
+        vm = tvm_nnapi.runtime.PerThreadVM(executable, tvm.cpu())
+        out = vm["main"](x)          # from any thread
+    """
+
+    def __init__(self, executable: Any, device: Any) -> None:
+        import threading
+
+        self.executable = executable
+        self.device = device
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self.created = 0  # VMs made so far (one per thread that called)
+
+    def vm(self) -> Any:
+        """The calling thread's VM."""
+        vm = getattr(self._local, "vm", None)
+        if vm is None:
+            from tvm import relax
+
+            vm = relax.VirtualMachine(self.executable, self.device)
+            self._local.vm = vm
+            with self._lock:
+                self.created += 1
+        return vm
+
+    def __getitem__(self, name: str) -> Any:
+        def call(*args: Any) -> Any:
+            return self.vm()[name](*args)
+
+        return call
