@@ -4,8 +4,11 @@ result must be the host's, with what cannot be offloaded kept on the host with i
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
+import tvm
 from tvm import relax
 from tvm.script import ir as I
 from tvm.script import relax as R
@@ -242,3 +245,46 @@ def test_an_onnx_model_with_nested_if_runs(tmp_path):
     completed = run_cli("run", str(path), "--trace", "-")
     assert completed.returncode == 0, completed.stderr
     assert "relax.If" in completed.stdout and "OK: results match" in completed.stdout
+
+
+def _resident_bytes() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_a_program_that_is_one_subgraph_builds_runs_and_frees_twenty_times():
+    """A program whose whole body is one NNAPI subgraph has no TIR function: its executable
+    holds no empty C module, so a VM runs it as built (no C compiler, no shared library loaded
+    for good with copies of the NNAPI modules), and nothing stays alive between rounds."""
+    import gc
+
+    from mock_nnapi import control
+
+    weight = RNG.standard_normal((4, 3, 3, 3)).astype("float32")
+
+    @I.ir_module
+    class Module:
+        @R.function
+        def main(x: R.Tensor((1, 3, 16, 16), "float32")):
+            with R.dataflow():
+                y = R.nn.relu(R.nn.conv2d(x, R.const(weight), padding=1))
+                R.output(y)
+            return y
+
+    x = RNG.standard_normal((1, 3, 16, 16)).astype("float32")
+    expected = run_host(Module, "main", [x])
+    gc.collect()
+    before = control.live_objects()["total"]
+    resident = []
+    for _ in range(20):
+        executable = tvm_nnapi.build(tvm_nnapi.partition(Module))
+        assert [m.kind for m in executable.mod.imports] == ["nnapi"]
+        assert executable.jit() is executable.mod  # runnable as built
+        vm = relax.VirtualMachine(executable, tvm.cpu())
+        out = vm["main"](tvm.runtime.tensor(x)).numpy()
+        np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+        del vm, executable, out
+        gc.collect()
+        assert control.live_objects()["total"] == before
+        resident.append(_resident_bytes())
+    assert resident[-1] - resident[4] < 32 * 2**20, resident

@@ -38,7 +38,32 @@ def build(
     mod = relax.transform.RunCodegen({"nnapi": codegen_options})(mod)
     # The NNAPI modules carry their constants: no second copy in a constant-loader module.
     mod = drop_codegen_constants(mod, subgraphs)
-    return relax.build(mod, target=target)
+    executable = relax.build(mod, target=target)
+    _drop_empty_source_modules(executable)
+    return executable
+
+
+def _drop_empty_source_modules(executable: relax.VMExecutable) -> None:
+    """``relax.build`` gives a program without TIR functions (its whole body an NNAPI subgraph,
+    say) an empty C source module as host library. A VM then cannot run the executable as it is:
+    it compiles it with the system's C compiler into a temporary shared library and loads that,
+    for the rest of the process, with a second copy of every NNAPI module in it (three NNAPI
+    objects and the weights kept alive per VM). The empty module holds nothing: drop it, and the
+    executable runs as built."""
+    imports = list(executable.mod.imports)
+    empty = [
+        index
+        for index, module in enumerate(imports)
+        if module.kind == "c"
+        and not module.imports
+        and module.inspect_source().strip() in ("", ";")
+    ]
+    if not empty:
+        return
+    executable.mod.clear_imports()
+    for index, module in enumerate(imports):
+        if index not in empty:
+            executable.mod.import_module(module)
 
 
 @dataclass
