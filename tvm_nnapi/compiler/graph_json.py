@@ -245,6 +245,19 @@ class GraphBuilder:
     ) -> None:
         self.operations.append(Operation(op, list(inputs), list(outputs), source))
 
+    def dimension_value(self, dim: Dim, symbol_value: int) -> int:
+        """A dimension's size with every symbol at ``symbol_value`` (expressions are this
+        builder's own: symbols, integers, ``+ - * // %``, ``min``, ``max``)."""
+        if isinstance(dim, int):
+            return dim
+        values = dict.fromkeys(self.symbols, symbol_value)
+        namespace = {"__builtins__": {}, "min": min, "max": max}
+        return int(eval(str(dim), namespace, values))
+
+    def shape_values(self, operand: int, symbol_value: int) -> list[int]:
+        """An operand's sizes with every symbol at ``symbol_value``."""
+        return [self.dimension_value(d, symbol_value) for d in self.operands[operand].shape or []]
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "format": GRAPH_FORMAT,

@@ -30,10 +30,14 @@ from ..compiler.partition import CODEGEN_NAME
 from ..compiler.patterns import CandidateKey, RefusalKind, candidate_key
 from ..compiler.placement import Candidate, place
 from .host_model import HostModel
-from .partition_target import probe_shapes
 from .program_work import operator_work
 
 __all__ = ["CostOracle"]
+
+#: The value symbolic dimensions take when a candidate is costed (as the device check's probe:
+#: :data:`tvm_nnapi.tools.partition_target.PROBE_DIMENSION`; bind symbols with ``--shapes``
+#: to cost the sizes that matter).
+PROBE_DIMENSION = 8
 
 _BYTES = {
     "TENSOR_FLOAT32": 4,
@@ -202,12 +206,10 @@ def _us(value: float) -> str:
 def _transfer_us(builder: Any, operand: int, device: dict[str, Any] | None) -> float:
     if device is None or "transfer" not in device:
         return 0.0
-    entry = builder.operands[operand]
-    values = dict.fromkeys(builder.symbols, 8)
     size = 1
-    for dim in entry.shape or []:
-        size *= int(dim if isinstance(dim, int) else eval(str(dim), {"__builtins__": {}}, values))
-    nbytes = size * _BYTES.get(entry.type, 4)
+    for dim in builder.shape_values(operand, PROBE_DIMENSION):
+        size *= dim
+    nbytes = size * _BYTES.get(builder.operands[operand].type, 4)
     transfer = device["transfer"]
     return float(transfer["latency_us"]) + nbytes / (float(transfer["bandwidth_gbps"]) * 1e3)
 
@@ -230,10 +232,9 @@ def _trace(func: relax.Function, builder: Any) -> dict[str, Any] | None:
     from ..runtime._library import runtime_function
     from .estimate import _ZeroBuffers
 
-    shapes = probe_shapes(builder)
-    if shapes is None or builder.skip_arguments:
+    shapes = [builder.shape_values(index, PROBE_DIMENSION) for index in builder.inputs]
+    if any(size <= 0 for shape in shapes for size in shape) or builder.skip_arguments:
         return None
-    values = dict.fromkeys(builder.symbols, 8)
     create = runtime_function("tvm_nnapi.runtime.create")
     module = create(builder.symbol, builder.to_json(), bytes(builder.constants))
     buffers = _ZeroBuffers()
@@ -242,12 +243,8 @@ def _trace(func: relax.Function, builder: Any) -> dict[str, Any] | None:
         for index, shape in zip(builder.inputs, shapes, strict=True):
             args.append(buffers.array(shape, _dtype(builder.operands[index].type)))
         for index in builder.outputs:
-            entry = builder.operands[index]
-            shape = [
-                int(d if isinstance(d, int) else eval(str(d), {"__builtins__": {}}, values))
-                for d in entry.shape or []
-            ]
-            args.append(buffers.array(shape, _dtype(entry.type)))
+            shape = builder.shape_values(index, PROBE_DIMENSION)
+            args.append(buffers.array(shape, _dtype(builder.operands[index].type)))
         control.clear_traces()
         module[builder.symbol](*args)
         trace = control.last_execution_trace()

@@ -150,18 +150,8 @@ class ChosenDevices:
 def probe_shapes(builder: Any) -> list[list[int]] | None:
     """Input shapes of a lowered subgraph with every symbol at :data:`PROBE_DIMENSION` (None
     when a dimension would not be positive)."""
-    values = dict.fromkeys(builder.symbols, PROBE_DIMENSION)
-    namespace = {"__builtins__": {}, "min": min, "max": max}
-    shapes = []
-    for index in builder.inputs:
-        shape = []
-        for dim in builder.operands[index].shape or []:
-            size = dim if isinstance(dim, int) else eval(str(dim), namespace, values)
-            if int(size) <= 0:
-                return None
-            shape.append(int(size))
-        shapes.append(shape)
-    return shapes
+    shapes = [builder.shape_values(index, PROBE_DIMENSION) for index in builder.inputs]
+    return None if any(size <= 0 for shape in shapes for size in shape) else shapes
 
 
 def partition_options(
