@@ -159,6 +159,12 @@ class Operation:
         return entry
 
 
+#: The value symbolic dimensions take when a lowered subgraph is built only to be asked about
+#: (which operations a device runs) or costed: what a device takes depends on operations, operand
+#: types and ranks, not on sizes; bind the symbols (``--shapes``) to cost the sizes that matter.
+PROBE_DIMENSION = 8
+
+
 @dataclass
 class GraphBuilder:
     """Collects one NNAPI subgraph. Operand ids are indices into :attr:`operands`."""
@@ -257,6 +263,12 @@ class GraphBuilder:
     def shape_values(self, operand: int, symbol_value: int) -> list[int]:
         """An operand's sizes with every symbol at ``symbol_value``."""
         return [self.dimension_value(d, symbol_value) for d in self.operands[operand].shape or []]
+
+    def input_shapes(self, symbol_value: int) -> list[list[int]] | None:
+        """The inputs' sizes with every symbol at ``symbol_value`` (None when a size would not
+        be positive)."""
+        shapes = [self.shape_values(index, symbol_value) for index in self.inputs]
+        return None if any(size <= 0 for shape in shapes for size in shape) else shapes
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -99,6 +99,18 @@ def candidate_key(composite: str, calls: Iterable[relax.Call]) -> CandidateKey:
     return composite, tuple(sorted(rows))
 
 
+def composite_key(composite: relax.Function) -> CandidateKey:
+    """The :data:`CandidateKey` of a composite function as the partition made it (its
+    ``Composite`` name and the calls of its body): what an oracle refuses."""
+    calls = [
+        binding.value
+        for block in composite.body.blocks
+        for binding in block.bindings
+        if isinstance(binding.value, relax.Call)
+    ]
+    return candidate_key(str(composite.attrs["Composite"]), calls)
+
+
 class DeviceOracle(Protocol):
     """Answers for the chosen NNAPI devices of a target which candidates they cannot run
     (:mod:`tvm_nnapi.tools.partition_target` asks the target's NNAPI library)."""

@@ -26,31 +26,15 @@ import tvm
 from tvm import relax
 
 from ..compiler.codegen import lower_function
+from ..compiler.graph_json import PROBE_DIMENSION
 from ..compiler.partition import CODEGEN_NAME
-from ..compiler.patterns import CandidateKey, RefusalKind, candidate_key
+from ..compiler.patterns import CandidateKey, RefusalKind, composite_key
 from ..compiler.placement import Candidate, place
+from .estimate import _NUMPY_DTYPES
 from .host_model import HostModel
 from .program_work import operator_work
 
 __all__ = ["CostOracle"]
-
-#: The value symbolic dimensions take when a candidate is costed (as the device check's probe:
-#: :data:`tvm_nnapi.tools.partition_target.PROBE_DIMENSION`; bind symbols with ``--shapes``
-#: to cost the sizes that matter).
-PROBE_DIMENSION = 8
-
-_BYTES = {
-    "TENSOR_FLOAT32": 4,
-    "TENSOR_INT32": 4,
-    "TENSOR_FLOAT16": 2,
-    "TENSOR_QUANT8_ASYMM": 1,
-    "TENSOR_QUANT8_ASYMM_SIGNED": 1,
-    "TENSOR_QUANT8_SYMM": 1,
-    "TENSOR_QUANT8_SYMM_PER_CHANNEL": 1,
-    "TENSOR_QUANT16_ASYMM": 2,
-    "TENSOR_QUANT16_SYMM": 2,
-    "TENSOR_BOOL8": 1,
-}
 
 
 @dataclass
@@ -138,19 +122,12 @@ class CostOracle:
         if trace is None:
             return  # not costable at these sizes: stays as partitioned
         owner: dict[int, CandidateKey] = {}
-        keys: dict[relax.Var, CandidateKey] = {}
-        for var, (composite, span) in spans.items():
-            calls = [
-                b.value
-                for block in composite.body.blocks
-                for b in block.bindings
-                if isinstance(b.value, relax.Call)
-            ]
-            key = candidate_key(str(composite.attrs["Composite"]), calls)
-            keys[var] = key
+        for composite, span in spans.values():
+            key = composite_key(composite)
             entry = costed.setdefault(key, _Costed(key))
-            for call in calls:
-                if isinstance(call.op, tvm.ir.Op):
+            for binding in (b for block in composite.body.blocks for b in block.bindings):
+                call = binding.value
+                if isinstance(call, relax.Call) and isinstance(call.op, tvm.ir.Op):
                     work = operator_work(call)
                     entry.host_us += count * host.time_us(
                         work.flops, work.bytes, work.data_class, work.operation_class
@@ -209,7 +186,7 @@ def _transfer_us(builder: Any, operand: int, device: dict[str, Any] | None) -> f
     size = 1
     for dim in builder.shape_values(operand, PROBE_DIMENSION):
         size *= dim
-    nbytes = size * _BYTES.get(builder.operands[operand].type, 4)
+    nbytes = size * np.dtype(_NUMPY_DTYPES[builder.operands[operand].type]).itemsize
     transfer = device["transfer"]
     return float(transfer["latency_us"]) + nbytes / (float(transfer["bandwidth_gbps"]) * 1e3)
 
@@ -232,8 +209,8 @@ def _trace(func: relax.Function, builder: Any) -> dict[str, Any] | None:
     from ..runtime._library import runtime_function
     from .estimate import _ZeroBuffers
 
-    shapes = [builder.shape_values(index, PROBE_DIMENSION) for index in builder.inputs]
-    if any(size <= 0 for shape in shapes for size in shape) or builder.skip_arguments:
+    shapes = builder.input_shapes(PROBE_DIMENSION)
+    if shapes is None or builder.skip_arguments:
         return None
     create = runtime_function("tvm_nnapi.runtime.create")
     module = create(builder.symbol, builder.to_json(), bytes(builder.constants))
@@ -241,10 +218,10 @@ def _trace(func: relax.Function, builder: Any) -> dict[str, Any] | None:
     try:
         args = []
         for index, shape in zip(builder.inputs, shapes, strict=True):
-            args.append(buffers.array(shape, _dtype(builder.operands[index].type)))
+            args.append(buffers.array(shape, _NUMPY_DTYPES[builder.operands[index].type]))
         for index in builder.outputs:
             shape = builder.shape_values(index, PROBE_DIMENSION)
-            args.append(buffers.array(shape, _dtype(builder.operands[index].type)))
+            args.append(buffers.array(shape, _NUMPY_DTYPES[builder.operands[index].type]))
         control.clear_traces()
         module[builder.symbol](*args)
         trace = control.last_execution_trace()
@@ -256,14 +233,3 @@ def _trace(func: relax.Function, builder: Any) -> dict[str, Any] | None:
     if trace is None or trace.get("result") != "NO_ERROR":
         return None
     return dict(json.loads(json.dumps(trace)))
-
-
-def _dtype(operand_type: str) -> str:
-    return {
-        "TENSOR_FLOAT32": "float32",
-        "TENSOR_FLOAT16": "float16",
-        "TENSOR_INT32": "int32",
-        "TENSOR_QUANT8_ASYMM": "uint8",
-        "TENSOR_QUANT8_ASYMM_SIGNED": "int8",
-        "TENSOR_BOOL8": "bool",
-    }.get(operand_type, "float32")

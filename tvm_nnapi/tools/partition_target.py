@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from mock_nnapi.constants import DeviceTypeCode, FeatureLevelCode, OperationCode
 
+from ..compiler.graph_json import PROBE_DIMENSION
+
 if TYPE_CHECKING:
     import tvm
 
@@ -19,9 +21,6 @@ if TYPE_CHECKING:
 
 __all__ = ["FEATURE_LEVELS", "ChosenDevices", "feature_level_code", "partition_options"]
 
-#: The value a symbolic dimension takes when the chosen devices are asked about a subgraph
-#: (what a device runs depends on operation, operand types and ranks, not on sizes).
-PROBE_DIMENSION = 8
 
 #: NNAPI feature levels 1-8 and the codes Android reports for them.
 FEATURE_LEVELS = {level: int(FeatureLevelCode[f"FEATURE_LEVEL_{level}"]) for level in range(1, 9)}
@@ -87,7 +86,7 @@ class ChosenDevices:
 
         from ..compiler.codegen import lower_function
         from ..compiler.partition import CODEGEN_NAME
-        from ..compiler.patterns import candidate_key
+        from ..compiler.patterns import composite_key
 
         chosen = self.chosen()
         refused: dict[CandidateKey, str] = {}
@@ -112,14 +111,7 @@ class ChosenDevices:
                 missing = sorted(lacking.intersection(span))
                 if not missing:
                     continue
-                calls = [
-                    binding.value
-                    for block in composite.body.blocks
-                    for binding in block.bindings
-                    if isinstance(binding.value, relax.Call)
-                ]
-                key = candidate_key(str(composite.attrs["Composite"]), calls)
-                refused[key] = self._reason(builder, missing)
+                refused[composite_key(composite)] = self._reason(builder, missing)
         return refused
 
     def _reason(self, builder: Any, missing: Sequence[int]) -> str:
@@ -150,8 +142,7 @@ class ChosenDevices:
 def probe_shapes(builder: Any) -> list[list[int]] | None:
     """Input shapes of a lowered subgraph with every symbol at :data:`PROBE_DIMENSION` (None
     when a dimension would not be positive)."""
-    shapes = [builder.shape_values(index, PROBE_DIMENSION) for index in builder.inputs]
-    return None if any(size <= 0 for shape in shapes for size in shape) else shapes
+    return builder.input_shapes(PROBE_DIMENSION)
 
 
 def partition_options(
