@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// BATCH_MATMUL (FL6): out[..., :, :] = op(x[..., :, :]) * op(y[..., :, :]) through sgemm.
+// BATCH_MATMUL: out[..., :, :] = op(x[..., :, :]) * op(y[..., :, :]) through sgemm.
 //
 // Inputs (NDK reference; Android's batch_matmul validation and prepare): 0 x [..., r_x, c_x];
 // 1 y [..., r_y, c_y] of the same type and rank (2 to 4); 2 BOOL adj_x; 3 BOOL adj_y. All four

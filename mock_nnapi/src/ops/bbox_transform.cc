@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// AXIS_ALIGNED_BBOX_TRANSFORM (41, FL3): refines bounding box proposals with per-class deltas and
+// AXIS_ALIGNED_BBOX_TRANSFORM: refines bounding box proposals with per-class deltas and
 // clips the results to the image.
 //
 // Inputs: 0 rois [num_rois, 4], each [x1, y1, x2, y2] with x1 <= x2 and y1 <= y2; 1 deltas

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// BIDIRECTIONAL_SEQUENCE_RNN (43, FL3) and BIDIRECTIONAL_SEQUENCE_LSTM (42, FL3): a forward
+// BIDIRECTIONAL_SEQUENCE_RNN and BIDIRECTIONAL_SEQUENCE_LSTM: a forward
 // cell runs over the sequence t = 0 .. max_time - 1 and a backward cell, with its own weights
 // and initial state, over t = max_time - 1 .. 0; each step's state is that direction's output
 // at t. The cells are rnn.cc's (h_t = activation(x W^T + h R^T + b)) and lstm_cell.h's.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// BOX_WITH_NMS_LIMIT (44, FL3): per-class non-maximum suppression of scored boxes, per image.
+// BOX_WITH_NMS_LIMIT: per-class non-maximum suppression of scored boxes, per image.
 //
 // Inputs: 0 scores [num_rois, num_classes] (num_classes >= 2; class 0 is the background and is
 //   ignored); 1 boxes [num_rois, num_classes * 4], each [x1, y1, x2, y2] (x1 <= x2, y1 <= y2);

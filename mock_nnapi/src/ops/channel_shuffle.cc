@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// CHANNEL_SHUFFLE (46): splits one dimension into num_groups groups and transposes the groups:
+// CHANNEL_SHUFFLE: splits one dimension into num_groups groups and transposes the groups:
 // output index i * num_groups + j along the axis takes input index j * group_size + i.
 //
 // Inputs: 0 tensor (rank <= 4); 1 INT32 num_groups > 0, dividing the axis dimension; 2 INT32 axis

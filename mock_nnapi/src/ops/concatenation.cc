@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // CONCATENATION and PACK: join tensors along an axis.
 //
-// CONCATENATION (2): inputs 0..n-1 tensors of one type and rank (<= 4), equal except along the
+// CONCATENATION: inputs 0..n-1 tensors of one type and rank (<= 4), equal except along the
 //   axis; input n an INT32 axis in [0, rank) (Android's implementation rejects negative axes).
 //   Output: the inputs' type, shape with the axis dimension summed.
 //   Types: TENSOR_FLOAT32, TENSOR_QUANT8_ASYMM (FL1), TENSOR_FLOAT16 (FL3),
@@ -9,7 +9,7 @@
 //   zero point; TENSOR_QUANT8_ASYMM inputs that differ need FL3 and are requantised to the output
 //   (q_out = round((q_in - zp_in) * scale_in / scale_out) + zp_out, saturated), as are
 //   TENSOR_QUANT8_ASYMM_SIGNED inputs. Zero-sized inputs are accepted (since FL3).
-// PACK (103, FL6): input 0 an INT32 axis in [0, rank]; inputs 1..n tensors of identical shape
+// PACK: input 0 an INT32 axis in [0, rank]; inputs 1..n tensors of identical shape
 //   (rank >= 1), type, scale and zero point, all equal to the output's. Output rank is rank + 1
 //   with dimension n inserted at the axis. Types: TENSOR_FLOAT16, TENSOR_FLOAT32, TENSOR_INT32,
 //   TENSOR_QUANT8_ASYMM, TENSOR_QUANT8_ASYMM_SIGNED. Zero-sized inputs are rejected.

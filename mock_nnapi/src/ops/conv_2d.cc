@@ -11,7 +11,7 @@
 //   The valid counts are {7, 8, 10, 11, 13}; 9 and 12 (a single dilation factor) are rejected.
 //   Padding is explicit when there are 10 or more inputs and input 7 is INT32 (otherwise input
 //   7 is the layout flag).
-// GROUPED_CONV_2D (FL3): 12 inputs with explicit padding (3-6 paddings, 7, 8 strides, 9 number
+// GROUPED_CONV_2D: 12 inputs with explicit padding (3-6 paddings, 7, 8 strides, 9 number
 //   of groups, 10 FuseCode, 11 BOOL NCHW) or 9 with implicit padding (3 PaddingCode, 4, 5
 //   strides, 6 groups, 7 FuseCode, 8 NCHW). The layout flag is required and there is no
 //   dilation. Filter [C_out, kH, kW, C_in / groups]; C_out must divide by the groups; output

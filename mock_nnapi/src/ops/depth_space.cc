@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// DEPTH_TO_SPACE (5) and SPACE_TO_DEPTH (26): move blocks between the channel dimension and the
+// DEPTH_TO_SPACE and SPACE_TO_DEPTH: move blocks between the channel dimension and the
 // spatial dimensions of a 4-D image tensor.
 //
 // Inputs: 0 tensor [batches, height, width, channels] (NHWC; NCHW when input 2 is true); 1 INT32

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// DETECTION_POSTPROCESSING (47, FL3): SSD's box decoding and NMS (what TFLite's
+// DETECTION_POSTPROCESSING: SSD's box decoding and NMS (what TFLite's
 // TFLite_Detection_PostProcess custom operation computes; TFLite's NNAPI delegate maps it here).
 //
 // Inputs: 0 scores [batches, num_anchors, num_classes] (num_classes >= 2; class 0 is the

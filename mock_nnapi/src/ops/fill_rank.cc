@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// FILL and RANK (both FL4).
+// FILL and RANK.
 //
-// FILL (100): 0 TENSOR_INT32 1-D output shape (non-negative values); 1 the fill value, a scalar
+// FILL: 0 TENSOR_INT32 1-D output shape (non-negative values); 1 the fill value, a scalar
 //   of the output's element type: FLOAT16 for TENSOR_FLOAT16, FLOAT32 for TENSOR_FLOAT32, INT32 for
 //   TENSOR_INT32. Output: a tensor of that shape filled with the value.
-// RANK (101): 0 a tensor of TENSOR_FLOAT16, TENSOR_FLOAT32, TENSOR_INT32, TENSOR_BOOL8,
+// RANK: 0 a tensor of TENSOR_FLOAT16, TENSOR_FLOAT32, TENSOR_INT32, TENSOR_BOOL8,
 //   TENSOR_QUANT8_ASYMM, TENSOR_QUANT8_ASYMM_SIGNED, TENSOR_QUANT8_SYMM,
 //   TENSOR_QUANT8_SYMM_PER_CHANNEL, TENSOR_QUANT16_ASYMM or TENSOR_QUANT16_SYMM. Output: an INT32
 //   scalar, the input's rank.

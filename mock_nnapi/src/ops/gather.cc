@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // GATHER and EMBEDDING_LOOKUP: select slices of a tensor by index.
 //
-// GATHER (51): 0 tensor (rank n); 1 INT32 axis in [-n, n); 2 TENSOR_INT32 indices (rank k), each in
+// GATHER: 0 tensor (rank n); 1 INT32 axis in [-n, n); 2 TENSOR_INT32 indices (rank k), each in
 //   [0, input.dims[axis]) (an index out of range fails the execution; a constant one fails
 //   validation). Output shape input.dims[:axis] + indices.dims + input.dims[axis+1:].
 //   Types: TENSOR_FLOAT16, TENSOR_FLOAT32, TENSOR_INT32, TENSOR_QUANT8_ASYMM (FL3),
 //   TENSOR_QUANT8_ASYMM_SIGNED (FL4).
-// EMBEDDING_LOOKUP (7): 0 lookups, TENSOR_INT32 1-D [k], each in [0, values.dims[0]); 1 values
+// EMBEDDING_LOOKUP: 0 lookups, TENSOR_INT32 1-D [k], each in [0, values.dims[0]); 1 values
 //   (rank >= 2). Output [k, values.dims[1:]].
 //   Types of values: TENSOR_FLOAT32 (FL1), TENSOR_INT32, TENSOR_QUANT8_ASYMM (FL3),
 //   TENSOR_FLOAT16, TENSOR_QUANT8_ASYMM_SIGNED (FL4).

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// GENERATE_PROPOSALS (52, FL3): region proposals from anchors, box deltas and scores (a region
+// GENERATE_PROPOSALS: region proposals from anchors, box deltas and scores (a region
 // proposal network's last step), per image, with a final hard NMS.
 //
 // Inputs: 0 scores [batches, height, width, num_anchors] (NHWC; [batches, num_anchors, height,

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// HASHTABLE_LOOKUP (10, FL1): looks up sub-tensors of a key -> value map.
+// HASHTABLE_LOOKUP: looks up sub-tensors of a key -> value map.
 //
 // Inputs: 0 lookups, TENSOR_INT32 1-D [k]; 1 keys, TENSOR_INT32 1-D [n], sorted in ascending order
 //   (the NDK requires it; the lookup is a binary search, as Android's, so unsorted keys give the

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// HEATMAP_MAX_KEYPOINT (56, FL3): the sub-pixel maximum of each keypoint heatmap and its score.
+// HEATMAP_MAX_KEYPOINT: the sub-pixel maximum of each keypoint heatmap and its score.
 //
 // Inputs: 0 heatmaps [num_boxes, size, size, num_keypoints] (NHWC; [num_boxes, num_keypoints,
 //   size, size] when input 2 is true), size >= 2; 1 boxes [num_boxes, 4], each [x1, y1, x2, y2];

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// IF (96, FL4): runs one of two referenced models and copies its outputs.
+// IF: runs one of two referenced models and copies its outputs.
 //
 // Inputs: 0 TENSOR_BOOL8 of shape [1], the condition; 1 MODEL, the "then" model; 2 MODEL, the
 //   "else" model; 3.. the branch inputs, passed to the chosen model's inputs in order.
@@ -8,8 +8,8 @@
 // branches have exactly (input count - 3) inputs and (output count) outputs, and each branch
 // input and output is compatible with the operation's operand in its place (same type, scale,
 // zero point and per-channel quantisation, dimensions equal where both are known). Operands of
-// unknown shape are allowed on both sides. The operation needs FL4 and whatever the operations
-// of its branches need.
+// unknown shape are allowed on both sides. The operation needs its own feature level
+// (common/nnapi_operations.inc) and whatever the operations of its branches need.
 // Execution: see control_flow.h (the branch runs in the prepare step).
 #include <cstring>
 

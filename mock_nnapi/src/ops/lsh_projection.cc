@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// LSH_PROJECTION (15, FL1): projects an input to a bit vector by locality-sensitive hashing.
+// LSH_PROJECTION: projects an input to a bit vector by locality-sensitive hashing.
 //
 // Inputs: 0 hash functions, TENSOR_FLOAT32 (FL1) or TENSOR_FLOAT16 (FL3) [num_hash, num_bits],
 //   num_bits <= 32: the seeds; 1 input, rank >= 1, TENSOR_FLOAT32, TENSOR_FLOAT16 (FL3),

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// LSTM (16, FL1), one time step, and UNIDIRECTIONAL_SEQUENCE_LSTM (92, FL3), the same cell
+// LSTM, one time step, and UNIDIRECTIONAL_SEQUENCE_LSTM, the same cell
 // along a sequence; the cell, its optional inputs and its equations are in lstm_cell.h.
 //
 // LSTM inputs: 0 input [batch, input_size]; 1-19 the cell's tensors (lstm_cell.h's standard

@@ -7,7 +7,7 @@
 // TENSOR_QUANT8_ASYMM_SIGNED (FL4); ranks other than 4 need FL3. Quantised outputs must have scale
 // 1/128 and zero point 128 (unsigned) or 0 (signed).
 //
-// INSTANCE_NORMALIZATION (FL3): inputs 0 4-D tensor, 1 gamma, 2 beta, 3 epsilon (FLOAT32 scalars,
+// INSTANCE_NORMALIZATION: inputs 0 4-D tensor, 1 gamma, 2 beta, 3 epsilon (FLOAT32 scalars,
 // FLOAT16 for TENSOR_FLOAT16), 4 BOOL layout (true = NCHW). For every batch and channel,
 // out = (x - mean) * gamma / sqrt(variance + epsilon) + beta over height and width (population
 // variance). Types: TENSOR_FLOAT32, TENSOR_FLOAT16.

@@ -4,14 +4,14 @@
 // All three: 0 tensor; 1 TENSOR_INT32 paddings of shape [rank, 2] (before, after per dimension,
 // non-negative). Output dimension i is before_i + input_i + after_i, with the input's type, scale
 // and zero point. Zero-sized inputs are rejected.
-// PAD (32): pads with logical zero: 0 for floats, the zero point for quantised types. Rank <= 4.
+// PAD: pads with logical zero: 0 for floats, the zero point for quantised types. Rank <= 4.
 //   Types: TENSOR_FLOAT32 (FL2), TENSOR_FLOAT16 (FL3), TENSOR_QUANT8_ASYMM (FL2 when the zero point
 //   is 0, FL3 otherwise), TENSOR_QUANT8_ASYMM_SIGNED (FL4).
-// PAD_V2 (69): 2 the pad value: FLOAT32 for TENSOR_FLOAT32, FLOAT16 for TENSOR_FLOAT16, and for
+// PAD_V2: 2 the pad value: FLOAT32 for TENSOR_FLOAT32, FLOAT16 for TENSOR_FLOAT16, and for
 //   quantised types an INT32 holding a quantised value of the input's scale and zero point (the
 //   mock requires it to fit the element type). Rank <= 4. Types: TENSOR_FLOAT32, TENSOR_FLOAT16,
 //   TENSOR_QUANT8_ASYMM (FL3), TENSOR_QUANT8_ASYMM_SIGNED (FL4).
-// MIRROR_PAD (104, FL7): 2 INT32 mode, 0 = REFLECT (edge not repeated: paddings <= dim - 1) or
+// MIRROR_PAD: 2 INT32 mode, 0 = REFLECT (edge not repeated: paddings <= dim - 1) or
 //   1 = SYMMETRIC (edge repeated: paddings <= dim). Types: TENSOR_FLOAT16, TENSOR_FLOAT32,
 //   TENSOR_INT32, TENSOR_QUANT8_ASYMM, TENSOR_QUANT8_ASYMM_SIGNED.
 // The kernel walks the output row by row (all dimensions but the last): a row maps to one input

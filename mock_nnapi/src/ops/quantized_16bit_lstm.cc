@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// QUANTIZED_16BIT_LSTM (73, FL3): one LSTM step (no CIFG, peephole or projection; the cell
+// QUANTIZED_16BIT_LSTM: one LSTM step (no CIFG, peephole or projection; the cell
 // state has the output's size) on 8-bit activations and weights and a 16-bit cell state:
 //
 //   i = sigmoid(W_xi x + W_hi h + b_i)   f = sigmoid(W_xf x + W_hf h + b_f)

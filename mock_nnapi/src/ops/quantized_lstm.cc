@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// QUANTIZED_LSTM (95, FL4): one LSTM step (lstm_cell.h's equations, with CIFG, peephole,
+// QUANTIZED_LSTM: one LSTM step (lstm_cell.h's equations, with CIFG, peephole,
 // projection and layer normalisation as optional inputs) on 8-bit activations and weights and a
 // 16-bit cell state.
 //

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// RANDOM_MULTINOMIAL (74, FL3): draws samples from the categorical distribution of each row of
+// RANDOM_MULTINOMIAL: draws samples from the categorical distribution of each row of
 // unnormalised log-probabilities.
 //
 // Inputs: 0 TENSOR_FLOAT32 or TENSOR_FLOAT16 [batches, classes], the logits; 1 INT32 the number

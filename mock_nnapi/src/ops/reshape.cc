@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // RESHAPE, SQUEEZE, EXPAND_DIMS: operations that change the shape but not the bytes.
 //
-// RESHAPE (22): 0 tensor (rank <= 4), 1 TENSOR_INT32 1-D target shape (a constant or a model
+// RESHAPE: 0 tensor (rank <= 4), 1 TENSOR_INT32 1-D target shape (a constant or a model
 //   input: then the output shape is only known at execution). At most one target value is -1 (that
 //   dimension is inferred); the others must be positive and the element count must not change.
 //   Types: TENSOR_FLOAT32, TENSOR_QUANT8_ASYMM (FL1), TENSOR_FLOAT16 (FL3),
 //   TENSOR_QUANT8_ASYMM_SIGNED (FL4), TENSOR_INT32 (FL6).
-// SQUEEZE (34): 0 tensor (rank <= 4), 1 optional TENSOR_INT32 1-D axes (omitted: every dimension of
+// SQUEEZE: 0 tensor (rank <= 4), 1 optional TENSOR_INT32 1-D axes (omitted: every dimension of
 //   size 1). Axes are in [-rank, rank) and must name dimensions of size 1; squeezing every
 //   dimension gives shape [1]. Types: TENSOR_FLOAT32, TENSOR_QUANT8_ASYMM (FL2), TENSOR_FLOAT16
 //   (FL3), TENSOR_QUANT8_ASYMM_SIGNED (FL4).
-// EXPAND_DIMS (50): 0 tensor, 1 INT32 axis in [-(rank + 1), rank]; inserts a dimension of size 1.
+// EXPAND_DIMS: 0 tensor, 1 INT32 axis in [-(rank + 1), rank]; inserts a dimension of size 1.
 //   Types: TENSOR_FLOAT16, TENSOR_FLOAT32, TENSOR_INT32, TENSOR_QUANT8_ASYMM (FL3),
 //   TENSOR_QUANT8_ASYMM_SIGNED (FL4).
 // The output keeps the input's type, scale and zero point. Zero-sized inputs are rejected (as by

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// RESIZE_BILINEAR (23) and RESIZE_NEAREST_NEIGHBOR (94, FL3): resize the spatial dimensions of a
+// RESIZE_BILINEAR and RESIZE_NEAREST_NEIGHBOR: resize the spatial dimensions of a
 // 4-D image tensor.
 //
 // Inputs: 0 tensor [batches, height, width, channels] (NHWC; NCHW when input 3 is true);

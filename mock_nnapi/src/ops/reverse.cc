@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// REVERSE (105, FL7): reverses a tensor along one axis.
+// REVERSE: reverses a tensor along one axis.
 //
 // Inputs: 0 tensor (rank 1..8); 1 TENSOR_INT32 of shape [1] holding the axis, in [0, rank)
 // (Android's implementation takes no negative axis). Output: the input's type, shape, scale and

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The basic RNN cell: RNN (24, FL1) for one time step and UNIDIRECTIONAL_SEQUENCE_RNN (93, FL3)
-// for a sequence. Each step computes
+// The basic RNN cell: RNN for one time step and UNIDIRECTIONAL_SEQUENCE_RNN for a sequence.
+// Each step computes
 //
 //   h_t = activation(x_t * weights^T + h_{t-1} * recurrent_weights^T + bias)
 //

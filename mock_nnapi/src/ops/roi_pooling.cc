@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// ROI_ALIGN (81) and ROI_POOLING (82), FL3: a fixed-size feature map for each region of interest.
+// ROI_ALIGN and ROI_POOLING: a fixed-size feature map for each region of interest.
 //
 // Inputs of both: 0 feature map [batches, height, width, depth] (NHWC; NCHW when the layout is
 //   true); 1 rois [num_rois, 4], each [x1, y1, x2, y2] in original-image coordinates with x1 <= x2

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // SLICE and STRIDED_SLICE: copy a box (with steps) out of a tensor.
 //
-// SLICE (86): 0 tensor (rank >= 1); 1 TENSOR_INT32 begin[rank]; 2 TENSOR_INT32 size[rank].
+// SLICE: 0 tensor (rank >= 1); 1 TENSOR_INT32 begin[rank]; 2 TENSOR_INT32 size[rank].
 //   size -1 means "to the end"; otherwise 0 <= begin and begin + size <= dimension. Zero-sized
 //   inputs and outputs are accepted. Types: TENSOR_FLOAT16, TENSOR_FLOAT32, TENSOR_INT32,
 //   TENSOR_QUANT8_ASYMM (FL3), TENSOR_QUANT8_ASYMM_SIGNED (FL4).
-// STRIDED_SLICE (35): 0 tensor (rank <= 4); 1 begin, 2 end, 3 strides (TENSOR_INT32 [rank],
+// STRIDED_SLICE: 0 tensor (rank <= 4); 1 begin, 2 end, 3 strides (TENSOR_INT32 [rank],
 //   strides non-zero and possibly negative); 4 begin_mask, 5 end_mask, 6 shrink_axis_mask (INT32
 //   bit masks, bit i for dimension i). Per dimension (TensorFlow's rules, as Android implements
 //   them): a masked begin is 0 (stride > 0) or dim-1 (stride < 0); a masked end is dim or -1;

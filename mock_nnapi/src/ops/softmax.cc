@@ -8,7 +8,7 @@
 // TENSOR_QUANT8_ASYMM_SIGNED (FL4). Ranks other than 2 and 4 need FL3 (as does the axis input).
 // Quantised outputs must have scale 1/256 and zero point 0 (unsigned) or -128 (signed).
 //
-// LOG_SOFTMAX (FL3): inputs 0 tensor, 1 beta (FLOAT32, or FLOAT16 for TENSOR_FLOAT16),
+// LOG_SOFTMAX: inputs 0 tensor, 1 beta (FLOAT32, or FLOAT16 for TENSOR_FLOAT16),
 // 2 INT32 axis (required, range [-n, n)). out = x * beta - max - log(sum(exp(x * beta - max))).
 // Types: TENSOR_FLOAT32, TENSOR_FLOAT16.
 //

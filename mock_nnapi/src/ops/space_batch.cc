@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// SPACE_TO_BATCH_ND (33) and BATCH_TO_SPACE_ND (29): move blocks of the spatial dimensions of a
+// SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND: move blocks of the spatial dimensions of a
 // 4-D image tensor into the batch dimension and back (TFLite's dilated convolutions use them).
 //
 // SPACE_TO_BATCH_ND inputs: 0 tensor [batches, height, width, channels] (NHWC; NCHW when input 3

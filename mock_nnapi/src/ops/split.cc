@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// SPLIT (87): splits a tensor into equal parts along an axis.
+// SPLIT: splits a tensor into equal parts along an axis.
 //
 // Inputs: 0 tensor; 1 INT32 axis in [-rank, rank); 2 INT32 num_splits, which must equal the number
 // of outputs and divide the axis dimension. Outputs 0..num_splits-1: the input's type, scale and

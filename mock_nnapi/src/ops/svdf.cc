@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// SVDF (27, FL1): a stateful layer that filters the input on the feature dimension, pushes the
+// SVDF: a stateful layer that filters the input on the feature dimension, pushes the
 // results into a fixed-size memory and filters that memory on the time dimension:
 //
 //   memory = push(input * weights_feature^T)            (the oldest entry drops out)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// TILE (89): repeats a tensor along each dimension.
+// TILE: repeats a tensor along each dimension.
 //
 // Inputs: 0 tensor; 1 TENSOR_INT32 1-D multiples of length rank (the mock requires each to be
 // positive). Output dimension i is input dimension i * multiples[i]; type, scale and zero point are

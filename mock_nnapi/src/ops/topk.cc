@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// TOPK_V2 (90, FL3): the k largest entries of each slice along the last dimension, and their
+// TOPK_V2: the k largest entries of each slice along the last dimension, and their
 // indices.
 //
 // Inputs: 0 tensor of rank >= 1; 1 INT32 k, 1 <= k <= the last dimension.

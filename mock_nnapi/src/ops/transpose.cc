@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// TRANSPOSE (37): permutes the dimensions of a tensor.
+// TRANSPOSE: permutes the dimensions of a tensor.
 //
 // Inputs: 0 tensor (rank <= 4); 1 optional TENSOR_INT32 1-D permutation of length rank with the
 // values 0..rank-1 (omitted: the reverse order rank-1..0). Output dimension i is input dimension

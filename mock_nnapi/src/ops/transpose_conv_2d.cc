@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// TRANSPOSE_CONV_2D (FL3): the gradient of CONV_2D with respect to its input, as sgemm + col2im.
+// TRANSPOSE_CONV_2D: the gradient of CONV_2D with respect to its input, as sgemm + col2im.
 //
 // Inputs (NDK reference; Android's transpose_conv_2d validation and prepare):
 //   Explicit padding, 11 inputs: 0 input [N, H, W, C_in]; 1 filter [C_out, kH, kW, C_in];

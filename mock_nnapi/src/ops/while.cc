@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// WHILE (97, FL4): runs a body model while a condition model outputs true.
+// WHILE: runs a body model while a condition model outputs true.
 //
 // Inputs: 0 MODEL, the condition model; 1 MODEL, the body model; 2.. the loop's operands, in
 //   three groups: m input-output operands (their final values are the outputs), k state-only
@@ -13,7 +13,8 @@
 // operation's output i, and every body output with the body input it replaces (same type,
 // scale, zero point and per-channel quantisation, dimensions equal where both are known;
 // unknown shapes are allowed, and a value may change shape from one iteration to the next). The
-// operation needs FL4 and whatever the operations of its condition and body need.
+// operation needs its own feature level (common/nnapi_operations.inc) and whatever the operations
+// of its condition and body need.
 // Execution: see control_flow.h. Before each evaluation of the condition the elapsed host time
 // of this WHILE is compared with the execution's loop timeout (setLoopTimeout, default
 // ANeuralNetworks_getDefaultLoopTimeout()); a loop still running after it fails the execution
