@@ -158,15 +158,15 @@ class Target:
         in effect there."""
         from .runtime import set_options
 
-        set_options(self.function("tvm_nnapi.runtime.set_option"), options)
+        set_options(self.function, options)
         return self.options()
 
     def options(self) -> dict[str, str]:
         """The runtime options in effect where the target runs."""
-        from .runtime import OPTIONS
+        from .runtime import option_names
 
         get = self.function("tvm_nnapi.runtime.get_option")
-        return {name: str(get(name)) for name in OPTIONS}
+        return {name: str(get(name)) for name in option_names(self.function)}
 
     def info(self) -> dict[str, Any]:
         """The target's NNAPI library, its feature level, whether it is the mock and, for the

@@ -5,7 +5,11 @@ statistics, options and NNAPI compilation caching."""
 from __future__ import annotations
 
 import os
+import pathlib
+import re
 import stat
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -111,6 +115,40 @@ def test_bad_options_are_rejected_with_their_name(options):
         options.configure(cache_max_entries=0)
     with pytest.raises(Exception, match="preference"):
         options.configure(preference="fastest")
+
+
+def test_a_bad_name_sets_no_option(options):
+    before = runtime.options_in_effect()
+    with pytest.raises(ValueError, match="'cache_entries'; options: cache_max_entries, "):
+        options.configure(cache_max_entries=3, cache_entries=3)
+    assert runtime.options_in_effect() == before
+
+
+def test_docs_table_lists_the_runtime_options_and_their_variables():
+    """docs/runtime.md's options table has one row per option the runtime library defines, with
+    the environment variable the library reads for it."""
+    text = (pathlib.Path(__file__).parents[2] / "docs" / "runtime.md").read_text()
+    rows = re.findall(r"^\| `(\w+)`[^|]*\| `(TVM_NNAPI_\w+)` \|", text, flags=re.M)
+    names = runtime.option_names()
+    assert [name for name, _ in rows] == list(names)
+    assert all(variable == "TVM_NNAPI_" + name.upper() for name, variable in rows)
+    assert set(runtime.options_in_effect()) == set(names)
+
+
+def test_options_come_from_the_environment_at_start_up(tmp_path):
+    """Each option's TVM_NNAPI_<NAME> variable is read when the runtime library loads."""
+    script = (
+        "import tvm_nnapi.runtime as rt; o = rt.options_in_effect(); "
+        "print(o['cache_max_entries'], o['preference'], o['exclude_cpu'])"
+    )
+    env = dict(os.environ)
+    env.update(
+        TVM_NNAPI_CACHE_MAX_ENTRIES="5", TVM_NNAPI_PREFERENCE="low_power", TVM_NNAPI_EXCLUDE_CPU="1"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.split() == ["5", "low_power", "1"]
 
 
 def test_cache_directory_is_created_owner_only(options, tmp_path):

@@ -27,18 +27,6 @@ import tvm
 
 from ._library import runtime_function
 
-OPTIONS = (
-    "cache_max_entries",
-    "cache_max_bytes",
-    "cache_dir",
-    "preference",
-    "use_burst",
-    "policy",
-    "log",
-    "devices",
-    "exclude_cpu",
-)
-
 
 def configure(**options: Any) -> dict[str, str]:
     """Set runtime options (for compilations from now on); returns the resulting options.
@@ -47,16 +35,27 @@ def configure(**options: Any) -> dict[str, str]:
     target those NNAPI devices (``ANeuralNetworksCompilation_createForDevices``; "" lets NNAPI
     choose); ``exclude_cpu=True`` leaves CPU devices out (of the named ones, or of all). Models
     already compiled for a signature keep their devices (docs/runtime.md)."""
-    set_options(runtime_function("tvm_nnapi.runtime.set_option"), options)
+    set_options(runtime_function, options)
     return options_in_effect()
 
 
-def set_options(setter: Any, options: dict[str, Any]) -> None:
-    """Checks option names and passes each value as the string the runtime's
-    ``tvm_nnapi.runtime.set_option`` (``setter``: in process or a remote one) takes."""
+def option_names(function: Any = None) -> tuple[str, ...]:
+    """The runtime's option names, as the runtime library (``function``: a lookup of its
+    global functions, in process by default or a remote one) defines them."""
+    lookup = function or runtime_function
+    return tuple(str(lookup("tvm_nnapi.runtime.option_names")()).split(","))
+
+
+def set_options(function: Any, options: dict[str, Any]) -> None:
+    """Sets ``options`` through the runtime's ``tvm_nnapi.runtime.set_option`` (``function``: a
+    lookup of the runtime's global functions, in process or a remote one), each value as the
+    string it takes. Every name is checked before any is set."""
+    names = option_names(function)
+    for name in options:
+        if name not in names:
+            raise ValueError(f"unknown NNAPI runtime option {name!r}; options: {', '.join(names)}")
+    setter = function("tvm_nnapi.runtime.set_option")
     for name, value in options.items():
-        if name not in OPTIONS:
-            raise ValueError(f"unknown NNAPI runtime option {name!r}; options: {OPTIONS}")
         if isinstance(value, bool):
             value = int(value)
         elif isinstance(value, list | tuple):  # devices=["qti-gpu", "qti-dsp"]

@@ -1025,17 +1025,10 @@ namespace {
 
 // The runtime options in effect, as the strings set_option takes.
 ffi::Map<ffi::String, ffi::String> OptionsInEffect() {
-  const RuntimeConfig config = GetRuntimeConfig();
   ffi::Map<ffi::String, ffi::String> options;
-  options.Set("cache_max_entries", std::to_string(config.cache_max_entries));
-  options.Set("cache_max_bytes", std::to_string(config.cache_max_bytes));
-  options.Set("cache_dir", config.compilation_cache_dir);
-  options.Set("preference", PreferenceName(config.preference));
-  options.Set("use_burst", config.use_burst ? "1" : "0");
-  options.Set("policy", config.policy);
-  options.Set("log", config.log_debug ? "debug" : "");
-  options.Set("devices", config.devices);
-  options.Set("exclude_cpu", config.exclude_cpu ? "1" : "0");
+  for (const auto& [name, value] : RuntimeOptionValues(GetRuntimeConfig())) {
+    options.Set(name, value);
+  }
   return options;
 }
 
@@ -1063,6 +1056,15 @@ TVM_FFI_STATIC_INIT_BLOCK() {
              SetRuntimeOption(std::string(name), std::string(value));
            })
       .def("tvm_nnapi.runtime.get_options", OptionsInEffect)
+      .def("tvm_nnapi.runtime.option_names",
+           []() -> ffi::String {
+             // The option names, comma-separated: readable across TVM RPC.
+             std::string names;
+             for (const auto& [name, value] : RuntimeOptionValues(GetRuntimeConfig())) {
+               names += names.empty() ? name : "," + name;
+             }
+             return names;
+           })
       .def("tvm_nnapi.runtime.get_option",
            [](const ffi::String& name) -> ffi::String {
              // One option as a string: what a caller across TVM RPC can read.

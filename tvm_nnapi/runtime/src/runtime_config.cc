@@ -4,6 +4,7 @@
 #include <android/NeuralNetworksTypes.h>
 #include <tvm/ffi/error.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <mutex>
 
@@ -28,65 +29,108 @@ uint64_t ParseCount(const std::string& name, const std::string& value) {
                             << "' is not a non-negative integer";
 }
 
-void Apply(RuntimeConfig* config, const std::string& name, const std::string& value) {
-  if (name == "cache_max_entries") {
-    config->cache_max_entries = ParseCount(name, value);
-    if (config->cache_max_entries == 0) {
-      TVM_FFI_THROW(ValueError) << "NNAPI runtime option cache_max_entries must be at least 1";
-    }
-  } else if (name == "cache_max_bytes") {
-    config->cache_max_bytes = ParseCount(name, value);
-  } else if (name == "cache_dir") {
-    config->compilation_cache_dir = value;
-  } else if (name == "preference") {
-    if (value == "fast") {
-      config->preference = ANEURALNETWORKS_PREFER_FAST_SINGLE_ANSWER;
-    } else if (value == "low_power") {
-      config->preference = ANEURALNETWORKS_PREFER_LOW_POWER;
-    } else if (value == "sustained") {
-      config->preference = ANEURALNETWORKS_PREFER_SUSTAINED_SPEED;
-    } else {
-      TVM_FFI_THROW(ValueError) << "NNAPI runtime option preference='" << value
-                                << "' must be fast, low_power or sustained";
-    }
-  } else if (name == "use_burst") {
-    config->use_burst = ParseCount(name, value) != 0;
-  } else if (name == "policy") {
-    Policy::Parse(value);  // validates
-    config->policy = value;
-  } else if (name == "log") {
-    config->log_debug = value == "debug";
-  } else if (name == "devices") {
-    config->devices = value;  // names are checked against the devices present at compilation
-  } else if (name == "exclude_cpu") {
-    config->exclude_cpu = ParseCount(name, value) != 0;
-  } else {
-    TVM_FFI_THROW(ValueError) << "unknown NNAPI runtime option '" << name
-                              << "' (cache_max_entries, cache_max_bytes, cache_dir, preference, "
-                                 "use_burst, policy, log, devices, exclude_cpu)";
+bool ParseFlag(const std::string& name, const std::string& value) {
+  return ParseCount(name, value) != 0;
+}
+
+int32_t ParsePreference(const std::string& value) {
+  if (value == "fast") return ANEURALNETWORKS_PREFER_FAST_SINGLE_ANSWER;
+  if (value == "low_power") return ANEURALNETWORKS_PREFER_LOW_POWER;
+  if (value == "sustained") return ANEURALNETWORKS_PREFER_SUSTAINED_SPEED;
+  TVM_FFI_THROW(ValueError) << "NNAPI runtime option preference='" << value
+                            << "' must be fast, low_power or sustained";
+}
+
+// The options: each one's name (also its environment variable, upper-cased after "TVM_NNAPI_"),
+// how a string sets it and how it reads back as that string. The one list of option names.
+struct OptionSpec {
+  const char* name;
+  void (*apply)(RuntimeConfig* config, const std::string& value);
+  std::string (*read)(const RuntimeConfig& config);
+};
+
+const OptionSpec kOptions[] = {
+    {"cache_max_entries",
+     [](RuntimeConfig* config, const std::string& value) {
+       const uint64_t entries = ParseCount("cache_max_entries", value);
+       if (entries == 0) {
+         TVM_FFI_THROW(ValueError) << "NNAPI runtime option cache_max_entries must be at least 1";
+       }
+       config->cache_max_entries = entries;
+     },
+     [](const RuntimeConfig& config) { return std::to_string(config.cache_max_entries); }},
+    {"cache_max_bytes",
+     [](RuntimeConfig* config, const std::string& value) {
+       config->cache_max_bytes = ParseCount("cache_max_bytes", value);
+     },
+     [](const RuntimeConfig& config) { return std::to_string(config.cache_max_bytes); }},
+    {"cache_dir",
+     [](RuntimeConfig* config, const std::string& value) { config->compilation_cache_dir = value; },
+     [](const RuntimeConfig& config) { return config.compilation_cache_dir; }},
+    {"preference",
+     [](RuntimeConfig* config, const std::string& value) {
+       config->preference = ParsePreference(value);
+     },
+     [](const RuntimeConfig& config) { return PreferenceName(config.preference); }},
+    {"use_burst",
+     [](RuntimeConfig* config, const std::string& value) {
+       config->use_burst = ParseFlag("use_burst", value);
+     },
+     [](const RuntimeConfig& config) { return std::string(config.use_burst ? "1" : "0"); }},
+    {"policy",
+     [](RuntimeConfig* config, const std::string& value) {
+       Policy::Parse(value);  // validates
+       config->policy = value;
+     },
+     [](const RuntimeConfig& config) { return config.policy; }},
+    {"log",
+     [](RuntimeConfig* config, const std::string& value) { config->log_debug = value == "debug"; },
+     [](const RuntimeConfig& config) { return std::string(config.log_debug ? "debug" : ""); }},
+    {"devices",
+     // Names are checked against the devices present at compilation.
+     [](RuntimeConfig* config, const std::string& value) { config->devices = value; },
+     [](const RuntimeConfig& config) { return config.devices; }},
+    {"exclude_cpu",
+     [](RuntimeConfig* config, const std::string& value) {
+       config->exclude_cpu = ParseFlag("exclude_cpu", value);
+     },
+     [](const RuntimeConfig& config) { return std::string(config.exclude_cpu ? "1" : "0"); }},
+};
+
+std::string JoinedOptionNames() {
+  std::string names;
+  for (const OptionSpec& option : kOptions) {
+    if (!names.empty()) names += ", ";
+    names += option.name;
   }
+  return names;
+}
+
+void Apply(RuntimeConfig* config, const std::string& name, const std::string& value) {
+  for (const OptionSpec& option : kOptions) {
+    if (name == option.name) {
+      option.apply(config, value);
+      return;
+    }
+  }
+  TVM_FFI_THROW(ValueError) << "unknown NNAPI runtime option '" << name << "' ("
+                            << JoinedOptionNames() << ")";
+}
+
+std::string EnvironmentVariable(const char* name) {
+  std::string variable = "TVM_NNAPI_";
+  for (const char* c = name; *c != '\0'; ++c) {
+    variable += static_cast<char>(std::toupper(static_cast<unsigned char>(*c)));
+  }
+  return variable;
 }
 
 RuntimeConfig& Config() {
   static RuntimeConfig config = [] {
     RuntimeConfig initial;
-    const struct {
-      const char* env;
-      const char* name;
-    } kVariables[] = {
-        {"TVM_NNAPI_CACHE_MAX_ENTRIES", "cache_max_entries"},
-        {"TVM_NNAPI_CACHE_MAX_BYTES", "cache_max_bytes"},
-        {"TVM_NNAPI_CACHE_DIR", "cache_dir"},
-        {"TVM_NNAPI_PREFERENCE", "preference"},
-        {"TVM_NNAPI_USE_BURST", "use_burst"},
-        {"TVM_NNAPI_POLICY", "policy"},
-        {"TVM_NNAPI_LOG", "log"},
-        {"TVM_NNAPI_DEVICES", "devices"},
-        {"TVM_NNAPI_EXCLUDE_CPU", "exclude_cpu"},
-    };
-    for (const auto& variable : kVariables) {
-      const char* value = std::getenv(variable.env);
-      if (value != nullptr && value[0] != '\0') Apply(&initial, variable.name, value);
+    for (const OptionSpec& option : kOptions) {
+      const char* value = std::getenv(EnvironmentVariable(option.name).c_str());
+      if (value != nullptr && value[0] != '\0') option.apply(&initial, value);
     }
     return initial;
   }();
@@ -105,6 +149,12 @@ void SetRuntimeOption(const std::string& name, const std::string& value) {
   RuntimeConfig updated = Config();
   Apply(&updated, name, value);
   Config() = updated;
+}
+
+std::vector<std::pair<std::string, std::string>> RuntimeOptionValues(const RuntimeConfig& config) {
+  std::vector<std::pair<std::string, std::string>> values;
+  for (const OptionSpec& option : kOptions) values.emplace_back(option.name, option.read(config));
+  return values;
 }
 
 std::string PreferenceName(int32_t preference) {

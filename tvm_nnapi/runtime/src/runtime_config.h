@@ -1,14 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Process-wide settings of the NNAPI runtime module, from the environment and from Python
 // (tvm_nnapi.runtime.configure). Read once per compilation, so changes apply to later ones.
-//
-//   TVM_NNAPI_CACHE_MAX_ENTRIES  compiled shape signatures kept per subgraph (default 16)
-//   TVM_NNAPI_CACHE_MAX_BYTES    estimated activation bytes kept per subgraph (default 1 GiB)
-//   TVM_NNAPI_CACHE_DIR          NNAPI compilation cache directory (setCaching); empty: off
-//   TVM_NNAPI_PREFERENCE         fast | low_power | sustained (default fast)
-//   TVM_NNAPI_USE_BURST          1 (default) or 0: run executions through an NNAPI burst
-//   TVM_NNAPI_POLICY             device selection policy (policy.h; default "nnapi")
-//   TVM_NNAPI_LOG                "debug" logs every placement decision and fallback
+// Each option is set by name (set_option) or by the environment variable TVM_NNAPI_<NAME>
+// read at start-up; runtime_config.cc holds the one list of names (docs/runtime.md describes
+// them).
 #ifndef TVM_NNAPI_RUNTIME_RUNTIME_CONFIG_H_
 #define TVM_NNAPI_RUNTIME_RUNTIME_CONFIG_H_
 
@@ -17,6 +12,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace tvm_nnapi {
 
@@ -37,11 +34,10 @@ struct RuntimeConfig {
 
 // A copy of the current settings.
 RuntimeConfig GetRuntimeConfig();
-// Sets one option by its name (the environment variable without "TVM_NNAPI_", lower case:
-// "cache_max_entries", "cache_max_bytes", "cache_dir", "preference", "use_burst", "policy",
-// "log", "devices", "exclude_cpu"). Throws a
-// ValueError naming the option on a bad name or value.
+// Sets one option by its name. Throws a ValueError naming the option on a bad name or value.
 void SetRuntimeOption(const std::string& name, const std::string& value);
+// Every option of `config` as (name, the string set_option takes), in a fixed order.
+std::vector<std::pair<std::string, std::string>> RuntimeOptionValues(const RuntimeConfig& config);
 std::string PreferenceName(int32_t preference);
 
 }  // namespace tvm_nnapi
