@@ -452,9 +452,9 @@ def _package_of(module: str) -> str:
 
 def test_tvm_nnapi_packages_import_one_way():
     """No cycle between packages (tools, llm, experiments, commands, ...), nothing imports the
-    commands but the entry points, and the runtime imports nothing of the mock's package but
-    the locator of the mock library it defaults to on a host (profiles, cost model and controls
-    are the tools' business)."""
+    commands but the entry points, and the runtime imports nothing of the mock's package (it finds
+    the mock library it defaults to on a host by its path in the wheel; profiles, cost model and
+    controls are the tools' business)."""
     edges: dict[str, set[str]] = {}
     for name, imported in _import_graph().items():
         if name.count(".") == 0:
@@ -492,7 +492,7 @@ def test_tvm_nnapi_packages_import_one_way():
                 else []
             )
             mock = [n for n in names if n.split(".")[0] == "mock_nnapi"]
-            assert all(n == "mock_nnapi._library" for n in mock), (path, mock)
+            assert not mock, f"{path} imports {mock}: the runtime does not depend on the mock"
 
 
 # ---- what the converters emit --------------------------------------------------------------------

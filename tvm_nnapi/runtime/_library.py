@@ -7,8 +7,38 @@ import ctypes
 import functools
 import os
 import sys
+from pathlib import Path
 
-from mock_nnapi._library import LIBRARY_ENV, find_packaged_file, mock_library_path
+#: Environment variable naming the NNAPI library to dlopen(); the C++ loader
+#: (src/nnapi_loader.cc) reads it, and so does mock_nnapi's Python package.
+LIBRARY_ENV = "TVM_NNAPI_LIBRARY"
+_DISTRIBUTION = "tvm-nnapi"
+
+
+def find_packaged_file(package: str, relative: str) -> Path:
+    """``<package>/<relative>`` as installed from this project's wheel, found without importing
+    ``package``: next to the package's sources (regular installs), or in the wheel's file list
+    (editable installs keep the sources in the tree and install built libraries elsewhere).
+    Raises FileNotFoundError naming the places searched."""
+    import importlib.metadata
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)
+    candidates = [Path(p) / relative for p in (spec and spec.submodule_search_locations) or []]
+    try:
+        wanted = f"{package}/{relative}"
+        files = importlib.metadata.files(_DISTRIBUTION) or []
+        candidates += [Path(str(f.locate())) for f in files if str(f).replace("\\", "/") == wanted]
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate.resolve()
+    searched = ", ".join(str(c) for c in candidates) or "no install of the tvm-nnapi package"
+    raise FileNotFoundError(
+        f"cannot find {package}/{relative} (searched: {searched}); build and install the "
+        "project with `pip install .` (or `pip install --no-build-isolation -ve .`)"
+    )
 
 
 def on_android() -> bool:
@@ -27,7 +57,7 @@ def configure_nnapi_library() -> str:
         return chosen
     if on_android():
         return "libneuralnetworks.so"
-    path = str(mock_library_path())
+    path = str(find_packaged_file("mock_nnapi", "lib/libneuralnetworks.so"))
     os.environ[LIBRARY_ENV] = path
     return path
 
