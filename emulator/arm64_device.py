@@ -18,7 +18,7 @@ What it does (docs/targets.md, "The arm64 target"):
    at the host's versions; psutil, cloudpickle; scipy and jsonschema for the mock's tests;
    downloaded and unpacked on the host by pip with the wheel tags of the device); and
    cross-compiles the mock ``libneuralnetworks.so``, the runtime library and
-   ``runtime_leak_check`` for aarch64 with ``tools/cross_build.sh`` and
+   ``runtime_leak_check`` for aarch64 with ``scripts/cross_build.sh`` and
    ``cmake/toolchains/aarch64-linux-gnu.cmake`` (the path the Android build shares), and the C
    programs of ``tests/c``. Everything is cached (``--cache``, default
    ``~/.cache/tvm-nnapi/arm64``) and reused when unchanged.
@@ -432,7 +432,7 @@ def ensure_wheels(layout: Layout) -> None:
 def cross_build_command(layout: Layout) -> list[str]:
     return [
         "bash",
-        str(ROOT / "tools" / "cross_build.sh"),
+        str(ROOT / "scripts" / "cross_build.sh"),
         "--toolchain",
         str(ROOT / "cmake" / "toolchains" / f"{TRIPLE}.cmake"),
         "--build-dir",
@@ -468,7 +468,7 @@ def c_program_command(layout: Layout, program: str) -> list[str]:
 def start_cross_build(layout: Layout) -> tuple[subprocess.Popen, Path]:
     layout.build.mkdir(parents=True, exist_ok=True)
     output = layout.build / "cross_build.log"
-    log(f"cross build: tools/cross_build.sh for {TRIPLE} (log: {output})")
+    log(f"cross build: scripts/cross_build.sh for {TRIPLE} (log: {output})")
     with output.open("w") as stream:
         process = subprocess.Popen(
             cross_build_command(layout),
@@ -543,7 +543,7 @@ def check_python(layout: Layout, cpu: str) -> None:
 
 def check_c_programs(layout: Layout, cpu: str) -> None:
     """tests/c on the device: the same expectations as tests/mock_api/test_c_program.py and
-    tools/run_sanitized.sh's runtime_leak_check."""
+    scripts/run_sanitized.sh's runtime_leak_check."""
     ran = run_on_device(layout, [f"{DEVICE_BIN}/run_add"], cpu)
     if ran.returncode != 0 or ran.stdout.split() != ["11", "22", "33", "44"]:
         raise CheckFailedError(f"run_add on the device: exit {ran.returncode}, {ran.stdout!r}")

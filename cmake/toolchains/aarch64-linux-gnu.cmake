@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # CMake toolchain file: 64-bit ARM Linux (glibc) with Debian's cross compilers
-# (apt-get install g++-aarch64-linux-gnu). Used by tools/cross_build.sh for the emulated ARM64
+# (apt-get install g++-aarch64-linux-gnu). Used by scripts/cross_build.sh for the emulated ARM64
 # device (emulator/arm64_device.py, docs/targets.md); the Android build passes the NDK's
 # android.toolchain.cmake to the same script instead.
 set(CMAKE_SYSTEM_NAME Linux)

@@ -95,6 +95,10 @@ OperationCost CostOfOperation(const DeviceTiming& timing, int32_t operation_type
   return CostOfOperation(timing, OperationClassOf(operation_type), work, data_class, speed);
 }
 
+double TransferTimeUs(const DeviceTiming& timing, double bytes) {
+  return timing.transfer_latency_us + bytes / (timing.transfer_bandwidth_gbps * 1e3);
+}
+
 OperationCost CostOfOperation(const DeviceTiming& timing, OperationClass operation_class,
                               const OperationWork& work, DataClass data_class, double speed) {
   const int data_index = static_cast<int>(data_class);
@@ -306,7 +310,7 @@ class TimelineBuilder {
     event.lane = Lane(device);
     event.operand = operand;
     event.bytes = bytes;
-    event.duration_us = timing.transfer_latency_us + bytes / (timing.transfer_bandwidth_gbps * 1e3);
+    event.duration_us = TransferTimeUs(timing, bytes);
     event.energy_uj = bytes * timing.energy_pj_per_byte * 1e-6;
     result_.transfer_bytes += bytes;
     transfer_us_ += event.duration_us;

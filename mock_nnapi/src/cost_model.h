@@ -59,6 +59,10 @@ OperationCost CostOfOperation(const DeviceTiming& timing, int32_t operation_type
 OperationCost CostOfOperation(const DeviceTiming& timing, OperationClass operation_class,
                               const OperationWork& work, DataClass data_class, double speed = 1.0);
 
+// The time of copying `bytes` between host memory and the memory of a device with `timing`
+// (latency + bytes / bandwidth). A CPU device shares host memory: callers do not transfer to it.
+double TransferTimeUs(const DeviceTiming& timing, double bytes);
+
 // Android's relative performance figures (Capabilities::PerformanceInfo) of a device, DERIVED
 // from its cost-model parameters (docs/device-profiles.md, "Performance figures"): per data
 // class, exec_time is the modelled time of the reference workload on the device (busy time

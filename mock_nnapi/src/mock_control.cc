@@ -215,6 +215,20 @@ int MockNnapi_costOfOperation(const MockNnapi_CostModel* model, const char* devi
   return ANEURALNETWORKS_NO_ERROR;
 }
 
+int MockNnapi_costOfTransfer(const MockNnapi_CostModel* model, const char* device, double bytes,
+                             double* us) {
+  NN_CHECK_NOT_NULL(model);
+  NN_CHECK_NOT_NULL(device);
+  NN_CHECK_NOT_NULL(us);
+  const mock_nnapi::Device* found = FindProfileDevice(model->profile, device);
+  NN_CHECK(found != nullptr, ANEURALNETWORKS_BAD_DATA)
+      << "profile '" << model->profile.name << "' has no device named '" << device << "'";
+  NN_CHECK(bytes >= 0, ANEURALNETWORKS_BAD_DATA) << "bytes must be non-negative, got " << bytes;
+  *us = found->type == ANEURALNETWORKS_DEVICE_CPU ? 0.0
+                                                  : mock_nnapi::TransferTimeUs(found->timing, bytes);
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
 struct MockNnapi_RecordedExecution {
   mock_nnapi::RecordedExecution recorded;
 };

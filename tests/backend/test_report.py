@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """The --report HTML page: self-contained, graph layout, timeline, and rendering in headless
-Chromium (tools/check_report_html.sh)."""
+Chromium (scripts/check_report_html.sh)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from tvm_nnapi.tools.report import (
     timeline_from_traces,
 )
 
-CHECK_SCRIPT = Path(__file__).resolve().parents[2] / "tools" / "check_report_html.sh"
+CHECK_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "check_report_html.sh"
 
 
 def _chromium() -> str:

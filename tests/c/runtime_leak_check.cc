@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Runs the tvm_nnapi runtime module without Python so that LeakSanitizer can account for every
-// allocation (tools/run_sanitized.sh --runtime builds it with ASan + UBSan and runs it with
+// allocation (scripts/run_sanitized.sh --runtime builds it with ASan + UBSan and runs it with
 // detect_leaks=1). It compiles and runs a dynamic-shape subgraph over several signatures (with
 // LRU evictions and a compilation cache directory), from several threads, makes every NNAPI call
 // the runtime makes fail once, feeds hostile graph JSON and module bytes, and checks that the

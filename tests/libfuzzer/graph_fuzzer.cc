@@ -11,7 +11,7 @@
 // The oracle: Graph::Parse and the calls after it either succeed or throw tvm::ffi::Error (the
 // runtime turns that into a Python exception naming the graph's fault); any other exception, a
 // crash, a sanitizer report (ASan + UBSan), a timeout or running out of memory is a bug.
-// Build and run: tools/run_libfuzzer.sh (docs/reliability.md).
+// Build and run: scripts/run_libfuzzer.sh (docs/reliability.md).
 #include <tvm/ffi/error.h>
 
 #include <cstdint>

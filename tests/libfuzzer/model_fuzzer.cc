@@ -14,7 +14,7 @@
 //
 // The oracle is the sanitizers (ASan + UBSan), libFuzzer's crash/timeout/OOM detection, every
 // call returning a result code Android defines (0..14), and no object leaking. Build and run:
-// tools/run_libfuzzer.sh (docs/reliability.md).
+// scripts/run_libfuzzer.sh (docs/reliability.md).
 #include <android/NeuralNetworks.h>
 #include <fuzzer/FuzzedDataProvider.h>
 #include <mock_nnapi/mock_nnapi.h>

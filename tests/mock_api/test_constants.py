@@ -6,8 +6,11 @@ header is the one source of the numbers, the tables and the Python enums are che
 from __future__ import annotations
 
 import enum
+import importlib.util
 import pathlib
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -96,3 +99,48 @@ def test_operand_type_table_lists_every_operand_code_in_order():
         name for name, value in sorted(codes.items(), key=lambda item: item[1]) if value < 10000
     ]
     assert rows == public
+
+
+def test_generated_python_files_are_up_to_date():
+    """constants.py, _signatures.py and tvm_nnapi/compiler/feature_levels.py are what the
+    generator writes from the headers today."""
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "generate_nnapi_python.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_generator_names_a_stale_file(tmp_path, monkeypatch):
+    spec = importlib.util.spec_from_file_location(
+        "generate_nnapi_python", ROOT / "scripts" / "generate_nnapi_python.py"
+    )
+    assert spec is not None and spec.loader is not None
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    stale = tmp_path / "constants.py"
+    stale.write_text("# edited by hand\n")
+    monkeypatch.setattr(generator, "CONSTANTS", stale)
+    monkeypatch.setattr(generator, "ROOT", tmp_path)
+    assert generator.main(["--check"]) == 1
+    assert generator.main([]) == 0
+    assert generator.main(["--check"]) == 0
+    assert "class OperationCode(enum.IntEnum):" in stale.read_text()
+
+
+def test_generated_signatures_declare_every_exported_function():
+    """Every function the mock library exports has a ctypes signature from the headers."""
+    from mock_nnapi._signatures import SIGNATURES
+
+    from mock_nnapi import _library
+
+    version_script = (ROOT / "mock_nnapi" / "libneuralnetworks.map.txt").read_text()
+    exported = re.findall(r"^\s+(A\w+|MockNnapi_\w+);", version_script, flags=re.M)
+    assert exported
+    assert sorted(set(exported) - set(SIGNATURES)) == []
+    library = _library.load()
+    assert (
+        library.ANeuralNetworksModel_addOperand.argtypes
+        == SIGNATURES["ANeuralNetworksModel_addOperand"][1]
+    )

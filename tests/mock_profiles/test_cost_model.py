@@ -197,6 +197,27 @@ def test_transfers_between_devices(roofline):
     assert trace["events"][-1]["end_us"] == pytest.approx(trace["modelled_total_us"])
 
 
+def test_cost_model_times_transfers_as_the_traces_do(roofline):
+    """CostModel.transfer_us is the equation of the traces' transfer events; a CPU device
+    shares host memory and transfers nothing."""
+    from mock_nnapi.cost_model import CostModel, CostModelError
+
+    model = binary_model([OperationCode.ADD, OperationCode.MUL], [1000], F32)
+    run(model, None, PreferenceCode.FAST_SINGLE_ANSWER)
+    transfers = [e for e in control.last_execution_trace()["events"] if e["kind"] == "transfer"]
+    costs = CostModel(control.profile())
+    for event in transfers:
+        assert costs.transfer_us(event["device"], event["bytes"]) == pytest.approx(
+            event["duration_us"]
+        )
+    assert costs.transfer_us("npu", 0) == pytest.approx(3)
+    assert costs.transfer_us("cpu", 1 << 20) == 0
+    with pytest.raises(CostModelError, match="no device named 'gpu'"):
+        costs.transfer_us("gpu", 1)
+    with pytest.raises(CostModelError, match="non-negative"):
+        costs.transfer_us("npu", -1)
+
+
 def test_accelerator_inputs_and_outputs_cross_to_the_host(roofline):
     model = binary_model([OperationCode.ADD], [1000], F32)
     execution = RawExecution(mock_nnapi.Compilation(model, [roofline["npu"]]).finish())

@@ -78,7 +78,7 @@ def test_compile_target_and_ndk_compiler():
 
 
 def test_runtime_library_location_and_message(tmp_path):
-    with pytest.raises(TargetUnavailableError, match=r"tools/build_android.sh arm64-v8a"):
+    with pytest.raises(TargetUnavailableError, match=r"scripts/build_android.sh arm64-v8a"):
         android.android_runtime_library("arm64-v8a", {}, tmp_path)
     built = tmp_path / "build/android/arm64-v8a/install/lib/libtvm_nnapi_runtime.so"
     built.parent.mkdir(parents=True)
@@ -188,7 +188,7 @@ def test_adb_rpc_server_pushes_starts_forwards_and_stops(tmp_path):
 
 def test_adb_rpc_server_without_an_android_build_says_how_to_make_one(tmp_path):
     server = android.AdbRpcServer(FakeAdbDevice(), tmp_path, 9090, 40000)
-    with pytest.raises(TargetUnavailableError, match=r"tools/build_android\.sh ABI --tvm-source"):
+    with pytest.raises(TargetUnavailableError, match=r"scripts/build_android\.sh ABI --tvm-source"):
         server.start()
 
 

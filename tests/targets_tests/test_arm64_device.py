@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The emulated ARM64 device's harness (emulator/arm64_device.py) without emulating anything:
 the commands it runs on the device, the environment they get, the host checks, the wheels it
-asks for, the cross build's command lines (tools/cross_build.sh --dry-run), and how it judges
+asks for, the cross build's command lines (scripts/cross_build.sh --dry-run), and how it judges
 the device's report against the x86 mock. `tox -e arm64` runs the harness for real."""
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def test_cache_location():
 def test_cross_build_uses_the_aarch64_toolchain_the_wheels_tvm_ffi_and_openblas(tmp_path):
     layout = harness.Layout(tmp_path)
     command = harness.cross_build_command(layout)
-    assert command[1].endswith("tools/cross_build.sh")
+    assert command[1].endswith("scripts/cross_build.sh")
     result = subprocess.run(
         [*command, "--dry-run"], capture_output=True, text=True, env=dict(os.environ)
     )
@@ -111,7 +111,7 @@ def test_cross_build_uses_the_aarch64_toolchain_the_wheels_tvm_ffi_and_openblas(
 
 
 def test_cross_build_rejects_bad_arguments(tmp_path):
-    script = ROOT / "tools" / "cross_build.sh"
+    script = ROOT / "scripts" / "cross_build.sh"
 
     def run(*arguments):
         return subprocess.run(["bash", str(script), *arguments], capture_output=True, text=True)

@@ -125,7 +125,7 @@ def test_adb_mode_detects_the_abi_starts_a_server_and_connects(runtime, tmp_path
         (
             {"TVM_TRACKER_HOST": "h", "TVM_TRACKER_PORT": "1", "RPC_DEVICE_KEY": "k",
              "TVM_NDK_CC": "clang++", "TVM_NNAPI_ANDROID_RUNTIME": "/nowhere/lib.so"},
-            "tools/build_android.sh arm64-v8a",
+            "scripts/build_android.sh arm64-v8a",
         ),
         (
             {"TVM_TRACKER_HOST": "h", "TVM_TRACKER_PORT": "1", "RPC_DEVICE_KEY": "k",

@@ -72,7 +72,7 @@ def test_entrypoint_is_valid_bash_and_executable():
     subprocess.run(["bash", "-n", str(script)], check=True)
 
 
-BUILD = ROOT / "tools" / "build_android.sh"
+BUILD = ROOT / "scripts" / "build_android.sh"
 
 
 def run_build(*arguments: str, env: dict[str, str] | None = None):

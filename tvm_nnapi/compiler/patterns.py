@@ -31,15 +31,32 @@ from tvm.relax.transform import FusionPattern, PatternCheckContext
 
 from .converters import CallConverter, Converter, operator_calls, single_call
 
-# NNAPI feature levels (the values Android reports).
-FEATURE_LEVEL_1 = 27
-FEATURE_LEVEL_2 = 28
-FEATURE_LEVEL_3 = 29
-FEATURE_LEVEL_4 = 30
-FEATURE_LEVEL_5 = 31
-FEATURE_LEVEL_6 = 1000006
-FEATURE_LEVEL_7 = 1000007
-FEATURE_LEVEL_8 = 1000008
+# The feature levels, re-exported: the lowerings import them from here.
+from .feature_levels import (
+    FEATURE_LEVEL_1 as FEATURE_LEVEL_1,
+)
+from .feature_levels import (
+    FEATURE_LEVEL_2 as FEATURE_LEVEL_2,
+)
+from .feature_levels import (
+    FEATURE_LEVEL_3 as FEATURE_LEVEL_3,
+)
+from .feature_levels import (
+    FEATURE_LEVEL_4 as FEATURE_LEVEL_4,
+)
+from .feature_levels import (
+    FEATURE_LEVEL_5 as FEATURE_LEVEL_5,
+)
+from .feature_levels import (
+    FEATURE_LEVEL_6 as FEATURE_LEVEL_6,
+)
+from .feature_levels import (
+    FEATURE_LEVEL_7 as FEATURE_LEVEL_7,
+)
+from .feature_levels import (
+    FEATURE_LEVEL_8 as FEATURE_LEVEL_8,
+)
+
 DEFAULT_FEATURE_LEVEL = FEATURE_LEVEL_8
 
 

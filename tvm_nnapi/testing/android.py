@@ -9,7 +9,7 @@ Two ways to reach a phone (docs/targets.md):
   (``pixel7,s23``): pytest-xdist worker *i* requests key *i mod n*; phones registered under
   one key are handed out by the tracker, one session each, so a device farm is used in parallel.
 - **adb**: ``TVM_NNAPI_ADB_SERIALS=serial[,serial...]`` (or ``ANDROID_SERIAL``). Worker *i*
-  uses serial *i mod n*; the files of an Android build (``tools/build_android.sh``: TVM's
+  uses serial *i mod n*; the files of an Android build (``scripts/build_android.sh``: TVM's
   ``tvm_rpc`` and its libraries) are pushed to the phone, a server is started on device port
   ``TVM_NNAPI_DEVICE_RPC_PORT + i`` (default 9090 + i, so workers sharing a phone get their own
   server) and forwarded to a free local port.
@@ -49,7 +49,7 @@ DEFAULT_API_LEVEL = 29
 DEFAULT_DEVICE_PORT = 9090
 #: Where the adb path puts the TVM RPC server and its libraries on the phone.
 DEVICE_DIRECTORY = "/data/local/tmp/tvm_nnapi"
-#: The runtime library that a remote session loads (built by tools/build_android.sh).
+#: The runtime library that a remote session loads (built by scripts/build_android.sh).
 RUNTIME_LIBRARY = "libtvm_nnapi_runtime.so"
 
 T = TypeVar("T")
@@ -193,7 +193,7 @@ def ndk_compiler(
 
 def android_runtime_library(abi: str, env: Mapping[str, str], root: Path) -> Path:
     """The runtime library built for ``abi`` (``TVM_NNAPI_ANDROID_RUNTIME``, else the output of
-    ``tools/build_android.sh ABI`` under ``root``)."""
+    ``scripts/build_android.sh ABI`` under ``root``)."""
     explicit = env.get("TVM_NNAPI_ANDROID_RUNTIME")
     path = (
         Path(explicit) if explicit else android_build_dir(abi, env, root) / "lib" / RUNTIME_LIBRARY
@@ -201,13 +201,13 @@ def android_runtime_library(abi: str, env: Mapping[str, str], root: Path) -> Pat
     if not path.is_file():
         raise TargetUnavailableError(
             f"{path} does not exist: build the runtime for Android with "
-            f"`tools/build_android.sh {abi}` or set TVM_NNAPI_ANDROID_RUNTIME to the library"
+            f"`scripts/build_android.sh {abi}` or set TVM_NNAPI_ANDROID_RUNTIME to the library"
         )
     return path
 
 
 def android_build_dir(abi: str, env: Mapping[str, str], root: Path) -> Path:
-    """Install directory of ``tools/build_android.sh ABI`` (``TVM_NNAPI_ANDROID_BUILD_DIR``)."""
+    """Install directory of ``scripts/build_android.sh ABI`` (``TVM_NNAPI_ANDROID_BUILD_DIR``)."""
     explicit = env.get("TVM_NNAPI_ANDROID_BUILD_DIR")
     return Path(explicit) if explicit else root / "build" / "android" / abi / "install"
 
@@ -265,7 +265,7 @@ class AdbRpcServer:
     forwards ``local_port`` on this host to it (adb forward).
 
     ``device`` is an adbutils ``AdbDevice`` (or anything with ``shell``, ``sync.push`` and
-    ``forward``); ``build_dir`` holds ``bin/tvm_rpc`` and ``lib/*.so`` (tools/build_android.sh
+    ``forward``); ``build_dir`` holds ``bin/tvm_rpc`` and ``lib/*.so`` (scripts/build_android.sh
     with ``--tvm-source``).
     """
 
@@ -290,7 +290,7 @@ class AdbRpcServer:
         if not server.is_file():
             raise TargetUnavailableError(
                 f"{server} does not exist: the adb path needs TVM's RPC server built for Android; "
-                "run tools/build_android.sh ABI --tvm-source DIR (a TVM source tree) or set "
+                "run scripts/build_android.sh ABI --tvm-source DIR (a TVM source tree) or set "
                 "TVM_NNAPI_ANDROID_BUILD_DIR to a directory with bin/tvm_rpc and lib/*.so"
             )
         libraries = sorted((self.build_dir / "lib").glob("*.so"))

@@ -8,8 +8,8 @@ modelled times from the mock's cost-only trace of its subgraph on the profile (o
 Android would pick, with the per-operation overheads), its Relax operators' host time from the
 host model (:class:`tvm_nnapi.tools.host_model.HostModel`), the transfers of the subgraph's
 inputs and outputs from the same trace, the transfer a value between two candidates would need
-from the producing device's ``transfer`` parameters, and the per-execution overhead (runtime
-and driver step) from the traces. :func:`tvm_nnapi.compiler.placement.place` solves the
+from the cost model (``CostModel.transfer_us`` of the producing device), and the per-execution
+overhead (runtime and driver step) from the traces. :func:`tvm_nnapi.compiler.placement.place` solves the
 placement (a minimum cut, then the per-subgraph rule); the candidates it leaves on the host are
 refused with kind ``cost`` and their numbers.
 """
@@ -30,6 +30,8 @@ from ..compiler.graph_json import PROBE_DIMENSION
 from ..compiler.partition import CODEGEN_NAME
 from ..compiler.patterns import CandidateKey, RefusalKind, composite_key
 from ..compiler.placement import Candidate, place
+from mock_nnapi.cost_model import CostModel
+
 from .estimate import _NUMPY_DTYPES
 from .host_model import HostModel
 from .program_work import operator_work
@@ -71,12 +73,12 @@ class CostOracle:
         overheads: list[float] = []
         calls = _call_counts(mod)
         with _profile_selected(self.profile), _cost_only():
-            devices = {d["name"]: d for d in control.profile().get("devices", [])}
+            costs = CostModel(control.profile())
             for gvar, func in mod.functions.items():
                 if (getattr(func, "attrs", None) or {}).get("Codegen") != CODEGEN_NAME:
                     continue
                 count = max(calls.get(gvar.name_hint, 1), 1)
-                self._cost_subgraph(func, count, host, devices, costed, edges, overheads)
+                self._cost_subgraph(func, count, host, costs, costed, edges, overheads)
         if not costed:
             return {}
         names = {key: f"c{i}" for i, key in enumerate(costed)}
@@ -111,7 +113,7 @@ class CostOracle:
         func: relax.Function,
         count: int,
         host: HostModel,
-        devices: dict[str, dict[str, Any]],
+        costs: CostModel,
         costed: dict[CandidateKey, _Costed],
         edges: dict[tuple[CandidateKey, CandidateKey], float],
         overheads: list[float],
@@ -170,8 +172,10 @@ class CostOracle:
                 if reader == key:
                     continue
                 named = costed[key].devices or costed[reader].devices or ([first] if first else [])
-                device = devices.get(named[0]) if named else None
-                edges[(key, reader)] += count * _transfer_us(builder, operand, device)
+                if named:
+                    edges[(key, reader)] += count * costs.transfer_us(
+                        named[0], _operand_bytes(builder, operand)
+                    )
 
     # ---- helpers ----
 
@@ -180,15 +184,12 @@ def _us(value: float) -> str:
     return f"{value / 1000:.3g} ms" if value >= 1000 else f"{value:.3g} µs"
 
 
-def _transfer_us(builder: Any, operand: int, device: dict[str, Any] | None) -> float:
-    if device is None or "transfer" not in device:
-        return 0.0
+def _operand_bytes(builder: Any, operand: int) -> int:
+    """The size of a lowered operand at the probe value of its symbolic dimensions."""
     size = 1
     for dim in builder.shape_values(operand, PROBE_DIMENSION):
         size *= dim
-    nbytes = size * np.dtype(_NUMPY_DTYPES[builder.operands[operand].type]).itemsize
-    transfer = device["transfer"]
-    return float(transfer["latency_us"]) + nbytes / (float(transfer["bandwidth_gbps"]) * 1e3)
+    return size * np.dtype(_NUMPY_DTYPES[builder.operands[operand].type]).itemsize
 
 
 def _call_counts(mod: tvm.IRModule) -> dict[str, int]:

@@ -49,7 +49,7 @@ code{background:#f3f4f6;padding:0 3px;border-radius:3px}
 """
 
 # Highlights the nodes of one subgraph and links refusal rows to their node. Errors are recorded
-# on <body data-errors> so a headless check (tools/check_report_html.sh) can see them.
+# on <body data-errors> so a headless check (scripts/check_report_html.sh) can see them.
 SCRIPT = """
 (function(){
   var errors=[];

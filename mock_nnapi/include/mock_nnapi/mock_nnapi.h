@@ -208,6 +208,13 @@ MOCK_NNAPI_EXPORT int MockNnapi_costOfOperation(const MockNnapi_CostModel* model
                                                 const char* dataClass, double flops, double bytes,
                                                 MockNnapi_OperationCost* cost);
 
+/* The modelled time of copying `bytes` between host memory and the memory of the profile
+ * device named `device` (its transfer latency + bytes / bandwidth; 0 for a CPU device, which
+ * shares host memory), the same as a trace's transfer events. BAD_DATA for an unknown device or
+ * negative bytes. */
+MOCK_NNAPI_EXPORT int MockNnapi_costOfTransfer(const MockNnapi_CostModel* model, const char* device,
+                                               double bytes, double* us);
+
 /* Totals of a modelled execution (microseconds, microjoules). */
 typedef struct MockNnapi_ModelledTimes {
   double total_us;

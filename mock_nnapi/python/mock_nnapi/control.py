@@ -177,42 +177,31 @@ def CompilationsHeld() -> Iterator[None]:  # noqa: N802
 
 # ---- Device profiles, device faults, modelled timing ------------------------------------------
 
-_PROFILE_SIGNATURES: dict[str, tuple[object, list[object]]] = {
-    "MockNnapi_setProfile": (ctypes.c_int32, [ctypes.c_char_p]),
-    "MockNnapi_getProfileName": (ctypes.c_char_p, []),
-    "MockNnapi_getProfileOrigin": (ctypes.c_char_p, []),
-    "MockNnapi_getProfileJson": (ctypes.c_char_p, []),
-    "MockNnapi_getAvailableProfiles": (ctypes.c_char_p, []),
-    "MockNnapi_getDevicePerformance": (ctypes.c_char_p, []),
-    "MockNnapi_injectDeviceFault": (
-        ctypes.c_int32,
-        [ctypes.c_char_p, ctypes.c_int32, ctypes.c_int64, ctypes.c_int32],
-    ),
-    "MockNnapi_injectOperationFault": (
-        ctypes.c_int32,
-        [ctypes.c_int32, ctypes.c_float, ctypes.c_int32],
-    ),
-    "MockNnapi_getLastTrace": (ctypes.c_char_p, []),
-    "MockNnapi_getTraces": (ctypes.c_char_p, []),
-    "MockNnapi_clearTraces": (None, []),
-    "MockNnapi_setTraceCapacity": (None, [ctypes.c_uint32]),
-    "MockNnapi_getModelledCompilationTime": (
-        ctypes.c_int32,
-        [ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64)],
-    ),
-    "MockNnapi_setCostOnlyExecution": (None, [ctypes.c_int32]),
-    "MockNnapi_getCostOnlyExecution": (ctypes.c_int32, []),
-}
+#: The profile, fault and timing functions (their signatures: _signatures.py, from the header).
+_PROFILE_FUNCTIONS = (
+    "MockNnapi_setProfile",
+    "MockNnapi_getProfileName",
+    "MockNnapi_getProfileOrigin",
+    "MockNnapi_getProfileJson",
+    "MockNnapi_getAvailableProfiles",
+    "MockNnapi_getDevicePerformance",
+    "MockNnapi_injectDeviceFault",
+    "MockNnapi_injectOperationFault",
+    "MockNnapi_getLastTrace",
+    "MockNnapi_getTraces",
+    "MockNnapi_clearTraces",
+    "MockNnapi_setTraceCapacity",
+    "MockNnapi_getModelledCompilationTime",
+    "MockNnapi_setCostOnlyExecution",
+    "MockNnapi_getCostOnlyExecution",
+)
 
 
 @functools.cache
 def _profile_api(library: ctypes.CDLL) -> ctypes.CDLL:
-    for name, (restype, argtypes) in _PROFILE_SIGNATURES.items():
-        function = getattr(library, name, None)
-        if function is None:
+    for name in _PROFILE_FUNCTIONS:
+        if getattr(library, name, None) is None:
             raise MockOnlyError(f"this mock_nnapi build has no {name}; rebuild the library")
-        function.restype = restype
-        function.argtypes = argtypes
     return library
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _library
+from ._signatures import MockNnapi_ModelledTimes, MockNnapi_OperationCost
 
 __all__ = [
     "CostModel",
@@ -46,27 +47,8 @@ class CostModelError(ValueError):
     field, device, class or trace event at fault)."""
 
 
-class _OperationCost(ctypes.Structure):
-    _fields_ = [
-        ("compute_us", ctypes.c_double),
-        ("memory_us", ctypes.c_double),
-        ("compute_efficiency", ctypes.c_double),
-        ("memory_efficiency", ctypes.c_double),
-        ("busy_us", ctypes.c_double),
-        ("overhead_us", ctypes.c_double),
-        ("energy_uj", ctypes.c_double),
-        ("compute_bound", ctypes.c_int32),
-    ]
-
-
-class _ModelledTimes(ctypes.Structure):
-    _fields_ = [
-        ("total_us", ctypes.c_double),
-        ("in_driver_us", ctypes.c_double),
-        ("on_hardware_us", ctypes.c_double),
-        ("energy_uj", ctypes.c_double),
-        ("compilation_us", ctypes.c_double),
-    ]
+_OperationCost = MockNnapi_OperationCost
+_ModelledTimes = MockNnapi_ModelledTimes
 
 
 @dataclass(frozen=True)
@@ -103,41 +85,18 @@ class ModelledTimes:
     compilation_us: float
 
 
-_SIGNATURES: dict[str, tuple[object, list[object]]] = {
-    "MockNnapi_createCostModel": (
-        ctypes.c_int32,
-        [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)],
-    ),
-    "MockNnapi_freeCostModel": (None, [ctypes.c_void_p]),
-    "MockNnapi_costOfOperation": (
-        ctypes.c_int32,
-        [
-            ctypes.c_void_p,
-            ctypes.c_char_p,
-            ctypes.c_char_p,
-            ctypes.c_char_p,
-            ctypes.c_double,
-            ctypes.c_double,
-            ctypes.POINTER(_OperationCost),
-        ],
-    ),
-    "MockNnapi_createRecordedExecution": (
-        ctypes.c_int32,
-        [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)],
-    ),
-    "MockNnapi_freeRecordedExecution": (None, [ctypes.c_void_p]),
-    "MockNnapi_retimeExecution": (
-        ctypes.c_int32,
-        [
-            ctypes.c_void_p,
-            ctypes.c_void_p,
-            ctypes.POINTER(_ModelledTimes),
-            ctypes.POINTER(ctypes.c_char_p),
-        ],
-    ),
-    "MockNnapi_getCostClasses": (ctypes.c_char_p, []),
-    "MockNnapi_getLastError": (ctypes.c_char_p, []),
-}
+#: The cost-model functions (their signatures: _signatures.py, from mock_nnapi.h).
+_FUNCTIONS = (
+    "MockNnapi_createCostModel",
+    "MockNnapi_freeCostModel",
+    "MockNnapi_costOfOperation",
+    "MockNnapi_costOfTransfer",
+    "MockNnapi_createRecordedExecution",
+    "MockNnapi_freeRecordedExecution",
+    "MockNnapi_retimeExecution",
+    "MockNnapi_getCostClasses",
+    "MockNnapi_getLastError",
+)
 
 
 @functools.cache
@@ -147,12 +106,10 @@ def _library_with_equations() -> ctypes.CDLL:
     library = _library.load()
     if not _library.is_mock(library):
         library = ctypes.CDLL(str(_library.mock_library_path()))
-    for name, (restype, argtypes) in _SIGNATURES.items():
-        function = getattr(library, name, None)
-        if function is None:
+        _library.declare(library)
+    for name in _FUNCTIONS:
+        if getattr(library, name, None) is None:
             raise CostModelError(f"this mock_nnapi build has no {name}; rebuild the library")
-        function.restype = restype
-        function.argtypes = argtypes
     return library
 
 
@@ -238,6 +195,17 @@ class CostModel:
             out.energy_uj,
             bool(out.compute_bound),
         )
+
+    def transfer_us(self, device: str, nbytes: float) -> float:
+        """The modelled time of copying ``nbytes`` between host memory and ``device``'s memory
+        (0 for a CPU device, which shares host memory), as the mock's traces time it."""
+        out = ctypes.c_double()
+        code = self._library.MockNnapi_costOfTransfer(
+            self._handle, device.encode(), float(nbytes), ctypes.byref(out)
+        )
+        if code != 0:
+            _raise_last_error(self._library, f"profile {self.name!r}")
+        return float(out.value)
 
     def efficiency(self, device: str, side: str, operation_class: str, data_class: str) -> float:
         """The fraction of peak compute (``side="compute"``) or of memory bandwidth

@@ -8,7 +8,7 @@
 // on [-ln 2 / 2, ln 2 / 2] (relative error 1.1e-8 in exact arithmetic), then scaled by 2^n as two
 // powers of two (so that results in the subnormal range round once and 2^128 still overflows to
 // infinity). Measured against e^x rounded from double over every float in [-104, 89]
-// (tools/exp_ulp.cc): at most 1 ulp from the correctly rounded value (docs/performance.md).
+// (tests/c/exp_ulp.cc): at most 1 ulp from the correctly rounded value (docs/performance.md).
 // +inf gives +inf, -inf gives 0, NaN stays NaN; overflow gives +inf, underflow 0.
 //
 // The mock is built with -ffp-contract=off and without -ffast-math, so every build of these

@@ -3,7 +3,7 @@
 // double and rounded to float, over every float in [lo, hi] (default [-104, 89], where e^x goes
 // from 0 to infinity), and prints the largest error in ulps of the float result, for normal and
 // for subnormal results. Build and run:
-//   g++ -O2 -ffp-contract=off -Imock_nnapi/src/kernels tools/exp_ulp.cc -o /tmp/exp_ulp \
+//   g++ -O2 -ffp-contract=off -Imock_nnapi/src/kernels tests/c/exp_ulp.cc -o /tmp/exp_ulp \
 //     && /tmp/exp_ulp
 #include <cmath>
 #include <cstdint>

@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         (ROOT / path).write_text("".join(lines))
     for path in missing:
         line = header_line(path).strip()
-        print(f"{path}: first line must be '{line}' (python tools/check_spdx.py --fix adds it)")
+        print(f"{path}: first line must be '{line}' (python scripts/check_spdx.py --fix adds it)")
     return 1 if missing else 0
 
 

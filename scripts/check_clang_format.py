@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Fail if any C/C++ file of the project is not formatted with clang-format (repo .clang-format).
 
-Usage: python tools/check_clang_format.py [--fix]
+Usage: python scripts/check_clang_format.py [--fix]
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def main() -> int:
     if result.returncode == 0:
         print(f"clang-format: {len(files)} files {'formatted' if fix else 'clean'}")
     else:
-        print("clang-format: run `python tools/check_clang_format.py --fix`", file=sys.stderr)
+        print("clang-format: run `python scripts/check_clang_format.py --fix`", file=sys.stderr)
     return result.returncode
 
 

@@ -4,7 +4,7 @@
 # a copy of its seed corpus. Used by tox -e libfuzzer (a short run in CI) and for long campaigns;
 # docs/reliability.md explains the targets and how to reproduce a crash.
 #
-# Usage: tools/run_libfuzzer.sh [--seconds N] [--jobs J] [--if-available] BUILD_DIR [TARGET...]
+# Usage: scripts/run_libfuzzer.sh [--seconds N] [--jobs J] [--if-available] BUILD_DIR [TARGET...]
 #   TARGET        model (tests/libfuzzer/model_fuzzer.cc) and/or graph (graph_fuzzer.cc);
 #                 default: both
 #   --seconds N   fuzzing time per target (default 20)

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Cross-builds tvm-ffi and this project's C++ libraries for another machine with one CMake
-# toolchain file: the path shared by the Android build (tools/build_android.sh, the NDK's
+# toolchain file: the path shared by the Android build (scripts/build_android.sh, the NDK's
 # android.toolchain.cmake) and the emulated ARM64 Linux device (emulator/arm64_device.py,
 # cmake/toolchains/aarch64-linux-gnu.cmake).
 #
-#   tools/cross_build.sh --toolchain FILE --build-dir DIR [--tvm-ffi-root DIR] [--openblas DIR]
+#   scripts/cross_build.sh --toolchain FILE --build-dir DIR [--tvm-ffi-root DIR] [--openblas DIR]
 #                        [--tests] [--dry-run] [-- CMAKE_ARGS...]
 #
 #   --toolchain FILE  the CMake toolchain file of the target

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Check that a `tvm-nnapi ... --report out.html` page renders in headless Chromium without errors.
 #
-#   tools/check_report_html.sh REPORT.html [SCREENSHOT.png]
+#   scripts/check_report_html.sh REPORT.html [SCREENSHOT.png]
 #
 # Loads the page from file:// (no network: the page's Content-Security-Policy would report any
 # fetch as a console message), dumps the DOM after scripts ran and fails when

@@ -8,8 +8,8 @@
 //   one ulp off the ties, for uint8 and int8 outputs and odd channel counts (the tails).
 // Build and run (from the repository root):
 //   g++ -O3 -ffp-contract=off -Imock_nnapi/src/kernels -Imock_nnapi/src -Icommon \
-//     -Imock_nnapi/include tools/vector_convert_check.cc mock_nnapi/src/kernels/vector_convert.cc \
-//     -o /tmp/vector_convert_check && /tmp/vector_convert_check
+//     -Imock_nnapi/include tests/c/vector_convert_check.cc mock_nnapi/src/kernels/vector_convert.cc
+//     \ -o /tmp/vector_convert_check && /tmp/vector_convert_check
 // Exits 1 on the first mismatch.
 #include <chrono>
 #include <cmath>
@@ -72,9 +72,10 @@ int CheckFloats() {
       const uint16_t expected = nnapi_common::FloatToHalfBits(in[i]);
       const float expected_rounded = nnapi_common::HalfBitsToFloat(expected);
       if (out[i] != expected || Bits(rounded[i]) != Bits(expected_rounded)) {
-        std::printf("float 0x%08x: FloatToHalf 0x%04x (expected 0x%04x), RoundToHalf 0x%08x "
-                    "(expected 0x%08x)\n",
-                    Bits(in[i]), out[i], expected, Bits(rounded[i]), Bits(expected_rounded));
+        std::printf(
+            "float 0x%08x: FloatToHalf 0x%04x (expected 0x%04x), RoundToHalf 0x%08x "
+            "(expected 0x%08x)\n",
+            Bits(in[i]), out[i], expected, Bits(rounded[i]), Bits(expected_rounded));
         return 1;
       }
     }
@@ -117,7 +118,7 @@ int CheckRequantize(std::mt19937_64& rng) {
     }
     for (auto& a : acc) {
       const uint64_t r = rng();
-      a = kind == 4   ? static_cast<int32_t>(r)  // the whole int32 range
+      a = kind == 4   ? static_cast<int32_t>(r)               // the whole int32 range
           : kind == 5 ? static_cast<int32_t>(r % 1201) - 600  // near-ties inside the range
                       : static_cast<int32_t>(r % 2000001) - 1000000;
     }
@@ -136,13 +137,14 @@ int CheckRequantize(std::mt19937_64& rng) {
     elements += acc.size();
     for (size_t r = 0; r < rows; ++r) {
       for (size_t c = 0; c < channels; ++c) {
-        const Q expected = mock_nnapi::gemm::Requantize<Q>(
-            int64_t{acc[r * channels + c]} + bias[c], multipliers[c], zero_point, low, high);
+        const Q expected = mock_nnapi::gemm::Requantize<Q>(int64_t{acc[r * channels + c]} + bias[c],
+                                                           multipliers[c], zero_point, low, high);
         if (out[r * channels + c] != expected) {
-          std::printf("RequantizeRows: acc %d bias %d multiplier %.17g zero point %d: %d, "
-                      "expected %d\n",
-                      acc[r * channels + c], bias[c], multipliers[c], zero_point,
-                      int{out[r * channels + c]}, int{expected});
+          std::printf(
+              "RequantizeRows: acc %d bias %d multiplier %.17g zero point %d: %d, "
+              "expected %d\n",
+              acc[r * channels + c], bias[c], multipliers[c], zero_point,
+              int{out[r * channels + c]}, int{expected});
           return 1;
         }
       }

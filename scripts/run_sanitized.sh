@@ -4,7 +4,7 @@
 # sanitizers, then runs pytest against those builds. Used by tox -e sanitize and tox -e tsan;
 # docs/reliability.md explains the selections.
 #
-# Usage: tools/run_sanitized.sh [--runtime] [--thread] BUILD_DIR [pytest args]
+# Usage: scripts/run_sanitized.sh [--runtime] [--thread] BUILD_DIR [pytest args]
 #   (default)  AddressSanitizer + UndefinedBehaviorSanitizer build of the mock.
 #   --runtime  also build the runtime module with them, and first run the C++ leak check
 #              (tests/c/runtime_leak_check.cc) with LeakSanitizer: the runtime compiled,
@@ -55,7 +55,7 @@ if [[ $runtime == 1 ]]; then
 fi
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 if [[ "$sanitizers" == "thread" ]]; then
-  export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:report_signal_unsafe=0:suppressions=$root/tools/tsan.supp"
+  export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:report_signal_unsafe=0:suppressions=$root/scripts/tsan.supp"
   # The same native program first: eight threads on one module, with no Python in between.
   echo "run_sanitized: runtime_leak_check under ThreadSanitizer"
   "$build_dir/tvm_nnapi/runtime/runtime_leak_check"

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Builds the tvm_nnapi runtime library for Android with the NDK's CMake toolchain.
 #
-#   tools/build_android.sh ABI [--api LEVEL] [--build-dir DIR] [--tvm-source DIR] [--dry-run]
+#   scripts/build_android.sh ABI [--api LEVEL] [--build-dir DIR] [--tvm-source DIR] [--dry-run]
 #
 #   ABI             arm64-v8a (phones) or x86_64 (the emulator)
 #   --api LEVEL     minimum Android API level (default 29: NNAPI device enumeration)
@@ -13,7 +13,7 @@
 #   --dry-run       print the commands instead of running them
 #
 # Needs ANDROID_NDK_HOME (or ANDROID_NDK_ROOT): an Android NDK r23 or newer, and python with
-# pip, cmake and ninja (the development venv has them). Steps 1 and 2 are tools/cross_build.sh
+# pip, cmake and ninja (the development venv has them). Steps 1 and 2 are scripts/cross_build.sh
 # with the NDK's toolchain file (the emulated ARM64 device runs the same script with
 # cmake/toolchains/aarch64-linux-gnu.cmake):
 #   1. tvm-ffi for Android from the apache-tvm-ffi source distribution (the version installed in
@@ -90,7 +90,7 @@ run() {
 # ARM64 device, here with the NDK's toolchain file.
 cross=(--toolchain "$toolchain" --build-dir "$build_dir")
 [ "$dry_run" = 0 ] || cross+=(--dry-run)
-bash "$repo/tools/cross_build.sh" "${cross[@]}" -- "${android_options[@]}"
+bash "$repo/scripts/cross_build.sh" "${cross[@]}" -- "${android_options[@]}"
 run cp "$libcxx" "$prefix/lib/"
 
 # 3. Optionally TVM's runtime and C++ RPC server (what the phone runs).
