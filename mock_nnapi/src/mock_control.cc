@@ -224,8 +224,9 @@ int MockNnapi_costOfTransfer(const MockNnapi_CostModel* model, const char* devic
   NN_CHECK(found != nullptr, ANEURALNETWORKS_BAD_DATA)
       << "profile '" << model->profile.name << "' has no device named '" << device << "'";
   NN_CHECK(bytes >= 0, ANEURALNETWORKS_BAD_DATA) << "bytes must be non-negative, got " << bytes;
-  *us = found->type == ANEURALNETWORKS_DEVICE_CPU ? 0.0
-                                                  : mock_nnapi::TransferTimeUs(found->timing, bytes);
+  *us = found->type == ANEURALNETWORKS_DEVICE_CPU
+            ? 0.0
+            : mock_nnapi::TransferTimeUs(found->timing, bytes);
   return ANEURALNETWORKS_NO_ERROR;
 }
 

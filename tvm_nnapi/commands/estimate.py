@@ -109,6 +109,12 @@ def print_estimate(console, estimate: dict[str, Any]) -> None:
         f"{format_speedup(totals.get('modelled_speedup'))} (host operators in both: "
         f"{_format_us(totals.get('modelled_host_only_us'))})"
     )
+    overlap = float(totals.get("modelled_overlap_us") or 0.0)
+    if overlap > 0:
+        console.print(
+            f"modelled: starting subgraph calls while independent host bindings run hides "
+            f"{_format_us(overlap)} (counted in the NNAPI-offloaded program; docs/runtime.md)"
+        )
     reason = why_nnapi_loses(estimate)
     if reason:
         console.print(escape(reason))

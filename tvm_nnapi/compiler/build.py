@@ -13,6 +13,7 @@ from tvm import IRModule, relax
 from .codegen import drop_codegen_constants
 from .flops import call_flops, quantized_flops
 from .ir_utils import calls_in, operator_calls
+from .overlap import overlap_subgraph_calls
 from .partition import CODEGEN_NAME, is_partitioned, nnapi_subgraphs, partition
 from .patterns import PartitionOptions
 
@@ -23,13 +24,16 @@ def build(
     options: PartitionOptions | None = None,
     entry_functions: Sequence[str] | None = None,
     host_fallback: bool = False,
+    overlap: bool = True,
 ) -> relax.VMExecutable:
     """Partition (unless already partitioned), run the NNAPI codegen and ``relax.build``.
 
     ``host_fallback=True`` also compiles every NNAPI subgraph for the host, so that the runtime
     can run it there when the device-selection policy prefers the host for a shape (see
     :mod:`tvm_nnapi.runtime`) or when NNAPI fails; it costs one more TVM compilation per
-    subgraph.
+    subgraph. ``overlap=True`` starts a subgraph and lets the program go on where the next
+    binding does not read its outputs, joining it before the first that does
+    (:mod:`tvm_nnapi.compiler.overlap`); ``False`` runs every subgraph call to completion.
     """
     if not is_partitioned(mod):
         mod = partition(mod, options, entry_functions)
@@ -38,6 +42,8 @@ def build(
     mod = relax.transform.RunCodegen({"nnapi": codegen_options})(mod)
     # The NNAPI modules carry their constants: no second copy in a constant-loader module.
     mod = drop_codegen_constants(mod, subgraphs)
+    if overlap:
+        mod, _ = overlap_subgraph_calls(mod, subgraphs)
     executable = relax.build(mod, target=target)
     _drop_empty_source_modules(executable)
     return executable

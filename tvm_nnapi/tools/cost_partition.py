@@ -9,9 +9,9 @@ Android would pick, with the per-operation overheads), its Relax operators' host
 host model (:class:`tvm_nnapi.tools.host_model.HostModel`), the transfers of the subgraph's
 inputs and outputs from the same trace, the transfer a value between two candidates would need
 from the cost model (``CostModel.transfer_us`` of the producing device), and the per-execution
-overhead (runtime and driver step) from the traces. :func:`tvm_nnapi.compiler.placement.place` solves the
-placement (a minimum cut, then the per-subgraph rule); the candidates it leaves on the host are
-refused with kind ``cost`` and their numbers.
+overhead (runtime and driver step) from the traces. :func:`tvm_nnapi.compiler.placement.place`
+solves the placement (a minimum cut, then the per-subgraph rule); the candidates it leaves on
+the host are refused with kind ``cost`` and their numbers.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import tvm
+from mock_nnapi.cost_model import CostModel
 from tvm import relax
 
 from ..compiler.codegen import lower_function
@@ -30,8 +31,6 @@ from ..compiler.graph_json import PROBE_DIMENSION
 from ..compiler.partition import CODEGEN_NAME
 from ..compiler.patterns import CandidateKey, RefusalKind, composite_key
 from ..compiler.placement import Candidate, place
-from mock_nnapi.cost_model import CostModel
-
 from .estimate import _NUMPY_DTYPES
 from .host_model import HostModel
 from .program_work import operator_work

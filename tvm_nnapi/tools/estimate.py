@@ -43,6 +43,7 @@ import tvm
 from tvm import IRModule, relax
 
 from ..compiler.ir_utils import bindings
+from ..compiler.overlap import join_points
 from ..compiler.partition import CODEGEN_NAME, partition_with_report
 from ..compiler.patterns import PartitionOptions
 from .host_model import HOST_MODELS, TVM_DEFAULT_CODE_EFFICIENCY, HostModel, HostWork
@@ -149,6 +150,9 @@ class Estimate:
     weights: str  # "input" (passed at run time) or "resident" (bound as NNAPI constants)
     subgraphs: list[SubgraphRow] = field(default_factory=list)
     host_rows: list[HostRow] = field(default_factory=list)
+    # Time the overlapped build hides: subgraph calls started while independent bindings run
+    # on the host (tvm_nnapi.compiler.overlap), on the program's modelled timeline.
+    modelled_overlap_us: float = 0.0
 
     # ---- totals ----
     @property
@@ -157,11 +161,17 @@ class Estimate:
         return sum(r.modelled_host_us for r in self.host_rows)
 
     @property
-    def modelled_nnapi_program_us(self) -> float:
-        """The NNAPI-offloaded program: every subgraph call on NNAPI plus the host rest."""
+    def modelled_serial_nnapi_program_us(self) -> float:
+        """Every subgraph call on NNAPI plus the host rest, one after the other."""
         return (
             sum(s.modelled_nnapi_us * s.calls for s in self.subgraphs) + self.modelled_host_only_us
         )
+
+    @property
+    def modelled_nnapi_program_us(self) -> float:
+        """The NNAPI-offloaded program as the build runs it: the serial time less what the
+        overlap of started subgraph calls with host code hides."""
+        return self.modelled_serial_nnapi_program_us - self.modelled_overlap_us
 
     @property
     def modelled_host_program_us(self) -> float:
@@ -212,6 +222,7 @@ class Estimate:
                 "modelled_host_program_us": self.modelled_host_program_us,
                 "modelled_speedup": self.modelled_speedup,
                 "modelled_host_only_us": self.modelled_host_only_us,
+                "modelled_overlap_us": self.modelled_overlap_us,
                 **self.modelled_breakdown_us(),
             },
         }
@@ -270,6 +281,18 @@ class Estimate:
 
 
 @dataclass
+class _Step:
+    """One binding of the entry function on the modelled timeline (:meth:`overlap_us`)."""
+
+    var: relax.Var
+    subgraph: tuple[str, tuple[int, ...]] | None = None  # the key of a subgraph call
+    host_work: HostWork | None = None  # a host binding's work (None: no modelled work)
+    started: bool = False  # a subgraph call the build starts and joins later
+    joins: list[relax.Var] = field(default_factory=list)  # started calls joined before it
+    joins_after: list[relax.Var] = field(default_factory=list)  # ... and after it
+
+
+@dataclass
 class _Subgraph:
     gvar: tvm.ir.GlobalVar
     func: relax.Function
@@ -324,6 +347,7 @@ class PreparedEstimate:
         self.extern_work = dict(extern_work or {})
         self._subgraphs: dict[tuple[str, tuple[int, ...]], _Subgraph] = {}
         self._host: dict[str, list[Any]] = {}
+        self._steps: list[list[_Step]] = []
         self._analyse(self.module[self.entry])
         self._traces: dict[str, dict[tuple[str, tuple[int, ...]], dict[str, Any]]] = {}
         self._graphs: dict[str, tuple[str, str, bytes]] = {}
@@ -349,8 +373,22 @@ class PreparedEstimate:
         func_bindings = bindings(func)
         weights = _weight_vars(func, func_bindings)
         absorbed = _absorbed_transposes(func_bindings)
+        step_of: dict[relax.Var, _Step] = {}
+        if isinstance(func.body, relax.SeqExpr):
+            for block in func.body.blocks:
+                steps = [_Step(b.var) for b in block.bindings]
+                plan = join_points(list(block.bindings), self._is_subgraph_call)
+                for i, join in plan.items():
+                    steps[i].started = True
+                    if join.reader < len(steps):
+                        steps[join.reader].joins.append(steps[i].var)
+                    else:
+                        steps[-1].joins_after.append(steps[i].var)
+                step_of.update((step.var, step) for step in steps)
+                self._steps.append(steps)
         for binding in func_bindings:
             value = binding.value
+            step = step_of.get(binding.var)
             if not isinstance(value, relax.Call):
                 continue
             if isinstance(value.op, tvm.ir.GlobalVar):
@@ -362,6 +400,8 @@ class PreparedEstimate:
                     )
                 flags = tuple(i for i, a in enumerate(value.args) if a in weights)
                 key = (value.op.name_hint, flags)
+                if step is not None:
+                    step.subgraph = key
                 sub = self._subgraphs.setdefault(key, _Subgraph(value.op, callee, flags))
                 sub.calls += 1
                 if not sub.call_args:
@@ -371,16 +411,61 @@ class PreparedEstimate:
             if extern is not None:
                 work = self.extern_work.get(extern)
                 found = work(value) if work is not None else None
-                self._add_host(extern, "extern", found)
+                self._add_host(extern, "extern", found, step)
             elif isinstance(value.op, tvm.ir.Op):
                 name = str(value.op.name)
                 if name in ("relax.call_tir", "relax.call_dps_packed"):
-                    self._add_host(name, "extern", None)
+                    self._add_host(name, "extern", None, step)
                 else:
-                    self._add_host(name, "operator", operator_work(value, absorbed))
+                    self._add_host(name, "operator", operator_work(value, absorbed), step)
 
-    def _add_host(self, name: str, kind: str, work: HostWork | None) -> None:
+    def _add_host(
+        self, name: str, kind: str, work: HostWork | None, step: _Step | None = None
+    ) -> None:
         self._host.setdefault(name, [kind, []])[1].append(work)
+        if step is not None:
+            step.host_work = work
+
+    def _is_subgraph_call(self, value: relax.Expr) -> bool:
+        if not (isinstance(value, relax.Call) and isinstance(value.op, tvm.ir.GlobalVar)):
+            return False
+        callee = self.module[value.op]
+        return bool((callee.attrs or {}).get("Codegen") == CODEGEN_NAME)
+
+    def overlap_us(
+        self, subgraph_us: Mapping[tuple[str, tuple[int, ...]], float], host: HostModel
+    ) -> float:
+        """The time the overlapped build hides, on a timeline of the entry function's bindings
+        in program order: host bindings run one at a time on the host; a subgraph call takes
+        ``subgraph_us[key]`` on NNAPI, where calls run one at a time (one lane for all NNAPI
+        devices: the model does not overlap two subgraphs with each other); a started call
+        (:func:`tvm_nnapi.compiler.overlap.join_points`) lets the host go on until its join."""
+        serial = clock = lane = 0.0
+        for steps in self._steps:
+            pending: dict[relax.Var, float] = {}
+            for step in steps:
+                for var in step.joins:
+                    clock = max(clock, pending.pop(var))
+                if step.subgraph is not None:
+                    duration = subgraph_us[step.subgraph]
+                    finish = max(clock, lane) + duration
+                    lane = finish
+                    if step.started:
+                        pending[step.var] = finish
+                    else:
+                        clock = finish
+                elif step.host_work is not None:
+                    work = step.host_work
+                    duration = host.time_us(
+                        work.flops, work.bytes, work.data_class, work.operation_class
+                    )
+                    clock += duration
+                else:
+                    duration = 0.0
+                serial += duration
+                for var in step.joins_after:
+                    clock = max(clock, pending.pop(var))
+        return max(serial - clock, 0.0)
 
     # ---- costing ----
 
@@ -429,9 +514,13 @@ class PreparedEstimate:
         name = str(load_profile(profile).get("name", profile))
         result = Estimate(name, self.entry, dict(self.shapes), host.to_dict(), weights)
         parts = self.nnapi_traces(profile)
+        per_call = {}
         for key, sub in self._subgraphs.items():
-            result.subgraphs.append(self._row(sub, parts[key], host, weights))
+            row = self._row(sub, parts[key], host, weights)
+            result.subgraphs.append(row)
+            per_call[key] = row.modelled_nnapi_us
         result.host_rows = self.host_rows(host)
+        result.modelled_overlap_us = self.overlap_us(per_call, host)
         return result
 
     def nnapi_traces(self, profile: str) -> dict[tuple[str, tuple[int, ...]], dict[str, Any]]:

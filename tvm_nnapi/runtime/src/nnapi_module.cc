@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "half.h"
+#include "overlap.h"
 #include "sha256.h"
 
 namespace tvm_nnapi {
@@ -571,6 +572,14 @@ ffi::Optional<ffi::Function> NnapiModuleObj::GetFunction(const ffi::String& name
   if (name == symbol_) {
     return ffi::Function([self, this](ffi::PackedArgs args, ffi::Any* rv) { Run(args); });
   }
+  if (name == symbol_ + kAsyncSuffix) {
+    // Starts Run on a thread of its own; tvm_nnapi.runtime.join waits for it (overlap.h).
+    return ffi::Function([self, this](ffi::PackedArgs args, ffi::Any* rv) {
+      started_calls_++;
+      StartOverlapped(args, graph_.outputs.size(),
+                      [self, this](ffi::PackedArgs call) { Run(call); });
+    });
+  }
   if (name == "get_symbol") {
     return ffi::Function([self, this](ffi::PackedArgs, ffi::Any* rv) { *rv = symbol_; });
   }
@@ -698,6 +707,7 @@ std::shared_ptr<const CompiledModel> NnapiModuleObj::CompileAndCache(const Signa
 ffi::Map<ffi::String, int64_t> NnapiModuleObj::Stats() {
   ffi::Map<ffi::String, int64_t> stats;
   stats.Set("calls", calls_.load());
+  stats.Set("started_calls", started_calls_.load());
   stats.Set("compilations", compilations_.load());
   stats.Set("cache_hits", cache_hits_.load());
   stats.Set("cache_misses", compilations_.load());

@@ -173,6 +173,8 @@ class NnapiModuleObj : public tvm::ffi::ModuleObj {
   std::once_flag constants_digest_once_;
   std::array<uint8_t, 32> constants_digest_{};
   std::atomic<int64_t> calls_{0};
+  // Calls started by "<symbol>_async" (each also counts in calls_ when it runs).
+  std::atomic<int64_t> started_calls_{0};
   std::atomic<int64_t> compilations_{0};
   std::atomic<int64_t> cache_hits_{0};
   std::atomic<int64_t> evictions_{0};
