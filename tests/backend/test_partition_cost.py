@@ -156,3 +156,62 @@ def test_estimate_shows_both_strategies_side_by_side():
     assert strategies["cost"]["offloaded_operators"] == 0 and strategies["cost"]["subgraphs"] == 0
     cost, everything = (strategies[k]["modelled_nnapi_program_us"] for k in ("cost", "all"))
     assert cost < everything
+
+
+@pytest.fixture(scope="module")
+def qdq_cnn():
+    """The QDQ int8 CNN (onnxruntime's static quantizer) as a Relax module."""
+    pytest.importorskip("onnxruntime", reason="the QDQ CNN is made by onnxruntime's quantizer")
+    from tvm.relax.frontend.onnx import from_onnx
+
+    from .quantized_models import quantize_static, small_cnn
+
+    float_cnn, inputs = small_cnn()
+    return from_onnx(quantize_static(float_cnn, inputs), keep_params_in_input=False)
+
+
+def _modelled_module(module, profile: str, strategy: str, entry="main", shapes=None, work=None):
+    with control.Profile(profile):
+        options = partition_options(profile, strategy=strategy)
+        prepared = PreparedEstimate(module, shapes, entry, options, extern_work=work)
+        estimate = prepared.run(profile)
+    return estimate.modelled_nnapi_program_us, len(estimate.subgraphs)
+
+
+@pytest.mark.parametrize("profile", PHONES)
+def test_the_cost_placement_of_the_qdq_cnn_is_never_slower(qdq_cnn, profile):
+    everything, _ = _modelled_module(qdq_cnn, profile, "all")
+    placed, _ = _modelled_module(qdq_cnn, profile, "cost")
+    assert placed <= everything * (1 + 1e-9), (placed, everything)
+
+
+def _tiny_llm(entry: str, seq_len: int):
+    """The tiny Llama's module, its entry's shapes and the attention's work, as
+    `tvm-nnapi estimate llm:tiny-llama --entry ENTRY --shapes seq_len=N` costs them."""
+    from tvm_nnapi.llm.dispatch import ATTENTION_BUILTIN
+    from tvm_nnapi.tools.llm_work import attention_work
+    from tvm_nnapi.tools.sources import load_model_source
+
+    source = load_model_source("llm:tiny-llama", entry=entry)
+    new_tokens, history = (seq_len, 0) if entry == "prefill" else (1, seq_len)
+    work = attention_work(source.llm_config, source.llm_dtype, new_tokens, history)
+    module = source.symbolic_module
+    shapes = {"seq_len": seq_len} if entry == "prefill" else {}
+    return module, shapes, {ATTENTION_BUILTIN: work}
+
+
+@pytest.mark.parametrize("profile", PHONES)
+def test_the_cost_placement_of_the_tiny_llm_is_never_slower(profile):
+    """Prefill (32 tokens) and decode (32 tokens in the cache) of the tiny Llama."""
+    for entry in ("prefill", "decode"):
+        module, shapes, work = _tiny_llm(entry, 32)
+        everything, _ = _modelled_module(module, profile, "all", entry, shapes, work)
+        placed, _ = _modelled_module(module, profile, "cost", entry, shapes, work)
+        assert placed <= everything * (1 + 1e-9), (entry, placed, everything)
+
+
+def test_on_the_low_end_phone_the_tiny_llm_stays_on_the_host():
+    module, shapes, work = _tiny_llm("prefill", 32)
+    everything, _ = _modelled_module(module, "snapdragon-660", "all", "prefill", shapes, work)
+    placed, subgraphs = _modelled_module(module, "snapdragon-660", "cost", "prefill", shapes, work)
+    assert subgraphs == 0 and placed < everything
