@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The measured accuracy check of the W8A8 scheme (tvm_nnapi.llm.w8a8), simulated in numpy."""
+"""The measured accuracy check of the W8A8 scheme (tvm_nnapi.llm.w8a8_accuracy), simulated in numpy."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from tvm_nnapi.llm import w8a8
+from tvm_nnapi.llm import w8a8_accuracy as w8a8
 
 
 def test_quantized_matmul_error_is_within_the_quantization_steps():

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The estimate's graph-transform hook and the W8A8 what-if (tvm_nnapi.tools.w8a8): the LLM's
+"""The estimate's graph-transform hook and the W8A8 what-if (tvm_nnapi.tools.w8a8_what_if): the LLM's
 projections costed as int8 NNAPI operations on the mock, everything MODELLED."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from tvm_nnapi.compiler.patterns import PartitionOptions
 from tvm_nnapi.experiments.llm import LlmEstimator
-from tvm_nnapi.tools.w8a8 import per_tensor_w8a8_graph, w8a8_graph
+from tvm_nnapi.tools.w8a8_what_if import per_tensor_w8a8_graph, w8a8_graph
 
 PROFILE = "snapdragon-8-gen-2"
 RELAXED = PartitionOptions(relax_fp32_to_fp16=True)

@@ -37,7 +37,7 @@ THESIS_BAND = (3.5, 12.4)
 class LlmEstimator:
     """Estimates of one configuration's ``prefill`` and ``decode`` (exported once).
     ``graph_transform``: a what-if rewrite of the NNAPI subgraphs before they are costed
-    (e.g. :func:`tvm_nnapi.tools.w8a8.w8a8_graph`)."""
+    (e.g. :func:`tvm_nnapi.tools.w8a8_what_if.w8a8_graph`)."""
 
     def __init__(
         self,

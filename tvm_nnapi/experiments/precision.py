@@ -6,7 +6,7 @@ writes the docs section.
 
 Every time is **modelled** by :mod:`tvm_nnapi.tools.estimate` (the mock's cost model for the
 NNAPI side, the host roofline for TVM's CPU backend); nothing here is a measurement except the
-accuracy check, which is measured in numpy on the host (:mod:`tvm_nnapi.llm.w8a8`).
+accuracy check, which is measured in numpy on the host (:mod:`tvm_nnapi.llm.w8a8_accuracy`).
 
 - **CV**: each network is partitioned as ``tvm-nnapi estimate --profile P`` does (the profile's
   feature level and supported operations) in float32, with relaxed float16
@@ -21,7 +21,7 @@ accuracy check, which is measured in numpy on the host (:mod:`tvm_nnapi.llm.w8a8
   The CPU backend is the float32 program all on the host, for the int8
   rows too (the QDQ program on the host is kept as ``modelled_qdq_host_ms``).
 - **LLM**: prefill of the LLM configurations, float32, relaxed float16 (on the profiles whose
-  NPU accepts it) and W8A8 (:func:`tvm_nnapi.tools.w8a8.w8a8_graph`, the rest relaxed), against
+  NPU accepts it) and W8A8 (:func:`tvm_nnapi.tools.w8a8_what_if.w8a8_graph`, the rest relaxed), against
   TVM's CPU backend (float32, host model ``profile-cpu``).
 """
 
@@ -37,7 +37,7 @@ import numpy as np
 from ..compiler.patterns import PartitionOptions
 from ..tools.estimate import Estimate, PreparedEstimate
 from ..tools.partition_target import partition_options
-from ..tools.w8a8 import w8a8_graph
+from ..tools.w8a8_what_if import w8a8_graph
 from .llm import MODELS, PHONE_PROFILES, PROMPT_LENGTHS, THESIS_BAND, LlmEstimator
 
 BUILTIN_CV = ("residual", "mobilenet_v2_small", "mobilenet_v2")
@@ -273,7 +273,7 @@ def run_llm(
 
 def run_accuracy(say: Say = print) -> list[dict[str, Any]]:
     """The measured W8A8 accuracy check on tiny-llama: per-channel and per-tensor weights."""
-    from ..llm import w8a8
+    from ..llm import w8a8_accuracy as w8a8
 
     reports = []
     for scheme in w8a8.WEIGHT_SCHEMES:

@@ -43,7 +43,6 @@ import tvm
 from tvm import IRModule, relax
 
 from ..compiler.ir_utils import bindings
-from ..compiler.overlap import join_points
 from ..compiler.partition import CODEGEN_NAME, partition_with_report
 from ..compiler.patterns import PartitionOptions
 from .host_model import HOST_MODELS, TVM_DEFAULT_CODE_EFFICIENCY, HostModel, HostWork
@@ -55,6 +54,7 @@ from .program_work import (
     operation_class,
     operator_work,
 )
+from .timeline import Step, overlap_us, timeline_steps
 
 __all__ = [
     "HOST_MODELS",
@@ -77,7 +77,7 @@ ExternWork = Callable[[relax.Call], "HostWork | None"]
 
 #: A modelling hook: ``(graph JSON document, constant blob) -> (document, blob)`` applied to
 #: each lowered NNAPI subgraph before it is costed on the mock (e.g. the W8A8 what-if of
-#: :mod:`tvm_nnapi.tools.w8a8`). The rewritten graph may change the types and shapes of its
+#: :mod:`tvm_nnapi.tools.w8a8_what_if`). The rewritten graph may change the types and shapes of its
 #: inputs (the cost-only buffers follow the graph); the host side still costs the Relax
 #: operators.
 GraphTransform = Callable[[dict[str, Any], bytes], tuple[dict[str, Any], bytes]]
@@ -281,18 +281,6 @@ class Estimate:
 
 
 @dataclass
-class _Step:
-    """One binding of the entry function on the modelled timeline (:meth:`overlap_us`)."""
-
-    var: relax.Var
-    subgraph: tuple[str, tuple[int, ...]] | None = None  # the key of a subgraph call
-    host_work: HostWork | None = None  # a host binding's work (None: no modelled work)
-    started: bool = False  # a subgraph call the build starts and joins later
-    joins: list[relax.Var] = field(default_factory=list)  # started calls joined before it
-    joins_after: list[relax.Var] = field(default_factory=list)  # ... and after it
-
-
-@dataclass
 class _Subgraph:
     gvar: tvm.ir.GlobalVar
     func: relax.Function
@@ -347,7 +335,6 @@ class PreparedEstimate:
         self.extern_work = dict(extern_work or {})
         self._subgraphs: dict[tuple[str, tuple[int, ...]], _Subgraph] = {}
         self._host: dict[str, list[Any]] = {}
-        self._steps: list[list[_Step]] = []
         self._analyse(self.module[self.entry])
         self._traces: dict[str, dict[tuple[str, tuple[int, ...]], dict[str, Any]]] = {}
         self._graphs: dict[str, tuple[str, str, bytes]] = {}
@@ -373,19 +360,8 @@ class PreparedEstimate:
         func_bindings = bindings(func)
         weights = _weight_vars(func, func_bindings)
         absorbed = _absorbed_transposes(func_bindings)
-        step_of: dict[relax.Var, _Step] = {}
-        if isinstance(func.body, relax.SeqExpr):
-            for block in func.body.blocks:
-                steps = [_Step(b.var) for b in block.bindings]
-                plan = join_points(list(block.bindings), self._is_subgraph_call)
-                for i, join in plan.items():
-                    steps[i].started = True
-                    if join.reader < len(steps):
-                        steps[join.reader].joins.append(steps[i].var)
-                    else:
-                        steps[-1].joins_after.append(steps[i].var)
-                step_of.update((step.var, step) for step in steps)
-                self._steps.append(steps)
+        self._steps = timeline_steps(func, self._is_subgraph_call)
+        step_of = {step.var: step for steps in self._steps for step in steps}
         for binding in func_bindings:
             value = binding.value
             step = step_of.get(binding.var)
@@ -420,7 +396,7 @@ class PreparedEstimate:
                     self._add_host(name, "operator", operator_work(value, absorbed), step)
 
     def _add_host(
-        self, name: str, kind: str, work: HostWork | None, step: _Step | None = None
+        self, name: str, kind: str, work: HostWork | None, step: Step | None = None
     ) -> None:
         self._host.setdefault(name, [kind, []])[1].append(work)
         if step is not None:
@@ -435,37 +411,13 @@ class PreparedEstimate:
     def overlap_us(
         self, subgraph_us: Mapping[tuple[str, tuple[int, ...]], float], host: HostModel
     ) -> float:
-        """The time the overlapped build hides, on a timeline of the entry function's bindings
-        in program order: host bindings run one at a time on the host; a subgraph call takes
-        ``subgraph_us[key]`` on NNAPI, where calls run one at a time (one lane for all NNAPI
-        devices: the model does not overlap two subgraphs with each other); a started call
-        (:func:`tvm_nnapi.compiler.overlap.join_points`) lets the host go on until its join."""
-        serial = clock = lane = 0.0
-        for steps in self._steps:
-            pending: dict[relax.Var, float] = {}
-            for step in steps:
-                for var in step.joins:
-                    clock = max(clock, pending.pop(var))
-                if step.subgraph is not None:
-                    duration = subgraph_us[step.subgraph]
-                    finish = max(clock, lane) + duration
-                    lane = finish
-                    if step.started:
-                        pending[step.var] = finish
-                    else:
-                        clock = finish
-                elif step.host_work is not None:
-                    work = step.host_work
-                    duration = host.time_us(
-                        work.flops, work.bytes, work.data_class, work.operation_class
-                    )
-                    clock += duration
-                else:
-                    duration = 0.0
-                serial += duration
-                for var in step.joins_after:
-                    clock = max(clock, pending.pop(var))
-        return max(serial - clock, 0.0)
+        """The time the overlapped build hides (:func:`tvm_nnapi.tools.timeline.overlap_us`),
+        with ``subgraph_us`` per call of each subgraph and host bindings timed by ``host``."""
+        return overlap_us(
+            self._steps,
+            lambda key: subgraph_us[key],
+            lambda w: host.time_us(w.flops, w.bytes, w.data_class, w.operation_class),
+        )
 
     # ---- costing ----
 

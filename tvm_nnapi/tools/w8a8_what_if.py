@@ -4,7 +4,7 @@ W8A8 (int8 weights and activations) so that the estimate (:mod:`tvm_nnapi.tools.
 costs them on the mock as NNAPI would run such a model.
 
     from tvm_nnapi.tools.estimate import PreparedEstimate
-    from tvm_nnapi.tools.w8a8 import w8a8_graph
+    from tvm_nnapi.tools.w8a8_what_if import w8a8_graph
     prepared = PreparedEstimate(mod, {"seq_len": 128}, "prefill", graph_transform=w8a8_graph)
 
 Every ``FULLY_CONNECTED`` of a ``TENSOR_FLOAT32`` activation becomes
@@ -22,7 +22,7 @@ unchanged (float32, or float16 when the graph allows relaxed computation).
 
 Assumptions of the what-if (docs/experiments.md): the scales and zero points written here are
 placeholders (the cost model does not depend on their values; the accuracy of the scheme is
-measured separately, :mod:`tvm_nnapi.llm.w8a8`); weights are passed as int8 subgraph inputs
+measured separately, :mod:`tvm_nnapi.llm.w8a8_accuracy`); weights are passed as int8 subgraph inputs
 (a quarter of the float32 bytes to copy, or none when resident); the host side of the estimate
 still costs the float Relax operators, i.e. TVM's CPU backend running the float32 model.
 """

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """A MEASURED accuracy check of the W8A8 scheme of the modelled W8A8 prefill
-(:mod:`tvm_nnapi.tools.w8a8`, docs/experiments.md), simulated in numpy on the host.
+(:mod:`tvm_nnapi.tools.w8a8_what_if`, docs/experiments.md), simulated in numpy on the host.
 
 Every projection (``qkv_proj``, ``o_proj``, ``gate_up_proj``, ``down_proj``, ``lm_head``) runs
 as NNAPI would run it in int8: its input quantized with a **static per-tensor** asymmetric
@@ -16,8 +16,8 @@ The float32 reference is the same numpy model without quantization, checked agai
 build of the Relax model (:func:`host_prefill_logits`) so that the comparison is with the real
 model, not with a second implementation's mistakes.
 
-    from tvm_nnapi.llm import w8a8
-    report = w8a8.accuracy_check()           # the built-in tiny-llama, random weights
+    from tvm_nnapi.llm import w8a8_accuracy
+    report = w8a8_accuracy.accuracy_check()  # the built-in tiny-llama, random weights
     print(report.format())
 """
 
