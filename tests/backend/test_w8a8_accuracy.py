@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The measured accuracy check of the W8A8 scheme (tvm_nnapi.llm.w8a8_accuracy), simulated in numpy."""
+"""The measured accuracy check of the W8A8 scheme (tvm_nnapi.llm.w8a8_accuracy), simulated in
+numpy."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The estimate's graph-transform hook and the W8A8 what-if (tvm_nnapi.tools.w8a8_what_if): the LLM's
-projections costed as int8 NNAPI operations on the mock, everything MODELLED."""
+"""The estimate's graph-transform hook and the W8A8 what-if (tvm_nnapi.tools.w8a8_what_if): the
+LLM's projections costed as int8 NNAPI operations on the mock, everything MODELLED."""
 
 from __future__ import annotations
 

@@ -21,8 +21,8 @@ accuracy check, which is measured in numpy on the host (:mod:`tvm_nnapi.llm.w8a8
   The CPU backend is the float32 program all on the host, for the int8
   rows too (the QDQ program on the host is kept as ``modelled_qdq_host_ms``).
 - **LLM**: prefill of the LLM configurations, float32, relaxed float16 (on the profiles whose
-  NPU accepts it) and W8A8 (:func:`tvm_nnapi.tools.w8a8_what_if.w8a8_graph`, the rest relaxed), against
-  TVM's CPU backend (float32, host model ``profile-cpu``).
+  NPU accepts it) and W8A8 (:func:`tvm_nnapi.tools.w8a8_what_if.w8a8_graph`, the rest
+  relaxed), against TVM's CPU backend (float32, host model ``profile-cpu``).
 """
 
 from __future__ import annotations
