@@ -408,9 +408,7 @@ class PreparedEstimate:
         callee = self.module[value.op]
         return bool((callee.attrs or {}).get("Codegen") == CODEGEN_NAME)
 
-    def overlap_us(
-        self, subgraph_us: Mapping[tuple[str, tuple[int, ...]], float], host: HostModel
-    ) -> float:
+    def overlap_us(self, subgraph_us: Mapping[Any, float], host: HostModel) -> float:
         """The time the overlapped build hides (:func:`tvm_nnapi.tools.timeline.overlap_us`),
         with ``subgraph_us`` per call of each subgraph and host bindings timed by ``host``."""
         return overlap_us(
