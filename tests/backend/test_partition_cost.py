@@ -110,8 +110,10 @@ def _modelled(model: str, profile: str, strategy: str, shapes=None) -> tuple[flo
 
 @pytest.mark.parametrize("profile", PHONES)
 def test_the_cost_placement_is_never_slower_than_offloading_everything(profile):
-    """Modelled on each phone: MobileNetV2-small and the residual network."""
-    for model, shapes in (("mobilenet_v2_small", None), ("residual", {"batch": 1})):
+    """Modelled on each phone: MobileNetV2-small, MobileNetV2 (224x224) and the residual
+    network."""
+    models = (("mobilenet_v2_small", None), ("mobilenet_v2", None), ("residual", {"batch": 1}))
+    for model, shapes in models:
         everything, _ = _modelled(model, profile, "all", shapes)
         placed, _ = _modelled(model, profile, "cost", shapes)
         assert placed <= everything * (1 + 1e-9), (model, placed, everything)
