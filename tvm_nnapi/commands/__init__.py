@@ -31,6 +31,7 @@ from .common import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
     DebugSubparsers,
+    SuggestingParser,
     error,
     one_line,
     user_error,
@@ -55,7 +56,7 @@ COMMANDS: tuple[ModuleType, ...] = (
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``tvm-nnapi`` argument parser with every command of :data:`COMMANDS`."""
-    parser = argparse.ArgumentParser(
+    parser = SuggestingParser(
         prog="tvm-nnapi",
         description="TVM Relax + Android NNAPI: see what is offloaded and why, estimate it on a "
         "phone profile, run it on the mock NNAPI. Documentation: docs/cli.md.",

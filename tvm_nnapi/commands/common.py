@@ -5,8 +5,9 @@ types, progress output, one-line errors, and selecting the mock's device profile
 from __future__ import annotations
 
 import argparse
+import re
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..errors import UsageError
 from ..tools.partition_target import FEATURE_LEVELS, feature_level_code
@@ -118,7 +119,6 @@ def error(message: str) -> None:
 def one_line(message: str) -> str:
     """An exception's text as one line, without C++ source locations (``device.cc:353:``) and
     TVM's traceback decorations."""
-    import re
 
     lines = [line.strip() for line in str(message).splitlines() if line.strip()]
     lines = [line for line in lines if not line.startswith(("File ", "Traceback", "^"))]
@@ -131,13 +131,59 @@ def one_line(message: str) -> str:
 
 
 def selected_profile(profile: str | None) -> str | None:
-    """:func:`select_profile`, its errors as one line naming ``--profile``."""
+    """:func:`select_profile`, its errors as one line naming ``--profile`` (with the closest
+    profile name); without ``--profile``, a ``MOCK_NNAPI_PROFILE`` the mock would reject is
+    refused the same way (the mock alone would warn and run on its reference profile)."""
     from mock_nnapi import NnapiError
 
+    if profile is None:
+        _check_profile_environment()
     try:
         return select_profile(profile)
     except NnapiError as error:
-        raise UsageError(f"--profile {profile}: {one_line(str(error))}") from error
+        message = f"--profile {profile}: {one_line(str(error))}"
+        raise UsageError(message + _profile_suggestion(str(profile))) from error
+
+
+def _profile_suggestion(name: str) -> str:
+    import difflib
+
+    from mock_nnapi.device_profiles import available_profiles
+
+    close = difflib.get_close_matches(name, available_profiles(), n=1, cutoff=0.5)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
+def _check_profile_environment() -> None:
+    import os
+
+    from mock_nnapi.device_profiles import load_profile
+
+    requested = os.environ.get("MOCK_NNAPI_PROFILE")
+    if not requested:
+        return
+    try:
+        load_profile(requested)
+    except (OSError, ValueError) as error:
+        message = f"MOCK_NNAPI_PROFILE={requested}: {one_line(str(error))}"
+        raise UsageError(message + _profile_suggestion(requested)) from error
+
+
+class SuggestingParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose "invalid choice" errors name the closest choice (a
+    misspelt command, ``--partition`` value, ...). Its subcommand parsers are of this class
+    too."""
+
+    def error(self, message: str) -> NoReturn:
+        import difflib
+
+        found = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if found:
+            choices = re.findall(r"'([^']*)'", found.group(2))
+            close = difflib.get_close_matches(found.group(1), choices, n=1, cutoff=0.6)
+            if close:
+                message += f"; did you mean '{close[0]}'?"
+        super().error(message)
 
 
 def user_error(error: BaseException) -> str | None:
