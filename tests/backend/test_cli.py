@@ -243,8 +243,11 @@ def test_torch_export_file_without_torch_says_what_to_install(tmp_path, capsys):
         pass
     else:
         pytest.skip("torch is installed; test_torch_export_file covers .pt2 files")
+    import zipfile
+
     path = tmp_path / "model.pt2"
-    path.write_bytes(b"not a program")
+    with zipfile.ZipFile(path, "w") as archive:  # what torch.export.save writes first
+        archive.writestr("model/archive_format", "pt2")
     assert main(["explain", str(path)]) == 2
     err = capsys.readouterr().err
     assert str(path) in err and "torch" in err and "models" in err

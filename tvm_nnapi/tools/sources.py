@@ -14,6 +14,10 @@
 - a ``torch.export`` program (``.pt2``, saved with ``torch.export.save``; TVM's PyTorch frontend
   ``from_exported_program``; needs torch).
 
+A file is recognised by its content first (:func:`model_format`): a TFLite flatbuffer, a
+``torch.save`` pickle, a TorchScript archive or unknown bytes are refused naming what they are
+and the accepted formats, before any frontend sees them.
+
 Symbolic dimensions (an LLM's ``seq_len``, a ``batch``) are bound from ``shapes``
 (``--shapes seq_len=128,batch=1``): every Relax function that defines the symbol gets the
 value. Errors are :class:`ModelLoadError` with a message naming the file, the node or the symbol
@@ -344,16 +348,16 @@ def _from_file(spec: str) -> ModelSource:
             f"{spec}: no such file and not a built-in model; {hint}built-ins: "
             f"{', '.join(CNN_MODELS)}, torchvision:NAME, llm:NAME (see `tvm-nnapi models`)"
         )
-    suffix = path.suffix.lower()
+    kind = model_format(path)
     try:
-        if suffix == ".onnx":
-            mod, kind = _load_onnx(path), "onnx"
-        elif suffix in (".pt2", ".pt", ".ep"):
-            mod, kind = _load_exported_program(path), "torch.export"
-        elif suffix == ".py":
-            mod, kind = _load_python(path), "python"
+        if kind == "onnx":
+            mod = _load_onnx(path)
+        elif kind == "torch.export":
+            mod = _load_exported_program(path)
+        elif kind == "python":
+            mod = _load_python(path)
         else:
-            mod, kind = _load_tvmscript(path), "tvmscript"
+            mod = _load_tvmscript(path)
     except ModelLoadError:
         raise
     except Exception as error:  # frontends raise many types; name the file in every case
@@ -366,6 +370,82 @@ def _from_file(spec: str) -> ModelSource:
             g.name_hint for g, f in mod.functions.items() if isinstance(f, relax.Function)
         )[0]
     return ModelSource(spec, kind, f"{kind} file {path.name}", mod, mod, entry=entry)
+
+
+#: What a model file may be, for the messages that refuse one.
+ACCEPTED_FORMATS = (
+    "accepted: ONNX (.onnx), a torch.export program (.pt2, torch.export.save), a Python file "
+    "defining `mod` or `get_model()` (.py), TVMScript text"
+)
+
+# Formats recognised by their first bytes and refused with what to do instead.
+_REFUSED_SIGNATURES = (
+    (4, b"TFL3", "a TensorFlow Lite flatbuffer; convert the model to ONNX (e.g. tflite2onnx)"),
+    (0, b"\x89HDF\r\n\x1a\n", "an HDF5 file (a Keras model?); convert it to ONNX (tf2onnx)"),
+    (0, b"GGUF", "a GGUF file (llama.cpp weights); LLMs are built in: see `tvm-nnapi models`"),
+)
+
+
+def model_format(path: Path) -> str:
+    """``"onnx"``, ``"torch.export"``, ``"python"`` or ``"tvmscript"``: what the file holds, by
+    its content first and its suffix second. A file of another kind (a TFLite flatbuffer, a
+    ``torch.save`` pickle, a TorchScript archive, unknown bytes, text that is no TVMScript)
+    raises :class:`ModelLoadError` naming what it is and the accepted formats."""
+    import zipfile
+
+    with open(path, "rb") as file:
+        head = file.read(4096)
+    suffix = path.suffix.lower()
+    for offset, signature, what in _REFUSED_SIGNATURES:
+        if head[offset : offset + len(signature)] == signature:
+            raise ModelLoadError(f"{path}: {what}; {ACCEPTED_FORMATS}")
+    if head.startswith(b"PK\x03\x04"):
+        try:
+            with zipfile.ZipFile(path) as archive:
+                names = archive.namelist()
+        except zipfile.BadZipFile as error:
+            raise ModelLoadError(f"{path}: a damaged ZIP archive ({error})") from error
+        if any(n.endswith(("archive_format", "serialized_exported_program.json")) for n in names):
+            return "torch.export"
+        if any(n.endswith("constants.pkl") or "/code/" in n for n in names):
+            raise ModelLoadError(
+                f"{path}: a TorchScript archive (torch.jit.save), not a torch.export program; "
+                f"save it with torch.export.save; {ACCEPTED_FORMATS}"
+            )
+        if any(n.endswith("data.pkl") for n in names):
+            raise ModelLoadError(
+                f"{path}: a torch.save pickle (weights or a pickled module), not a program; "
+                f"export the model with torch.export.save; {ACCEPTED_FORMATS}"
+            )
+        raise ModelLoadError(f"{path}: a ZIP archive that holds no model; {ACCEPTED_FORMATS}")
+    if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
+        raise ModelLoadError(
+            f"{path}: a Python pickle (torch.save's legacy format?), not a program; export the "
+            f"model with torch.export.save; {ACCEPTED_FORMATS}"
+        )
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as error:
+        # Cut inside a multi-byte character at the end of the head: still text.
+        text = head[: error.start].decode("utf-8") if error.start >= len(head) - 3 else None
+    if text is None or "\x00" in text:
+        if suffix == ".onnx" or head[:1] == b"\x08":  # ONNX: protobuf, ir_version first
+            return "onnx"
+        raise ModelLoadError(f"{path}: not a model format tvm-nnapi reads; {ACCEPTED_FORMATS}")
+    if suffix == ".py":
+        return "python"
+    if suffix == ".onnx":
+        raise ModelLoadError(f"{path}: a text file, not an ONNX model; {ACCEPTED_FORMATS}")
+    if suffix in (".pt2", ".pt", ".ep"):
+        raise ModelLoadError(f"{path}: a text file, not a torch.export program; {ACCEPTED_FORMATS}")
+    if any(marker in text for marker in ("@I.ir_module", "@R.function", "@T.prim_func")):
+        return "tvmscript"
+    if "get_model" in text or "IRModule" in text or "import tvm" in text:
+        return "python"
+    raise ModelLoadError(
+        f"{path}: text that is neither TVMScript (no @I.ir_module or @R.function) nor a Python "
+        f"model file; {ACCEPTED_FORMATS}"
+    )
 
 
 def _load_onnx(path: Path) -> tvm.IRModule:
@@ -491,6 +571,7 @@ __all__ = [
     "builtin_model_names",
     "exported_program_to_relax",
     "load_model_source",
+    "model_format",
     "onnx_to_relax",
     "parse_llm_spec",
     "parse_shapes",
