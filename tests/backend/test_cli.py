@@ -65,7 +65,7 @@ def write_tiny_cnn(tmp_path) -> str:
 
 
 def write_onnx_cnn(tmp_path, unsupported: str | None = None) -> str:
-    """A small ONNX CNN: Conv, Relu, MaxPool, GlobalAveragePool, Flatten, Gemm (+ Erf, which
+    """A small ONNX CNN: Conv, Relu, MaxPool, GlobalAveragePool, Flatten, Gemm (+ Cos, which
     NNAPI has no operation for), with a symbolic batch dimension."""
     onnx = pytest.importorskip("onnx", reason="ONNX models need the onnx package: pip install onnx")
     from onnx import TensorProto, helper, numpy_helper
@@ -83,7 +83,7 @@ def write_onnx_cnn(tmp_path, unsupported: str | None = None) -> str:
         helper.make_node("GlobalAveragePool", ["p"], ["g"], name="gap"),
         helper.make_node("Flatten", ["g"], ["f"], name="flatten"),
         helper.make_node("MatMul", ["f", "fc"], ["m"], name="fc"),
-        helper.make_node(unsupported or "Erf", ["m"], ["out"], name="activation"),
+        helper.make_node(unsupported or "Cos", ["m"], ["out"], name="activation"),
     ]
     graph = helper.make_graph(
         nodes,
@@ -216,9 +216,9 @@ def test_explain_onnx_names_the_refused_operator(tmp_path, capsys):
     operations = {op for sub in explanation["subgraphs"] for op in sub["nnapi_operations"]}
     assert {"CONV_2D", "MAX_POOL_2D"} <= operations
     (refusal,) = explanation["refusals"]
-    assert refusal["operator"] == "relax.erf" and refusal["kind"] == "unsupported operator"
+    assert refusal["operator"] == "relax.cos" and refusal["kind"] == "unsupported operator"
     assert main(["explain", path]) == 0
-    assert "relax.erf" in capsys.readouterr().out
+    assert "relax.cos" in capsys.readouterr().out
 
 
 def test_explain_onnx_unknown_operator_names_the_node(tmp_path, capsys):
@@ -267,7 +267,7 @@ def test_torch_export_file(tmp_path, capsys):
 
         def forward(self, x):
             y = torch.relu(self.norm(self.conv(x)))
-            return torch.erf(self.fc(torch.nn.functional.adaptive_avg_pool2d(y, 1).flatten(1)))
+            return torch.cos(self.fc(torch.nn.functional.adaptive_avg_pool2d(y, 1).flatten(1)))
 
     torch.manual_seed(0)
     path = tmp_path / "net.pt2"
@@ -276,7 +276,7 @@ def test_torch_export_file(tmp_path, capsys):
     assert data["model"]["kind"] == "torch.export" and data["run"]["passed"]
     operations = {op for sub in data["explain"]["subgraphs"] for op in sub["nnapi_operations"]}
     assert {"CONV_2D", "FULLY_CONNECTED"} <= operations
-    assert [r["operator"] for r in data["explain"]["refusals"]] == ["relax.erf"]
+    assert [r["operator"] for r in data["explain"]["refusals"]] == ["relax.cos"]
 
 
 # ---- estimate (MODELLED) -------------------------------------------------------------------------
@@ -349,7 +349,7 @@ def test_estimate_llm_and_onnx(tmp_path):
     text = _cli("estimate", path, "--shapes", "batch=1", "--report", str(report)).stdout
     assert "MODELLED" in text and "speedup" in text
     page = report.read_text()
-    assert "Estimate" in page and "main_nnapi_0" in page and "relax.erf" in page
+    assert "Estimate" in page and "main_nnapi_0" in page and "relax.cos" in page
 
 
 # ---- run -----------------------------------------------------------------------------------------

@@ -80,13 +80,13 @@ def _convnet() -> Any:
     )
 
 
-def _matmul_erf(name: str = "erf") -> Any:
-    """matmul + relu on NNAPI, erf on the host (main's backend has no lowering for it), relu."""
+def _matmul_cos(name: str = "cos") -> Any:
+    """matmul + relu on NNAPI, cos on the host (NNAPI has no cosine), relu."""
     return _model(
         [
             helper.make_node("MatMul", ["x", "w"], ["m"]),
             helper.make_node("Relu", ["m"], ["r"]),
-            helper.make_node("Erf", ["r"], ["e"]),
+            helper.make_node("Cos", ["r"], ["e"]),
             helper.make_node("Relu", ["e"], ["y"]),
         ],
         [_tensor("x", [2, 8])],
@@ -170,25 +170,25 @@ def test_squeeze_and_unsqueeze_run_on_nnapi(bench):
 
 
 def test_refusals_carry_the_flops_they_keep_on_the_host(bench):
-    record = bench.measure_onnx(_matmul_erf(), "test:erf", family="transformer")
+    record = bench.measure_onnx(_matmul_cos(), "test:cos", family="transformer")
     assert record["status"] == "ok", record.get("error")
     (refusal,) = record["refusals"]
-    assert refusal["operator"] == "relax.erf" and refusal["kind"] == "unsupported operator"
+    assert refusal["operator"] == "relax.cos" and refusal["kind"] == "unsupported operator"
     assert refusal["count"] == 1 and refusal["flops"] == 8  # one per output element
     assert "(in main)" not in refusal["reason"]
-    assert record["host_operators"] == {"relax.erf": 1}
+    assert record["host_operators"] == {"relax.cos": 1}
     # matmul 2 x 8 outputs x 8 terms = 128, each relu 8: 144 of 152 FLOPs on NNAPI.
     assert (record["offloaded_flops"], record["total_flops"]) == (144, 152)
     assert record["subgraphs"] == 2
     assert record["boundary_values"] == 4  # each subgraph: one value in, one out
     assert record["nnapi_ran"] and record["max_rel_error"] <= 1e-4
 
-    other = dict(record, key="test:erf2")
+    other = dict(record, key="test:cos2")
     rows = bench.aggregate_refusals([record, other])
-    assert [(r["operator"], r["count"], r["flops"]) for r in rows] == [("relax.erf", 2, 16)]
-    assert rows[0]["models"] == ["test:erf", "test:erf2"]
+    assert [(r["operator"], r["count"], r["flops"]) for r in rows] == [("relax.cos", 2, 16)]
+    assert rows[0]["models"] == ["test:cos", "test:cos2"]
     (by_op,) = bench.aggregate_by_operator([record, other])
-    assert by_op["models"] == ["test:erf", "test:erf2"] and by_op["flops"] == 16
+    assert by_op["models"] == ["test:cos", "test:cos2"] and by_op["flops"] == 16
 
 
 def test_a_symbolic_sequence_length_is_kept_and_bound_for_the_run(bench):
@@ -248,10 +248,10 @@ def test_a_host_build_tvm_cannot_do_is_told_apart_from_a_run_error(bench, monkey
         raise RuntimeError("no build")
 
     monkeypatch.setattr(tvm_nnapi.tools.run, "run_model", fail)
-    record = bench.measure_onnx(_matmul_erf(), "test:run")
+    record = bench.measure_onnx(_matmul_cos(), "test:run")
     assert (record["status"], record["error"]) == ("run error", "RuntimeError: no build")
     monkeypatch.setattr(tvm.relax, "build", fail)
-    record = bench.measure_onnx(_matmul_erf(), "test:host")
+    record = bench.measure_onnx(_matmul_cos(), "test:host")
     assert record["status"] == "host build error" and "flop_share" in record
     assert bench.missed_goals(record)[0].startswith("host build error (TVM cannot build")
 
@@ -303,7 +303,7 @@ def test_a_run_resumes_where_it_stopped(bench, tmp_path):
 
 
 def test_the_report_has_the_table_refusals_goals_and_command(bench):
-    erf = bench.measure_onnx(_matmul_erf(), "test:erf", family="cv-classification", run=False)
+    erf = bench.measure_onnx(_matmul_cos(), "test:cos", family="cv-classification", run=False)
     broken = {
         "key": "test:broken",
         "frontend": "onnx",
@@ -315,19 +315,19 @@ def test_the_report_has_the_table_refusals_goals_and_command(bench):
     }
     document = {
         "schema": bench.SCHEMA,
-        "models": {"test:erf": erf, "test:broken": broken},
-        "order": ["test:erf", "test:broken"],
+        "models": {"test:cos": erf, "test:broken": broken},
+        "order": ["test:cos", "test:broken"],
         "wall_seconds": 600.0,
     }
     text = bench.render_markdown(document, "python bench/model_coverage.py --fresh")
     assert "python bench/model_coverage.py --fresh" in text and "about 10 min" in text
     assert "2 models: 1 import, 1 partition and run without an error." in text
-    row = next(line for line in text.splitlines() if line.startswith("| test:erf "))
+    row = next(line for line in text.splitlines() if line.startswith("| test:cos "))
     assert "| 94.7% |" in row and "| 2 |" in row  # FLOPs share, subgraphs
-    assert "| `relax.erf` | unsupported operator |" in text
+    assert "| `relax.cos` | unsupported operator |" in text
     assert "- `test:broken` (import error): ModelLoadError: no converter \\| for X" in text
     assert "- `test:broken`: does not import (import error)" in text
-    assert "- `test:erf`" not in text.split("## Goals")[1]  # it meets its goals
+    assert "- `test:cos`" not in text.split("## Goals")[1]  # it meets its goals
 
 
 def test_command_line(bench, tmp_path, capsys):
@@ -347,14 +347,14 @@ def test_command_line(bench, tmp_path, capsys):
     listed = capsys.readouterr().out.splitlines()
     assert len(listed) == 2 * len(bench.TORCHVISION_RESOLUTION) + len(bench.HF_MODELS)
 
-    record = bench.measure_onnx(_matmul_erf(), "test:erf", run=False)
+    record = bench.measure_onnx(_matmul_cos(), "test:cos", run=False)
     assert "max_rel_error" not in record and record["flop_share"] == pytest.approx(144 / 152)
-    document = {"schema": bench.SCHEMA, "models": {"test:erf": record}, "order": ["test:erf"]}
+    document = {"schema": bench.SCHEMA, "models": {"test:cos": record}, "order": ["test:cos"]}
     (tmp_path / "r.json").write_text(json.dumps(document))
     paths = ["--json", str(tmp_path / "r.json"), "--markdown", str(tmp_path / "m.md")]
     assert bench.main(["--report-only", "--frontends", "onnx", *paths]) == 0
     assert (
-        "python bench/model_coverage.py --fresh --models test:erf\n"
+        "python bench/model_coverage.py --fresh --models test:cos\n"
         in (tmp_path / "m.md").read_text()
     )
     assert bench._regenerate_command({"models": {c.key: {} for c in bench.all_cases()}}).startswith(

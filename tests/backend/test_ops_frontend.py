@@ -768,6 +768,16 @@ OPERATOR_CASES = [
         rtol=0.0,
         atol=1e-6,
     ),
+    # erf (ONNX's Erf, torch.erf): the series at 0 below |x| = 1, a fit of erfc above; within
+    # 3 ulp of the float64 erf (tests/backend/test_erf.py); here against TVM's host erf
+    Case(
+        "erf",
+        lambda p: op.erf(p[0]),
+        [np.linspace(-6, 6, 2401, dtype="float32")[:2400].reshape(24, 100)],
+        ["ABS", "EXP", "SELECT", "LESS", "MAXIMUM"],
+        rtol=0.0,
+        atol=1e-6,
+    ),
     # broadcast_to: TILE of the unit axes (after a RESHAPE adding leading ones); the same-shape
     # expand torch.export writes before a batched matmul is removed by the preparation
     Case(

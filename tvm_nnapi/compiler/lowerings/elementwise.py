@@ -213,6 +213,71 @@ def convert_gelu(ctx: ConvertContext, call: relax.Call) -> int:
     return ctx.binary("SUB", half_sum, tail, call, source)
 
 
+# erf's series at 0 (2/sqrt(pi) sum (-1)^n x^(2n+1) / (n! (2n+1)), n = 0..11) for |x| < 1, and
+# the Chebyshev fit of erfc of Numerical Recipes (fractional error below 1.2e-7 for z >= 0) above.
+_ERF_SERIES = tuple(
+    2.0 / math.sqrt(math.pi) * (-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(12)
+)
+_ERFC_FIT = (
+    -1.26551223,
+    1.00002368,
+    0.37409196,
+    0.09678418,
+    -0.18628806,
+    0.27886807,
+    -1.13520398,
+    1.48851587,
+    -0.82215223,
+    0.17087277,
+)
+_ERF_SERIES_BOUND = 1.0
+
+
+def convert_erf(ctx: ConvertContext, call: relax.Call) -> int:
+    """erf(x) to float32 accuracy from NNAPI elementwise operations.
+
+    |x| < 1: the series at 0 to x^23 (truncation below 1e-9 there; no cancellation near 0);
+    otherwise sign(x) (1 - erfc(|x|)) with erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z / 2),
+    P the fit of :data:`_ERFC_FIT` (erfc's fractional error below 1.2e-7, at most 0.16 of erf
+    there). SELECT(LESS(|x|, 1)) picks the side per element; the sign is x / max(|x|, 1),
+    exactly +-1 where that side is chosen. Measured in float32 against erf in float64: at most
+    2.5 ulp over [-8, 8] and magnitudes down to 1e-38 (tests/backend/test_erf.py).
+    """
+    source = "relax.erf"
+    dtype = ctx.dtype(call)
+    x = ctx.operand(call.args[0])
+
+    def const(value: float) -> int:
+        return ctx.constant(np.array([value], dtype=dtype))
+
+    def mul(a: int, b: int) -> int:
+        return ctx.binary("MUL", a, b, call, source)
+
+    def add(a: int, b: int) -> int:
+        return ctx.binary("ADD", a, b, call, source)
+
+    a = ctx.unary("ABS", x, call, source)
+    square = mul(x, x)
+    series = const(_ERF_SERIES[-1])
+    for coefficient in reversed(_ERF_SERIES[:-1]):
+        series = add(mul(series, square), const(coefficient))
+    near_zero = mul(series, x)
+    t = ctx.binary("DIV", const(1.0), add(mul(a, const(0.5)), const(1.0)), call, source)
+    fit = const(_ERFC_FIT[-1])
+    for coefficient in reversed(_ERFC_FIT[:-1]):
+        fit = add(mul(fit, t), const(coefficient))
+    erfc = mul(t, ctx.unary("EXP", ctx.binary("SUB", fit, square, call, source), call, source))
+    bounded = ctx.output(call)
+    ctx.emit("MAXIMUM", [a, const(_ERF_SERIES_BOUND)], [bounded], source)
+    sign = ctx.binary("DIV", x, bounded, call, source)
+    far = mul(sign, ctx.binary("SUB", const(1.0), erfc, call, source))
+    small = ctx.tensor("bool", ctx.shape(call))
+    ctx.emit("LESS", [a, const(_ERF_SERIES_BOUND)], [small], source)
+    out = ctx.output(call)
+    ctx.emit("SELECT", [small, near_zero, far], [out], source)
+    return out
+
+
 REFUSED: list[Refused] = []
 
 
@@ -532,6 +597,13 @@ LOWERINGS: list[Lowering] = [
         _dtype_check(FLOAT_FL3),
         convert_gelu,
         ("ABS", "MUL", "ADD", "DIV", "EXP", "SUB"),
+    ),
+    single_op(
+        "relax.erf",
+        1,
+        _dtype_check(FLOAT_FL3),
+        convert_erf,
+        ("ABS", "MUL", "ADD", "DIV", "EXP", "SUB", "MAXIMUM", "LESS", "SELECT"),
     ),
     single_op(
         "relax.clip",
