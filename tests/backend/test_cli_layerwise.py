@@ -56,3 +56,78 @@ def test_layerwise_refuses_llms_with_a_message():
     )
     assert completed.returncode == 2
     assert "--layerwise" in completed.stderr and "not supported yet" in completed.stderr
+
+
+MODEL_WITH_REPEATED_NAMES = '''
+import tvm
+from tvm import relax
+
+
+def get_model():
+    """A subgraph whose tuple of outputs is read by host code and then by a second subgraph,
+    beside host code on another input, summed to a rank-0 result: partitioning leaves two
+    variables named alike there."""
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType([8, 8], "float32"))
+    z = relax.Var("z", relax.TensorType([8, 8], "float32"))
+    with bb.function("main", [x, z]):
+        with bb.dataflow():
+            a = bb.emit(relax.op.nn.relu(x))
+            b = bb.emit(relax.op.tanh(a))
+            c = bb.emit(relax.op.cumsum(z, axis=0))
+            d = bb.emit(relax.op.cumsum(a, axis=1))
+            e = bb.emit(relax.op.cumsum(b, axis=0))
+            out = bb.emit_output(relax.op.sum(relax.op.add(relax.op.add(c, d), e)))
+        bb.emit_func_output(out)
+    return bb.get()
+'''
+
+
+def test_layerwise_feeds_each_subgraph_its_own_arguments(tmp_path):
+    """The arguments of each subgraph call are found by variable, not by name (a partitioned
+    function may hold two variables of one name): every composite agrees with the host."""
+    path = tmp_path / "repeated_names.py"
+    path.write_text(MODEL_WITH_REPEATED_NAMES)
+    completed = run_cli("run", str(path), "--layerwise", "--trace", "-", "--json")
+    assert completed.returncode == 0, completed.stderr
+    layers = json.loads(completed.stdout)["run"]["layerwise"]
+    assert len(layers["rows"]) >= 2
+    assert layers["first_divergence"] is None, layers["rows"]
+
+
+def test_layerwise_tells_variables_of_one_name_apart():
+    """Every variable of the partitioned function renamed to one name: each subgraph call still
+    gets its own arguments (a rank-0 value of the same name is not handed to a rank-3 input)."""
+    import numpy as np
+    from tvm import relax
+    from tvm.relax.expr_functor import PyExprMutator, mutator
+
+    import tvm_nnapi
+    from tvm_nnapi.tools.layerwise import layerwise
+    from tvm_nnapi.tools.sources import ModelSource
+
+    namespace: dict = {}
+    exec(MODEL_WITH_REPEATED_NAMES, namespace)
+    module = namespace["get_model"]()
+    partitioned = tvm_nnapi.partition(module)
+
+    @mutator
+    class OneName(PyExprMutator):
+        def visit_var_binding_(self, binding):
+            value = self.visit_expr(binding.value)
+            kind = relax.DataflowVar if isinstance(binding.var, relax.DataflowVar) else relax.Var
+            renamed = kind("v", binding.var.ty)
+            self.builder_.emit_normalized(relax.VarBinding(renamed, value))
+            self.set_var_remap(binding.var, renamed)
+
+    rewriter = OneName(partitioned)
+    gvar = partitioned.get_global_var("main")
+    rewriter.builder_.update_func(gvar, rewriter.visit_expr(partitioned["main"]))
+    renamed = rewriter.builder_.finalize()
+    names = {b.var.name for block in renamed["main"].body.blocks for b in block.bindings}
+    assert names == {"v"}
+    source = ModelSource("one-name", "python", "test module", module, module)
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal([8, 8]).astype("float32") for _ in range(2)]
+    result = layerwise(source, renamed, inputs, "float32")
+    assert len(result.rows) >= 2 and result.first_divergence is None, result.rows

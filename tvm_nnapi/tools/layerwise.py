@@ -124,19 +124,21 @@ def _host_program(mod: tvm.IRModule, entry: str) -> tvm.IRModule:
     probe = relax.transform.ToNonDataflow()(tvm.IRModule(functions))
     main = probe[entry]
     fields = [arg for call in calls for arg in _tensor_args(call)]
-    # The same bindings (ToNonDataflow kept the variables), ending in the subgraph arguments.
-    lookup = {}
-    for block in main.body.blocks:
-        for binding in block.bindings:
-            lookup[binding.var.name] = binding.var
-    remapped = []
-    for expr in fields:
-        if isinstance(expr, relax.Var):
-            if expr.name in lookup:
-                expr = lookup[expr.name]
-            else:
-                expr = next(p for p in main.params if p.name == expr.name)
-        remapped.append(expr)
+    # ToNonDataflow keeps the bindings in order (dataflow variables become new variables): map
+    # each variable of the original function to its counterpart by position, not by name (names
+    # repeat after partitioning).
+    original = mod[entry]
+    counterpart = {
+        old.id_: new
+        for old, new in zip(
+            [*original.params, *(b.var for block in original.body.blocks for b in block.bindings)],
+            [*main.params, *(b.var for block in main.body.blocks for b in block.bindings)],
+            strict=True,
+        )
+    }
+    remapped = [
+        counterpart.get(expr.id_, expr) if isinstance(expr, relax.Var) else expr for expr in fields
+    ]
     body = relax.SeqExpr(main.body.blocks, relax.Tuple(remapped))
     ret = relax.TupleType([expr.ty for expr in remapped])
     probe[entry] = relax.Function(main.params, body, ret, attrs=main.attrs)
