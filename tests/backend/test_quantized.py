@@ -558,7 +558,7 @@ def test_matmul_with_a_float_bias_keeps_its_bias() -> None:
     assert _steps(got, run_host(mod, "main", [data]), 0.01) <= 1.0 + 1e-3
 
 
-# ---- a matmul of two quantized activations (attention): BATCH_MATMUL, int8 only ---------------
+# ---- a matmul of two quantized activations (attention): BATCH_MATMUL, uint8 shifted to int8 -----
 
 
 def _activation_matmul_onnx(shapes: dict[str, list[int]], out: list[int], activation_type):
@@ -624,11 +624,48 @@ def test_attention_scores_with_a_transposed_key_are_one_batch_matmul() -> None:
     assert _steps(got, run_host(mod, "main", [q, k]), 0.05) <= 1.0 + 1e-3
 
 
-def test_batch_matmul_of_uint8_activations_is_refused_naming_the_type() -> None:
-    result = tvm_nnapi.partition_with_report(_attention_scores_module("uint8"))
+def test_batch_matmul_of_uint8_activations_is_shifted_to_int8_exactly() -> None:
+    """uint8 sides move to int8 (zero point - 128, the same scale) and the int8 result back:
+    exact, so the NNAPI result equals the host's within the one rounding step of the
+    matmul."""
+    mod = _attention_scores_module("uint8")
+    result = tvm_nnapi.partition_with_report(mod)
+    assert [r for r in result.refusals if r.operator == "relax.matmul"] == []
+    graph = codegen.lower_function(result.module[tvm_nnapi.nnapi_subgraphs(result.module)[0]])
+    operations = graph.to_dict()["operations"]
+    assert [o["op"] for o in operations].count("BATCH_MATMUL") == 1
+    _check_records(result.module)
+    rng = np.random.default_rng(5)
+    q, k = (rng.standard_normal((2, 6, 16)).astype("float32") for _ in range(2))
+    got, _ = run_nnapi(mod, "main", [q, k])
+    assert _steps(got, run_host(mod, "main", [q, k]), 0.05) <= 1.0 + 1e-3
+
+
+def test_matmul_of_two_uint8_activations_matches_onnxruntime() -> None:
+    from onnxruntime.quantization import QuantType
+    from tvm.relax.frontend.onnx import from_onnx
+
+    shapes = {"a": [3, 4, 8], "b": [3, 8, 5]}
+    model = _activation_matmul_onnx(shapes, [3, 4, 5], QuantType.QUInt8)
+    mod = from_onnx(model, keep_params_in_input=False)
+    result = tvm_nnapi.partition_with_report(mod)
+    assert result.refusals == [] and len(result.subgraphs) == 1
+    rng = np.random.default_rng(2)
+    feeds = {n: rng.standard_normal(s).astype(np.float32) for n, s in shapes.items()}
+    got, _ = run_nnapi(mod, "main", list(feeds.values()))
+    (reference,) = run_onnxruntime(model, feeds)
+    (scale,) = output_scales(model)
+    assert _steps(got, run_host(mod, "main", list(feeds.values())), scale) <= 1.0 + 1e-3
+    assert _steps(got, reference, scale) <= 1.0 + 1e-3
+
+
+def test_uint8_batch_matmul_below_feature_level_6_is_refused() -> None:
+    from tvm_nnapi.compiler.patterns import FEATURE_LEVEL_5
+
+    options = PartitionOptions(feature_level=FEATURE_LEVEL_5)
+    result = tvm_nnapi.partition_with_report(_attention_scores_module("uint8"), options)
     (refusal,) = [r for r in result.refusals if r.operator == "relax.matmul"]
-    assert refusal.kind == RefusalKind.DTYPE
-    assert "TENSOR_QUANT8_ASYMM_SIGNED" in refusal.reason and "uint8" in refusal.reason
+    assert refusal.kind == RefusalKind.FEATURE_LEVEL and "feature level" in refusal.reason
 
 
 def test_batch_matmul_below_feature_level_6_is_refused() -> None:

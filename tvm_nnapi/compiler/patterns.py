@@ -228,7 +228,17 @@ def _record(
 
 # A check returns None to accept, or (kind, reason) to refuse. It gets the matched root call, the
 # options and the pattern context (context.annotated_expr has the pattern's named parts).
+# DECLINED leaves the match to another record of the same pattern without a refusal (forms
+# one record does not take and another does, e.g. int8 and uint8 quantized matmuls).
 CheckResult = tuple[RefusalKind, str] | None
+
+
+class _Declined(tuple[RefusalKind, str]):
+    pass
+
+
+#: A check's answer for a match another record of the same pattern takes: no refusal recorded.
+DECLINED = _Declined((RefusalKind.ATTRIBUTE, "left to another record of the pattern"))
 Check = Callable[[relax.Call, PartitionOptions, PatternCheckContext], CheckResult]
 
 
@@ -452,6 +462,8 @@ def _lowering_check(lowering: Lowering, options: PartitionOptions):
             return False
         if result is None:
             return True
+        if result is DECLINED:
+            return False
         kind, reason = result
         binding = _binding_name(context, call)
         _record(lowering.relax_op, binding, kind, reason, isinstance(result, Conclusive))

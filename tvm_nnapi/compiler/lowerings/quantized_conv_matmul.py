@@ -23,6 +23,7 @@ from tvm.relax.transform import PatternCheckContext
 
 from ..converters import ConvertContext, int_tuple, operator_calls
 from ..patterns import (
+    DECLINED,
     FEATURE_LEVEL_1,
     FEATURE_LEVEL_3,
     FEATURE_LEVEL_6,
@@ -39,6 +40,7 @@ from .elementwise import activation_code
 from .qdq import (
     DEQUANTIZE,
     QUANTIZE,
+    QuantParams,
     Weights,
     _bias_operand,
     _bias_real,
@@ -52,6 +54,7 @@ from .qdq import (
     _weights,
     activation_params,
     quant_input,
+    requantize,
 )
 
 # ---- convolution and matmul groups ---------------------------------------------------------------
@@ -396,42 +399,58 @@ def _activation_matmul_pattern(transposed: bool):
     return make
 
 
-def _check_activation_matmul(
-    call: relax.Call, options: PartitionOptions, context: PatternCheckContext
-) -> CheckResult:
+def _check_activation_matmul(shifted: bool):
     """NNAPI's BATCH_MATMUL (feature level 6) on quant8 takes TENSOR_QUANT8_ASYMM_SIGNED only
     (int8 activations; each operand and the output with its own scale and zero point), operands
-    of the same rank 2 to 4 and the same batch dimensions, and has no fused activation."""
-    names = ["quantize", "dequantize0", "dequantize1"]
-    result = _check_group_qdq(context, options, names)
-    if result is None:
-        dqs = [context.annotated_expr[n] for n in ("dequantize0", "dequantize1")]
+    of the same rank 2 to 4 and the same batch dimensions, and has no fused activation. The
+    ``shifted`` record takes uint8 activations too: each uint8 side is moved to int8 by its
+    zero point minus 128 with the same scale (DEQUANTIZE + QUANTIZE, exact), and a uint8
+    result back; the other record takes int8 groups only."""
+
+    def check(
+        call: relax.Call, options: PartitionOptions, context: PatternCheckContext
+    ) -> CheckResult:
+        names = ["quantize", "dequantize0", "dequantize1"]
+        result = _check_group_qdq(context, options, names)
+        if result is None:
+            dqs = [context.annotated_expr[n] for n in ("dequantize0", "dequantize1")]
+            permute = context.annotated_expr.get("permute")
+            result = _used_once(context, [call, *dqs, *([permute] if permute is not None else [])])
+        if result is not None:
+            return result
+        dtypes = {_qdq_dtype(context.annotated_expr[n]) for n in names}
+        if not dtypes <= {"int8", "uint8"}:
+            return RefusalKind.DTYPE, (
+                "a matmul of two quantized activations is BATCH_MATMUL, whose quant8 form "
+                f"takes 8-bit activations, not {sorted(dtypes)}"
+            )
+        if shifted != ("uint8" in dtypes):
+            return DECLINED  # the other record's form
+        if options.feature_level < FEATURE_LEVEL_6:
+            return RefusalKind.FEATURE_LEVEL, "BATCH_MATMUL needs NNAPI feature level 6"
         permute = context.annotated_expr.get("permute")
-        result = _used_once(context, [call, *dqs, *([permute] if permute is not None else [])])
-    if result is not None:
-        return result
-    dtype = _qdq_dtype(context.annotated_expr["quantize"])
-    if dtype != "int8":
-        return RefusalKind.DTYPE, (
-            f"a matmul of two quantized activations is BATCH_MATMUL, whose quant8 form takes "
-            f"int8 (TENSOR_QUANT8_ASYMM_SIGNED) activations only, not {dtype}"
-        )
-    if options.feature_level < FEATURE_LEVEL_6:
-        return RefusalKind.FEATURE_LEVEL, "BATCH_MATMUL needs NNAPI feature level 6"
-    permute = context.annotated_expr.get("permute")
-    if permute is not None and not _swaps_last_two(permute):
-        return RefusalKind.ATTRIBUTE, "the permutation is not a swap of the last two axes"
-    x = static_shape(context.annotated_expr["dequantize0"])
-    y = static_shape(context.annotated_expr["dequantize1"])
-    if x is None or y is None:
-        return RefusalKind.DYNAMIC_SHAPE, "a quantized BATCH_MATMUL needs static shapes"
-    if len(x) != len(y) or not 2 <= len(x) <= 4:
-        return RefusalKind.RANK, (
-            f"BATCH_MATMUL takes operands of the same rank 2 to 4, got {len(x)} and {len(y)}"
-        )
-    if x[:-2] != y[:-2]:
-        return RefusalKind.ATTRIBUTE, "BATCH_MATMUL does not broadcast batch dimensions"
-    return None
+        if permute is not None and not _swaps_last_two(permute):
+            return RefusalKind.ATTRIBUTE, "the permutation is not a swap of the last two axes"
+        x = static_shape(context.annotated_expr["dequantize0"])
+        y = static_shape(context.annotated_expr["dequantize1"])
+        if x is None or y is None:
+            return RefusalKind.DYNAMIC_SHAPE, "a quantized BATCH_MATMUL needs static shapes"
+        if len(x) != len(y) or not 2 <= len(x) <= 4:
+            return RefusalKind.RANK, (
+                f"BATCH_MATMUL takes operands of the same rank 2 to 4, got {len(x)} and {len(y)}"
+            )
+        if x[:-2] != y[:-2]:
+            return RefusalKind.ATTRIBUTE, "BATCH_MATMUL does not broadcast batch dimensions"
+        return None
+
+    return check
+
+
+def _as_int8(params: QuantParams) -> QuantParams:
+    """The int8 quantization holding the same values as ``params`` (uint8: zero point - 128)."""
+    if params.dtype == "int8":
+        return params
+    return QuantParams("int8", params.scale, params.zero_point - 128)
 
 
 def _swaps_last_two(call: relax.Call) -> bool:
@@ -447,21 +466,29 @@ def convert_quantized_batch_matmul(ctx: ConvertContext, composite: relax.Functio
     dqs = [c for c in calls if str(c.op.name) == DEQUANTIZE]
     quantize = _output_quantize(composite)
     transposed = any(str(c.op.name) == "relax.permute_dims" for c in calls)
-    x, y = (quant_input(ctx, dq) for dq in dqs)
-    out = ctx.tensor(activation_params(quantize).as_dtype(), ctx.shape(quantize))
+    source = "relax.matmul"
+    x, y = (
+        requantize(ctx, quant_input(ctx, dq), dq, _as_int8(activation_params(dq)), source)
+        for dq in dqs
+    )
+    wanted = activation_params(quantize)
+    out = ctx.tensor(_as_int8(wanted).as_dtype(), ctx.shape(quantize))
     inputs = [x, y, ctx.bool(False), ctx.bool(transposed)]
-    ctx.emit("BATCH_MATMUL", inputs, [out], "relax.matmul")
-    return out
+    ctx.emit("BATCH_MATMUL", inputs, [out], source)
+    return requantize(ctx, out, quantize, wanted, source)
 
 
 ACTIVATION_MATMUL: list[Lowering] = [
     Lowering(
-        name="nnapi.quantized_batch_matmul" + ("_t" if transposed else ""),
+        name="nnapi.quantized_batch_matmul"
+        + ("_shifted" if shifted else "")
+        + ("_t" if transposed else ""),
         relax_op="relax.matmul",
         pattern=_activation_matmul_pattern(transposed),
-        check=_check_activation_matmul,
+        check=_check_activation_matmul(shifted),
         convert=convert_quantized_batch_matmul,
-        emits=("BATCH_MATMUL",),
+        emits=("DEQUANTIZE", "QUANTIZE", "BATCH_MATMUL") if shifted else ("BATCH_MATMUL",),
     )
+    for shifted in (False, True)
     for transposed in (True, False)
 ]
