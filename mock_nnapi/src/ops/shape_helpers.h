@@ -11,7 +11,7 @@
 //   * prepare() recomputes the output shape from the concrete inputs (OP_FAILED on a bad argument)
 //     and rejects zero-sized inputs unless the operation accepts them (Android's CpuExecutor
 //     rejects them for every operation not registered with allowZeroSizedInput; of these
-//     operations only CONCATENATION, SLICE and RESIZE_* accept them).
+//     operations only CONCATENATION, SLICE, TRANSPOSE and RESIZE_* accept them).
 //   * execute() moves bytes: the kernels are type-agnostic where possible (element size only) and
 //     copy contiguous runs with memcpy.
 #ifndef MOCK_NNAPI_SRC_OPS_SHAPE_HELPERS_H_

@@ -5,7 +5,8 @@
 // values 0..rank-1 (omitted: the reverse order rank-1..0). Output dimension i is input dimension
 // perm[i]; type, scale and zero point are the input's.
 // Types: TENSOR_FLOAT32, TENSOR_QUANT8_ASYMM (FL2), TENSOR_FLOAT16 (FL3),
-// TENSOR_QUANT8_ASYMM_SIGNED (FL4). Zero-sized inputs are rejected.
+// TENSOR_QUANT8_ASYMM_SIGNED (FL4). A zero-sized input gives the zero-sized permuted output
+// (Android registers TRANSPOSE with allowZeroSizedInput).
 // The copy is a strided view of the input: runs that stay contiguous are copied with memcpy.
 #include "shape_helpers.h"
 
@@ -68,7 +69,6 @@ int Validate(OperationContext& context) {
 }
 
 int Prepare(OperationContext& context) {
-  NN_RETURN_IF_ERROR(shape::CheckNoZeroSizedInputs(context));
   NN_RETURN_IF_ERROR(CheckRankAtMost(context, context.Input(0), 4, "input rank"));
   Dimensions output;
   NN_RETURN_IF_ERROR(InferShape(context, ANEURALNETWORKS_OP_FAILED, &output));
