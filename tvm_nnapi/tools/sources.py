@@ -423,6 +423,7 @@ def model_format(path: Path) -> str:
             f"{path}: a Python pickle (torch.save's legacy format?), not a program; export the "
             f"model with torch.export.save; {ACCEPTED_FORMATS}"
         )
+    text: str | None
     try:
         text = head.decode("utf-8")
     except UnicodeDecodeError as error:
