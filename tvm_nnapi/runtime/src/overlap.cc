@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "nnapi_module.h"
+
 namespace tvm_nnapi {
 namespace {
 
@@ -33,12 +35,6 @@ Registry& Pending() {
 
 const void* DataOf(const DLTensor* tensor) {
   return static_cast<const char*>(tensor->data) + tensor->byte_offset;
-}
-
-size_t BytesOf(const DLTensor* tensor) {
-  size_t count = 1;
-  for (int i = 0; i < tensor->ndim; ++i) count *= static_cast<size_t>(tensor->shape[i]);
-  return count * ((tensor->dtype.bits * tensor->dtype.lanes + 7) / 8);
 }
 
 // The tensors of a started call's outputs: one tensor, or a tuple (an Array) of them.
@@ -88,10 +84,11 @@ void Join(ffi::PackedArgs args, ffi::Any* rv) {
   const size_t first_destination = static_cast<size_t>(args.size()) - count;
   for (size_t i = 0; i < count; ++i) {
     DLTensor* destination = args[first_destination + i].cast<DLTensor*>();
-    const size_t bytes = BytesOf(started[i]);
-    if (BytesOf(destination) != bytes) {
+    const size_t bytes = TensorBytes(*started[i]);
+    if (TensorBytes(*destination) != bytes) {
       TVM_FFI_THROW(ValueError) << "tvm_nnapi.runtime.join: destination " << i << " holds "
-                                << BytesOf(destination) << " bytes, the started output " << bytes;
+                                << TensorBytes(*destination) << " bytes, the started output "
+                                << bytes;
     }
     if (bytes != 0) {
       std::memcpy(const_cast<void*>(DataOf(destination)), DataOf(started[i]), bytes);
