@@ -109,6 +109,23 @@ int Compilation::CheckDevicesAvailable() const {
   return ANEURALNETWORKS_NO_ERROR;
 }
 
+int Compilation::CheckDriverFailures() const {
+  const Model& model = *model_;
+  for (size_t op = 0; op < operation_devices_.size(); ++op) {
+    if (operation_devices_[op] == kRuntimeCpuFallback) continue;
+    const Device& device = *devices_[operation_devices_[op]];
+    const Operation& operation = model.operations()[op];
+    const int entry = device.DriverFailureFor(model, operation, DriverFailure::Stage::kCompilation);
+    if (entry < 0) continue;
+    Increment(Counter::kDriverFailures);
+    return CheckFailure(__FILE__, __LINE__, "the driver compiles what it supports",
+                        device.driver_failures[entry].result)
+           << "Compilation_finish: operation " << op << ": "
+           << DescribeDriverFailure(device, model, operation, entry);
+  }
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
 int Compilation::Finish() {
   NN_CHECK(!finished_, ANEURALNETWORKS_BAD_STATE) << "Compilation_finish called twice";
   // Like Android, the compilation counts as finished even when it fails below.
@@ -383,10 +400,13 @@ int Compilation::CompileOrLoad() {
   // A hit skips the modelled compilation work: the device assignment comes from the file.
   int code = cache_hit_ ? ANEURALNETWORKS_NO_ERROR : ChooseDevices();
   if (code == ANEURALNETWORKS_NO_ERROR) code = CheckDevicesAvailable();
+  if (code == ANEURALNETWORKS_NO_ERROR) code = CheckDriverFailures();
   // Android's CompilationBuilder::finish: without an explicit device list, a driver failure (not
-  // a user error) falls back to the runtime's CPU for the whole model. Not cached.
+  // a user error: any code but BAD_DATA and UNEXPECTED_NULL) falls back to the runtime's CPU for
+  // the whole model. Not cached.
   bool cpu_fallback = false;
-  if (code == ANEURALNETWORKS_UNAVAILABLE_DEVICE && !explicit_devices_) {
+  if (code != ANEURALNETWORKS_NO_ERROR && code != ANEURALNETWORKS_BAD_DATA &&
+      code != ANEURALNETWORKS_UNEXPECTED_NULL && !explicit_devices_) {
     LogInfo("Compilation_finish: falling back to the CPU for the whole model");
     operation_devices_.assign(model_->operations().size(), kRuntimeCpuFallback);
     cpu_fallback = true;

@@ -88,6 +88,8 @@ class Compilation : public CountedObject<Compilation> {
   int CompileOrLoad();
   int ChooseDevices();
   int CheckDevicesAvailable() const;
+  // The profile's compilation driver failures of the assigned devices (DriverFailure).
+  int CheckDriverFailures() const;
   Sha256Digest Fingerprint() const;
   // True on a hit. A file under `name` that is not trusted sets `discarded` to the reason.
   bool LoadFromCache(int directory, const std::string& name, const Sha256Digest& fingerprint,

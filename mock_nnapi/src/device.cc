@@ -10,6 +10,7 @@
 #include "json.h"
 #include "nnapi_facts.h"
 #include "object_counter.h"
+#include "operand_types.h"
 #include "profile.h"
 
 namespace mock_nnapi {
@@ -168,6 +169,21 @@ bool Device::SupportsControlFlow(const Model& model, const Operation& operation)
   return true;
 }
 
+int Device::DriverFailureFor(const Model& model, const Operation& operation,
+                             DriverFailure::Stage stage) const {
+  for (size_t i = 0; i < driver_failures.size(); ++i) {
+    const DriverFailure& failure = driver_failures[i];
+    if (failure.stage != stage || failure.operation != operation.type) continue;
+    if (!failure.operand_types.empty()) {
+      if (operation.inputs.empty()) continue;
+      if (failure.operand_types.count(model.operands()[operation.inputs[0]].type) == 0) continue;
+    }
+    if (!SupportsOperation(model, operation)) return -1;
+    return static_cast<int>(i);
+  }
+  return -1;
+}
+
 float Device::Cost(const Model& model, const Operation& operation, int32_t preference) const {
   // Android's ModelBuilder::getPerformance: the first input's type picks the figure.
   const int32_t type = operation.inputs.empty() ? ANEURALNETWORKS_TENSOR_FLOAT32
@@ -268,6 +284,7 @@ void ResetFaults(Device* device) {
   device->execution_fault = ANEURALNETWORKS_NO_ERROR;
   device->execution_fault_remaining = 0;
   device->speed = 1.0;
+  device->driver_failure_runs.assign(device->driver_failures.size(), 0);
 }
 
 }  // namespace
@@ -430,6 +447,31 @@ int TakeExecutionFault(const Device& device) {
     mutable_device.execution_fault = ANEURALNETWORKS_NO_ERROR;
   }
   return code;
+}
+
+int TakeDriverExecutionFailure(const Device& device, int entry) {
+  Registry& registry = TheRegistry();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  Device& mutable_device = const_cast<Device&>(device);
+  const DriverFailure& failure = device.driver_failures.at(static_cast<size_t>(entry));
+  mutable_device.driver_failure_runs.resize(device.driver_failures.size(), 0);
+  const uint64_t run = ++mutable_device.driver_failure_runs[static_cast<size_t>(entry)];
+  return run % failure.every == 0 ? failure.result : ANEURALNETWORKS_NO_ERROR;
+}
+
+std::string DescribeDriverFailure(const Device& device, const Model& model,
+                                  const Operation& operation, int entry) {
+  const DriverFailure& failure = device.driver_failures.at(static_cast<size_t>(entry));
+  std::string text = device.name + " fails " + OperationTypeName(operation.type);
+  if (!operation.inputs.empty()) {
+    text += " (" + OperandTypeName(model.operands()[operation.inputs[0]].type) + ")";
+  }
+  text += failure.stage == DriverFailure::Stage::kCompilation ? " at compilation" : " at execution";
+  if (failure.stage == DriverFailure::Stage::kExecution && failure.every > 1) {
+    text += " (every " + std::to_string(failure.every) + " executions)";
+  }
+  return text + " with ANEURALNETWORKS_" + ResultCodeName(failure.result) +
+         ", though it reports the operation supported (the profile's driver_failures)";
 }
 
 }  // namespace mock_nnapi

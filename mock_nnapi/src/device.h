@@ -106,6 +106,21 @@ enum class DeviceFault {
   kThrottle = 5,
 };
 
+// A failure the profile describes (`driver_failures`, docs/device-profiles.md): an operation the
+// device reports supported (getSupportedOperationsForDevices) but fails to compile, or fails to
+// execute, as some vendor drivers do.
+struct DriverFailure {
+  enum class Stage { kCompilation, kExecution };
+  int32_t operation = 0;
+  // Types of the operation's first input the failure applies to; empty means every type.
+  std::set<int32_t> operand_types;
+  Stage stage = Stage::kCompilation;
+  // ANEURALNETWORKS_OP_FAILED or ANEURALNETWORKS_BAD_DATA (compilation); OP_FAILED (execution).
+  int result = ANEURALNETWORKS_OP_FAILED;
+  // Execution: every `every`-th execution that runs the operation on the device fails (1: all).
+  uint32_t every = 1;
+};
+
 class Device {
  public:
   std::string name;
@@ -132,6 +147,10 @@ class Device {
   // Largest tensor rank of any operand.
   uint32_t max_rank = 6;
   DeviceTiming timing;
+  // The profile's driver failures, and per entry the executions that ran its operation so far
+  // (counted under the device registry's lock; reset with the faults).
+  std::vector<DriverFailure> driver_failures;
+  std::vector<uint64_t> driver_failure_runs;
 
   // Fault injection state (MockNnapi_injectDeviceFault; MockNnapi_clearFaults restores it).
   // A hidden device is not enumerated; an unavailable one is listed but fails compilations.
@@ -149,6 +168,10 @@ class Device {
   // IF and WHILE (once listed by the device's support): every operation of their referenced
   // models supported.
   bool SupportsControlFlow(const Model& model, const Operation& operation) const;
+  // The index in driver_failures of the first entry for `operation` of `model` at `stage`, or
+  // -1. An entry applies only where the device supports the operation.
+  int DriverFailureFor(const Model& model, const Operation& operation,
+                       DriverFailure::Stage stage) const;
   // The performance figure used for `operation` under `preference`.
   float Cost(const Model& model, const Operation& operation, int32_t preference) const;
 };
@@ -168,6 +191,14 @@ double RuntimeOverheadUs();
 // A device with the parameters that model the CPU fallback of a profile without a runtime_cpu
 // device (the same device as profiles/reference.json).
 std::unique_ptr<Device> MakeDefaultRuntimeCpuDevice();
+
+// Counts one execution that runs the operation of `device`'s driver failure `entry`; returns
+// the failure's result code when this execution is one that fails, else NO_ERROR.
+int TakeDriverExecutionFailure(const Device& device, int entry);
+// "<device> fails <OPERATION> (<first input type>) at <stage> with <result code name>": what a
+// driver failure did, for error messages and logs.
+std::string DescribeDriverFailure(const Device& device, const Model& model,
+                                  const Operation& operation, int entry);
 
 // Selects the active profile: a built-in profile name or a path to a JSON file. BAD_DATA with
 // the parse error recorded (MockNnapi_getLastError) for a bad profile; BAD_STATE while NNAPI

@@ -311,6 +311,73 @@ class ProfileReader {
     return Bool(value, path, "relaxed_float32", &device->relaxed_float32);
   }
 
+  // `driver_failures`: an array of {operation, data_types?, at, result?, every?, notes?}.
+  bool DriverFailures(const JsonValue& value, const std::string& path, Device* device) {
+    if (!ExpectKind(value, JsonValue::Kind::kArray, path)) return false;
+    for (size_t i = 0; i < value.array_items().size(); ++i) {
+      const JsonValue& item = value.array_items()[i];
+      const std::string item_path = Index(path, i);
+      if (!ExpectKind(item, JsonValue::Kind::kObject, item_path) ||
+          !CheckKeys(item, item_path,
+                     {"operation", "data_types", "at", "result", "every", "notes"})) {
+        return false;
+      }
+      DriverFailure failure;
+      const JsonValue* operation = Required(item, item_path, "operation");
+      if (operation == nullptr ||
+          !ReadOperationCode(*operation, Join(item_path, "operation"), &failure.operation)) {
+        return false;
+      }
+      if (const JsonValue* types = item.Find("data_types")) {
+        if (!OperandTypeList(*types, Join(item_path, "data_types"), &failure.operand_types)) {
+          return false;
+        }
+      }
+      std::string stage;
+      if (!String(item, item_path, "at", &stage)) return false;
+      if (stage == "compilation") {
+        failure.stage = DriverFailure::Stage::kCompilation;
+      } else if (stage == "execution") {
+        failure.stage = DriverFailure::Stage::kExecution;
+      } else {
+        return Fail(Join(item_path, "at"),
+                    "expected \"compilation\" or \"execution\", found " + JsonQuote(stage));
+      }
+      const bool compilation = failure.stage == DriverFailure::Stage::kCompilation;
+      if (const JsonValue* result = item.Find("result")) {
+        const bool known =
+            result->is_string() && (result->string_value() == "OP_FAILED" ||
+                                    (compilation && result->string_value() == "BAD_DATA"));
+        if (!known) {
+          return Fail(Join(item_path, "result"),
+                      std::string(compilation ? "expected \"OP_FAILED\" or \"BAD_DATA\""
+                                              : "expected \"OP_FAILED\"") +
+                          ", found " + Describe(*result));
+        }
+        failure.result = result->string_value() == "BAD_DATA" ? ANEURALNETWORKS_BAD_DATA
+                                                              : ANEURALNETWORKS_OP_FAILED;
+      }
+      if (const JsonValue* every = item.Find("every")) {
+        if (compilation) {
+          return Fail(Join(item_path, "every"), "only an execution failure can be periodic");
+        }
+        if (!every->is_integer() || every->integer_value() < 1 ||
+            every->integer_value() > 1000000) {
+          return Fail(Join(item_path, "every"),
+                      "expected an integer from 1 to 1000000, found " + Describe(*every));
+        }
+        failure.every = static_cast<uint32_t>(every->integer_value());
+      }
+      if (item.Find("notes") != nullptr) {
+        std::string notes;
+        if (!String(item, item_path, "notes", &notes)) return false;
+      }
+      device->driver_failures.push_back(failure);
+    }
+    device->driver_failure_runs.assign(device->driver_failures.size(), 0);
+    return true;
+  }
+
   bool ReadDevice(const JsonValue& value, const std::string& path, Device* device) {
     if (!ExpectKind(value, JsonValue::Kind::kObject, path)) return false;
     if (value.Find("performance") != nullptr) {
@@ -326,7 +393,7 @@ class ProfileReader {
                    {"name", "type", "version", "feature_level", "runtime_cpu", "notes", "support",
                     "throughput", "memory_bandwidth_gbps", "efficiency", "compute_efficiency",
                     "memory_efficiency", "fuse_elementwise", "overhead_us", "transfer",
-                    "compilation_us", "energy"})) {
+                    "compilation_us", "energy", "driver_failures"})) {
       return false;
     }
     if (!String(value, path, "name", &device->name)) return false;
@@ -362,6 +429,9 @@ class ProfileReader {
     }
     const JsonValue* support = Required(value, path, "support");
     if (support == nullptr || !ReadSupport(*support, Join(path, "support"), device)) return false;
+    if (const JsonValue* failures = value.Find("driver_failures")) {
+      if (!DriverFailures(*failures, Join(path, "driver_failures"), device)) return false;
+    }
 
     const std::function<bool(const JsonValue&, const std::string&, double*)> positive =
         [this](const JsonValue& entry, const std::string& entry_path, double* out) {

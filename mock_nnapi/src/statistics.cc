@@ -31,6 +31,7 @@ constexpr NamedCounter kCounterNames[] = {
     {"derived_constants_built", Counter::kDerivedConstantsBuilt},
     {"pool_jobs", Counter::kPoolJobs},
     {"int8_gemm_products", Counter::kInt8GemmProducts},
+    {"driver_failures", Counter::kDriverFailures},
 };
 constexpr size_t kCounterCount = sizeof(kCounterNames) / sizeof(kCounterNames[0]);
 constexpr int32_t kOperationSlots = static_cast<int32_t>(std::size(nnapi_common::kOperations));

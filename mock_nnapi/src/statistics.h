@@ -29,6 +29,9 @@ enum class Counter {
   kPoolJobs,
   // Products computed by int8_gemm (quantised CONV_2D / FULLY_CONNECTED on constant weights).
   kInt8GemmProducts,
+  // Driver failures a profile describes that happened (compilations and executions, including
+  // those the runtime's CPU fallback then ran).
+  kDriverFailures,
 };
 
 void Increment(Counter counter, uint64_t amount = 1);

@@ -13,6 +13,7 @@
 #include "fault_injection.h"
 #include "json.h"
 #include "profile.h"
+#include "statistics.h"
 
 namespace mock_nnapi {
 
@@ -179,6 +180,44 @@ size_t TraceCapacity() {
   return store.capacity;
 }
 
+namespace {
+
+// The profile's execution driver failures (DriverFailure) of the devices the compilation
+// assigned: each (device, entry) the execution runs counts once. A failing one fails the
+// execution with its result code; without an explicit device list the runtime's CPU fallback
+// runs the model instead (Android's ExecutionBuilder), so the execution succeeds (the mock has
+// computed every output already) and the failure is only counted and logged.
+int ApplyDriverExecutionFailures(const Compilation& compilation) {
+  const Model& model = compilation.model();
+  const std::vector<int>& assignment = compilation.operation_devices();
+  std::vector<std::pair<const Device*, int>> counted;
+  for (size_t op = 0; op < assignment.size() && op < model.operations().size(); ++op) {
+    if (assignment[op] == kRuntimeCpuFallback) continue;
+    const Device* device = compilation.devices()[assignment[op]];
+    const Operation& operation = model.operations()[op];
+    const int entry = device->DriverFailureFor(model, operation, DriverFailure::Stage::kExecution);
+    if (entry < 0) continue;
+    if (std::find(counted.begin(), counted.end(), std::make_pair(device, entry)) != counted.end()) {
+      continue;
+    }
+    counted.emplace_back(device, entry);
+    const int code = TakeDriverExecutionFailure(*device, entry);
+    if (code == ANEURALNETWORKS_NO_ERROR) continue;
+    Increment(Counter::kDriverFailures);
+    const std::string what = "operation " + std::to_string(op) + ": " +
+                             DescribeDriverFailure(*device, model, operation, entry);
+    if (!compilation.explicit_devices()) {
+      LogInfo("execution: " + what + "; the runtime's CPU fallback ran the model");
+      continue;
+    }
+    return CheckFailure(__FILE__, __LINE__, "the driver executes what it compiled", code)
+           << "execution: " << what;
+  }
+  return ANEURALNETWORKS_NO_ERROR;
+}
+
+}  // namespace
+
 int CompleteModelledExecution(const Compilation& compilation, const CostRecorder& recorder,
                               int result, std::optional<uint64_t> deadline_ns,
                               ModelledTiming* timing) {
@@ -204,6 +243,7 @@ int CompleteModelledExecution(const Compilation& compilation, const CostRecorder
       }
     }
   }
+  if (result == ANEURALNETWORKS_NO_ERROR) result = ApplyDriverExecutionFailures(compilation);
   if (result == ANEURALNETWORKS_NO_ERROR && deadline_ns && timing->total_ns > *deadline_ns) {
     result = CheckFailure(__FILE__, __LINE__, "modelled execution time <= timeout",
                           ANEURALNETWORKS_MISSED_DEADLINE_TRANSIENT)

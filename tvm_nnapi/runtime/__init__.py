@@ -33,7 +33,9 @@ def configure(**options: Any) -> dict[str, str]:
 
     ``devices`` (names, a list or comma-separated) makes every NNAPI compilation from now on
     target those NNAPI devices (``ANeuralNetworksCompilation_createForDevices``; "" lets NNAPI
-    choose); ``exclude_cpu=True`` leaves CPU devices out (of the named ones, or of all). Models
+    choose); ``exclude_cpu=True`` leaves CPU devices out (of the named ones, or of all). Several
+    device sets, tried in order when one fails to compile or to execute, are separated by ";"
+    or given as a list of lists (``[["qti-dsp"], ["qti-gpu", "nnapi-reference"]]``). Models
     already compiled for a signature keep their devices (docs/runtime.md)."""
     set_options(runtime_function, options)
     return options_in_effect()
@@ -58,6 +60,12 @@ def set_options(function: Any, options: dict[str, Any]) -> None:
     for name, value in options.items():
         if isinstance(value, bool):
             value = int(value)
+        elif isinstance(value, list | tuple) and any(isinstance(v, list | tuple) for v in value):
+            # devices=[["qti-dsp"], ["qti-gpu", "nnapi-reference"]]: device sets in order
+            value = ";".join(
+                ",".join(str(d) for d in v) if isinstance(v, list | tuple) else str(v)
+                for v in value
+            )
         elif isinstance(value, list | tuple):  # devices=["qti-gpu", "qti-dsp"]
             value = ",".join(str(v) for v in value)
         setter(name, str(value))
@@ -96,6 +104,18 @@ def stats(program: Any) -> dict[str, dict[str, int]]:
     measured on this host), cached signatures and their estimated bytes."""
     return {
         str(m["get_symbol"]()): {str(k): int(v) for k, v in m["get_stats"]().items()}
+        for m in nnapi_modules(program)
+    }
+
+
+def fallback_reasons(program: Any) -> dict[str, list[str]]:
+    """Per NNAPI subgraph, the newest reasons (oldest first, at most 32) for which a compilation
+    or a call left the first device set: the failing NNAPI function, its result code, the
+    device and the operations, and where the work went instead (the next device set or the
+    host). Each is also printed on stderr when it happens and counted in :func:`stats`
+    (``device_set_fallbacks``, ``execution_failures``, ``fallbacks``)."""
+    return {
+        str(m["get_symbol"]()): [str(reason) for reason in m["get_fallback_reasons"]()]
         for m in nnapi_modules(program)
     }
 

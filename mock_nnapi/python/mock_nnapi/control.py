@@ -38,6 +38,7 @@ COUNTER_NAMES = (
     "derived_constants_built",
     "pool_jobs",
     "int8_gemm_products",
+    "driver_failures",
     "live_models",
     "live_compilations",
     "live_executions",

@@ -128,6 +128,16 @@ void PrepareCacheDirectory(const std::string& path) {
 
 namespace {
 
+std::string DeviceName(const Nnapi& nnapi, const ANeuralNetworksDevice* device) {
+  const char* name = nullptr;
+  if (nnapi.ANeuralNetworksDevice_getName == nullptr ||
+      nnapi.ANeuralNetworksDevice_getName(device, &name) != ANEURALNETWORKS_NO_ERROR ||
+      name == nullptr) {
+    return "(unnamed device)";
+  }
+  return Printable(name);
+}
+
 // The devices RuntimeConfig::devices and exclude_cpu choose, for
 // ANeuralNetworksCompilation_createForDevices; empty when NNAPI is to choose.
 std::vector<ANeuralNetworksDevice*> ChosenDevices(const Nnapi& nnapi, const RuntimeConfig& config,
@@ -201,8 +211,8 @@ void CompiledModel::Check(int code, const char* function, const std::string& wha
 
 CompiledModel::CompiledModel(const Nnapi& nnapi, const Graph& graph, const std::string& constants,
                              const std::vector<int64_t>& binding, const RuntimeConfig& config,
-                             const std::array<uint8_t, 32>* cache_token)
-    : nnapi_(nnapi), graph_(graph) {
+                             const std::array<uint8_t, 32>* cache_token, size_t device_set)
+    : nnapi_(nnapi), graph_(graph), device_set_(device_set) {
   const auto start = std::chrono::steady_clock::now();
   try {
     Build(constants, binding, config, cache_token);
@@ -427,9 +437,17 @@ void CompiledModel::Compile(const RuntimeConfig& config,
               compilation_, config.compilation_cache_dir.c_str(), cache_token->data()),
           "ANeuralNetworksCompilation_setCaching", config.compilation_cache_dir);
   }
+  if (!devices.empty()) {
+    std::string names;
+    for (ANeuralNetworksDevice* device : devices) {
+      names += (names.empty() ? "" : ", ") + DeviceName(nnapi, device);
+    }
+    placement_ = (devices.size() == 1 ? "NNAPI device " : "NNAPI devices ") + names;
+  }
   const int finished = nnapi.ANeuralNetworksCompilation_finish(compilation_);
   if (finished != ANEURALNETWORKS_NO_ERROR && !devices.empty()) {
     ThrowIfDevicesRefuse(devices, config, finished);
+    ThrowDriverFailure(devices, finished);
   }
   Check(finished, "ANeuralNetworksCompilation_finish", "");
   single_device_ = devices.size() == 1;
@@ -480,6 +498,70 @@ void CompiledModel::ThrowIfDevicesRefuse(const std::vector<ANeuralNetworksDevice
                               << " (getSupportedOperationsForDevices)";
 }
 
+std::string CompiledModel::OperationList(const std::vector<size_t>& operations) const {
+  std::map<std::string, int> counts;
+  std::vector<std::string> order;
+  auto add = [&](size_t i) {
+    const GraphOperation& operation = graph_.operations[i];
+    const std::string name = operation.op + " (code " + std::to_string(operation.type) +
+                             (operation.source.empty() ? "" : ", " + operation.source) + ")";
+    if (counts[name]++ == 0) order.push_back(name);
+  };
+  if (operations.empty()) {
+    for (size_t i = 0; i < graph_.operations.size(); ++i) add(i);
+  } else {
+    for (size_t i : operations) add(i);
+  }
+  std::string text;
+  for (const std::string& name : order) {
+    text += (text.empty() ? "" : ", ") + name +
+            (counts[name] > 1 ? " x" + std::to_string(counts[name]) : std::string());
+  }
+  return text;
+}
+
+void CompiledModel::ThrowDriverFailure(const std::vector<ANeuralNetworksDevice*>& devices,
+                                       int code) const {
+  // Which operations each device claims; NNAPI gave each operation to one of them.
+  std::ostringstream claims;
+  try {
+    for (ANeuralNetworksDevice* device : devices) {
+      const std::vector<bool> supported = SupportedOperations(device);
+      std::vector<size_t> claimed;
+      for (size_t i = 0; i < supported.size(); ++i) {
+        if (supported[i]) claimed.push_back(i);
+      }
+      if (claimed.empty()) continue;
+      claims << (claims.tellp() > 0 ? "; " : "") << DeviceName(nnapi_, device)
+             << " reports supporting " << OperationList(claimed);
+    }
+  } catch (const tvm::ffi::Error&) {
+    return;  // NNAPI cannot say: the plain result code it is
+  }
+  std::ostringstream message;
+  message << SubgraphPrefix(graph_.symbol) << "ANeuralNetworksCompilation_finish returned "
+          << ResultCodeString(code) << " on " << placement_ << ", which "
+          << (devices.size() == 1 ? "claims" : "claim") << " every operation of the subgraph ("
+          << claims.str() << "): the driver failed an operation it reports supported";
+  if (nnapi_.MockNnapi_getLastError != nullptr) {
+    const char* detail = nnapi_.MockNnapi_getLastError();
+    if (detail != nullptr && detail[0] != '\0') message << " [mock_nnapi: " << detail << "]";
+  }
+  TVM_FFI_THROW(RuntimeError) << message.str();
+}
+
+void CompiledModel::CheckExecution(int code, const char* function) const {
+  if (code == ANEURALNETWORKS_NO_ERROR) return;
+  std::ostringstream message;
+  message << SubgraphPrefix(graph_.symbol) << function << " returned " << ResultCodeString(code)
+          << " on " << placement_ << " running " << OperationList({});
+  if (nnapi_.MockNnapi_getLastError != nullptr) {
+    const char* detail = nnapi_.MockNnapi_getLastError();
+    if (detail != nullptr && detail[0] != '\0') message << " [mock_nnapi: " << detail << "]";
+  }
+  TVM_FFI_THROW(RuntimeError) << message.str();
+}
+
 void CompiledModel::Release() {
   if (burst_ != nullptr) nnapi_.ANeuralNetworksBurst_free(burst_);
   if (compilation_ != nullptr) nnapi_.ANeuralNetworksCompilation_free(compilation_);
@@ -521,19 +603,19 @@ ExecutionTiming CompiledModel::Execute(const std::vector<const void*>& inputs,
   const auto start = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> burst_lock(burst_mutex_, std::defer_lock);
   if (burst_ != nullptr && burst_lock.try_lock()) {
-    Check(nnapi_.ANeuralNetworksExecution_burstCompute(execution, burst_),
-          "ANeuralNetworksExecution_burstCompute", "");
+    CheckExecution(nnapi_.ANeuralNetworksExecution_burstCompute(execution, burst_),
+                   "ANeuralNetworksExecution_burstCompute");
     burst_computes_++;
   } else if (nnapi_.ANeuralNetworksExecution_compute != nullptr) {
-    Check(nnapi_.ANeuralNetworksExecution_compute(execution), "ANeuralNetworksExecution_compute",
-          "");
+    CheckExecution(nnapi_.ANeuralNetworksExecution_compute(execution),
+                   "ANeuralNetworksExecution_compute");
   } else {
     ANeuralNetworksEvent* event = nullptr;
-    Check(nnapi_.ANeuralNetworksExecution_startCompute(execution, &event),
-          "ANeuralNetworksExecution_startCompute", "");
+    CheckExecution(nnapi_.ANeuralNetworksExecution_startCompute(execution, &event),
+                   "ANeuralNetworksExecution_startCompute");
     const int code = nnapi_.ANeuralNetworksEvent_wait(event);
     nnapi_.ANeuralNetworksEvent_free(event);
-    Check(code, "ANeuralNetworksEvent_wait", "");
+    CheckExecution(code, "ANeuralNetworksEvent_wait");
   }
   timing.wall_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
@@ -589,6 +671,16 @@ ffi::Optional<ffi::Function> NnapiModuleObj::GetFunction(const ffi::String& name
   if (name == "get_stats") {
     return ffi::Function([self, this](ffi::PackedArgs, ffi::Any* rv) { *rv = Stats(); });
   }
+  if (name == "get_fallback_reasons") {
+    // The newest reasons (oldest first) for which a call or compilation left NNAPI's first
+    // device set: a later device set or the host fallback.
+    return ffi::Function([self, this](ffi::PackedArgs, ffi::Any* rv) {
+      ffi::Array<ffi::String> reasons;
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (const std::string& reason : fallback_reasons_) reasons.push_back(reason);
+      *rv = reasons;
+    });
+  }
   if (name == "get_symbols") {
     return ffi::Function([self, this](ffi::PackedArgs, ffi::Any* rv) {
       ffi::Array<ffi::String> symbols;
@@ -636,6 +728,8 @@ std::array<uint8_t, 32> NnapiModuleObj::CacheToken(const Signature& binding,
   token.UpdateString(PreferenceName(config.preference));
   token.UpdateString(nnapi.library_path);
   token.UpdateInteger(nnapi.runtime_feature_level);
+  token.UpdateString(config.devices);
+  token.UpdateInteger(config.exclude_cpu ? 1 : 0);
   return token.Finish();
 }
 
@@ -672,15 +766,41 @@ std::shared_ptr<const CompiledModel> NnapiModuleObj::GetCompiled(const Signature
   return CompileAndCache(binding);
 }
 
-std::shared_ptr<const CompiledModel> NnapiModuleObj::CompileAndCache(const Signature& binding) {
+std::shared_ptr<const CompiledModel> NnapiModuleObj::CompileAndCache(const Signature& binding,
+                                                                     size_t first_set) {
   // Runs without mutex_; `binding` is in compiling_, so no other call compiles it meanwhile.
   std::shared_ptr<const CompiledModel> compiled;
   RuntimeConfig config;
   try {
     config = GetRuntimeConfig();
-    const std::array<uint8_t, 32> token = CacheToken(binding, config);
-    compiled = std::make_shared<const CompiledModel>(GetNnapi(), graph_, constants_, binding,
-                                                     config, &token);
+    const std::vector<std::string> sets = DeviceSets(config.devices);
+    if (first_set >= sets.size()) {
+      TVM_FFI_THROW(RuntimeError) << SubgraphPrefix(symbol_) << "no device set is left after "
+                                  << sets.size() << " (devices='" << Printable(config.devices)
+                                  << "')";
+    }
+    for (size_t set = first_set; set < sets.size(); ++set) {
+      RuntimeConfig set_config = config;
+      set_config.devices = sets[set];
+      const std::array<uint8_t, 32> token = CacheToken(binding, set_config);
+      try {
+        compiled = std::make_shared<const CompiledModel>(GetNnapi(), graph_, constants_, binding,
+                                                         set_config, &token, set);
+        break;
+      } catch (const ffi::Error& error) {
+        // A device name no device has is the caller's mistake, not a device's: no fallback.
+        if (error.kind() != "RuntimeError") throw;
+        if (set + 1 == sets.size()) {
+          if (set == first_set) throw;
+          TVM_FFI_THROW(RuntimeError) << error.message() << " (device set " << set + 1 << " of "
+                                      << sets.size() << "; the earlier ones failed as logged)";
+        }
+        device_set_fallbacks_++;
+        RecordFallback(binding, error.message() + "; compiling for device set " +
+                                    std::to_string(set + 2) + " of " + std::to_string(sets.size()) +
+                                    " (" + sets[set + 1] + ") instead");
+      }
+    }
   } catch (...) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -702,6 +822,45 @@ std::shared_ptr<const CompiledModel> NnapiModuleObj::CompileAndCache(const Signa
   }
   compiled_.notify_all();
   return compiled;
+}
+
+std::shared_ptr<const CompiledModel> NnapiModuleObj::NextDeviceSet(const Signature& binding,
+                                                                   const CompiledModel* failed) {
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      auto it = cache_.find(binding);
+      if (it != cache_.end() && it->second.compiled.get() != failed) {
+        return it->second.compiled;  // another call moved it already
+      }
+      if (compiling_.count(binding) == 0) {
+        if (it != cache_.end()) {
+          cached_bytes_ -= it->second.compiled->estimated_bytes();
+          lru_.erase(it->second.position);
+          cache_.erase(it);  // freed once the calls using it return
+        }
+        break;
+      }
+      compiled_.wait(lock);
+    }
+    compiling_.insert(binding);
+  }
+  return CompileAndCache(binding, failed->device_set() + 1);
+}
+
+void NnapiModuleObj::RecordFallback(const Signature& binding, const std::string& reason) {
+  std::ostringstream signature;
+  for (size_t s = 0; s < graph_.symbols.size(); ++s) {
+    signature << (s ? ", " : "") << graph_.symbols[s] << "=" << binding[s];
+  }
+  const std::string text = reason + " [shape signature: " +
+                           (graph_.symbols.empty() ? std::string("static") : signature.str()) + "]";
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    fallback_reasons_.push_back(text);
+    while (fallback_reasons_.size() > kReasonsKept) fallback_reasons_.pop_front();
+  }
+  std::fprintf(stderr, "tvm_nnapi: %s\n", text.c_str());
 }
 
 ffi::Map<ffi::String, int64_t> NnapiModuleObj::Stats() {
@@ -730,6 +889,8 @@ ffi::Map<ffi::String, int64_t> NnapiModuleObj::Stats() {
   stats.Set("nnapi_calls", nnapi_calls_.load());
   stats.Set("host_calls", host_calls_.load());
   stats.Set("fallbacks", fallbacks_.load());
+  stats.Set("device_set_fallbacks", device_set_fallbacks_.load());
+  stats.Set("execution_failures", execution_failures_.load());
   stats.Set("execute_time_ns", execute_time_ns_.load());
   stats.Set("timed_executions", timed_executions_.load());
   stats.Set("duration_on_hardware_ns", duration_on_hardware_ns_.load());
@@ -821,10 +982,7 @@ void NnapiModuleObj::Run(ffi::PackedArgs args) {
                                   << "; no host fallback in this module]";
     }
     fallbacks_++;
-    std::fprintf(stderr,
-                 "tvm_nnapi: NNAPI failed for subgraph '%s' (%s); running TVM's host "
-                 "code instead: %s\n",
-                 symbol_.c_str(), signature.str().c_str(), error.message().c_str());
+    RecordFallback(binding, error.message() + "; running TVM's host code instead");
     RunHost(args, tensors);
     host_calls_++;
   }
@@ -849,7 +1007,24 @@ void NnapiModuleObj::RunNnapi(const Signature& binding, const std::vector<DLTens
       output_bytes.push_back(bytes);
     }
   }
-  const ExecutionTiming timing = compiled->Execute(inputs, input_bytes, outputs, output_bytes);
+  ExecutionTiming timing;
+  while (true) {
+    try {
+      timing = compiled->Execute(inputs, input_bytes, outputs, output_bytes);
+      break;
+    } catch (const ffi::Error& error) {
+      execution_failures_++;
+      // The next device set, if any, takes the signature from now on (a device that failed an
+      // execution is not trusted with it again); otherwise the caller's fallback or error.
+      const size_t sets = DeviceSets(GetRuntimeConfig().devices).size();
+      if (error.kind() != "RuntimeError" || compiled->device_set() + 1 >= sets) throw;
+      device_set_fallbacks_++;
+      RecordFallback(binding, error.message() + "; running on device set " +
+                                  std::to_string(compiled->device_set() + 2) + " of " +
+                                  std::to_string(sets) + " instead");
+      compiled = NextDeviceSet(binding, compiled.get());
+    }
+  }
   execute_time_ns_ += timing.wall_ns;
   if (timing.on_hardware_ns >= 0) {
     timed_executions_++;

@@ -52,9 +52,11 @@ struct ExecutionTiming {
 class CompiledModel {
  public:
   // `cache_token` (32 bytes) enables NNAPI compilation caching in config.compilation_cache_dir.
+  // `config.devices` is one device set (comma-separated names; see DeviceSets); `device_set` is
+  // its position among the configured sets, kept for the caller.
   CompiledModel(const Nnapi& nnapi, const Graph& graph, const std::string& constants,
                 const std::vector<int64_t>& binding, const RuntimeConfig& config,
-                const std::array<uint8_t, 32>* cache_token);
+                const std::array<uint8_t, 32>* cache_token, size_t device_set = 0);
   ~CompiledModel();
   CompiledModel(const CompiledModel&) = delete;
   CompiledModel& operator=(const CompiledModel&) = delete;
@@ -83,6 +85,10 @@ class CompiledModel {
   int64_t burst_computes() const { return burst_computes_.load(); }
   // The NNAPI compilation, for callers that run their own executions (testing.cc).
   ANeuralNetworksCompilation* compilation() const { return compilation_; }
+  size_t device_set() const { return device_set_; }
+  // Where the compilation runs, in words: "NNAPI device qti-dsp", "NNAPI devices qti-dsp,
+  // qti-gpu" or "the devices NNAPI chooses".
+  const std::string& placement() const { return placement_; }
 
  private:
   CompiledModel(const Nnapi& nnapi, const Graph& graph);
@@ -100,6 +106,15 @@ class CompiledModel {
   // has a device (the failure is something else) or NNAPI cannot say.
   void ThrowIfDevicesRefuse(const std::vector<ANeuralNetworksDevice*>& devices,
                             const RuntimeConfig& config, int code) const;
+  // After a failed compilation for `devices` that claim every operation (a driver that fails
+  // what it reports supported): throws naming each device, the operations it claims and `code`.
+  void ThrowDriverFailure(const std::vector<ANeuralNetworksDevice*>& devices, int code) const;
+  // Check for the execution's compute calls: the message also names the placement and the
+  // subgraph's operations.
+  void CheckExecution(int code, const char* function) const;
+  // "ADD (code 0, R.add), SOFTMAX (code 25, R.nn.softmax) x2" for `operations` (indices into
+  // the graph's operations; all of them when empty).
+  std::string OperationList(const std::vector<size_t>& operations) const;
   void Release();
 
   const Nnapi& nnapi_;
@@ -112,6 +127,8 @@ class CompiledModel {
   mutable std::atomic<int64_t> burst_computes_{0};
   // Compiled for exactly one device: NNAPI then reports execution durations.
   bool single_device_ = false;
+  size_t device_set_ = 0;
+  std::string placement_ = "the devices NNAPI chooses";
   size_t estimated_bytes_ = 0;
   int64_t compile_time_ns_ = 0;
   int64_t modelled_compile_time_ns_ = 0;
@@ -150,7 +167,17 @@ class NnapiModuleObj : public tvm::ffi::ModuleObj {
   Placement PlacementFor(const Signature& binding, const RuntimeConfig& config);
   // The compiled model of a signature: from the cache, else compiled (once, outside mutex_).
   std::shared_ptr<const CompiledModel> GetCompiled(const Signature& binding);
-  std::shared_ptr<const CompiledModel> CompileAndCache(const Signature& binding);
+  // Compiles `binding` for the first device set from `first_set` on whose compilation succeeds
+  // (each failure before the last recorded as a fallback) and caches it.
+  std::shared_ptr<const CompiledModel> CompileAndCache(const Signature& binding,
+                                                       size_t first_set = 0);
+  // After `failed` (the cached compilation of `binding`) failed an execution: the compilation
+  // for the next device set (compiled, or another call's), or throws when there is none.
+  std::shared_ptr<const CompiledModel> NextDeviceSet(const Signature& binding,
+                                                     const CompiledModel* failed);
+  // Records why a call or compilation left NNAPI's first choice: counted, kept for
+  // fallback_reasons (the newest kReasonsKept) and printed on stderr.
+  void RecordFallback(const Signature& binding, const std::string& reason);
   void EvictLocked(const RuntimeConfig& config);
   std::array<uint8_t, 32> CacheToken(const Signature& binding, const RuntimeConfig& config);
   tvm::ffi::Map<tvm::ffi::String, int64_t> Stats();
@@ -186,6 +213,12 @@ class NnapiModuleObj : public tvm::ffi::ModuleObj {
   std::atomic<int64_t> nnapi_calls_{0};
   std::atomic<int64_t> host_calls_{0};
   std::atomic<int64_t> fallbacks_{0};
+  // Compilations or executions that moved a signature to the next device set, NNAPI executions
+  // that failed (whatever followed), and the newest reasons of every fallback (under mutex_).
+  std::atomic<int64_t> device_set_fallbacks_{0};
+  std::atomic<int64_t> execution_failures_{0};
+  std::list<std::string> fallback_reasons_;
+  static constexpr size_t kReasonsKept = 32;
   // MEASURED where the module runs: NNAPI executions' wall clock, and getDuration's sums over
   // the executions whose driver reported them.
   std::atomic<int64_t> execute_time_ns_{0};

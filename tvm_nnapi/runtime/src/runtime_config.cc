@@ -168,4 +168,18 @@ std::string PreferenceName(int32_t preference) {
   }
 }
 
+std::vector<std::string> DeviceSets(const std::string& devices) {
+  std::vector<std::string> sets;
+  size_t start = 0;
+  while (start <= devices.size()) {
+    size_t end = devices.find(';', start);
+    if (end == std::string::npos) end = devices.size();
+    const std::string set = devices.substr(start, end - start);
+    if (set.find_first_not_of(", ") != std::string::npos) sets.push_back(set);
+    start = end + 1;
+  }
+  if (sets.empty()) sets.emplace_back();
+  return sets;
+}
+
 }  // namespace tvm_nnapi

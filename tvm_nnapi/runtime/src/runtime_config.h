@@ -27,10 +27,16 @@ struct RuntimeConfig {
   bool log_debug = false;
   // Device choice (ANeuralNetworksCompilation_createForDevices): comma-separated NNAPI device
   // names to compile for ("": NNAPI chooses), and whether to leave out CPU devices (like ONNX
-  // Runtime's NNAPI_FLAG_CPU_DISABLED).
+  // Runtime's NNAPI_FLAG_CPU_DISABLED). Several device sets are separated by ';' and tried in
+  // order: a set whose compilation or execution fails gives way to the next (DeviceSets).
   std::string devices;
   bool exclude_cpu = false;
 };
+
+// The device sets of `devices`, in order ("a,b;c" -> {"a,b", "c"}); one empty set when
+// `devices` is empty (NNAPI chooses, or every device without CPUs). Empty sets in a list are
+// dropped.
+std::vector<std::string> DeviceSets(const std::string& devices);
 
 // A copy of the current settings.
 RuntimeConfig GetRuntimeConfig();
