@@ -4,13 +4,21 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from ..errors import CalibrationError
-from ..tools.calibrate import derive, fit, fit_summary, write_profile
+from ..tools.calibrate import (
+    CalibrationWarning,
+    before_calibration,
+    derive,
+    fit,
+    fit_summary,
+    write_profile,
+)
 from ..tools.measurements import TIMINGS, measure, read_measurements, write_measurements
 from .common import add_target_argument
 
@@ -18,8 +26,6 @@ from .common import add_target_argument
 def _spec(text: str) -> tuple[str, str, str]:
     parts = text.split(":")
     if len(parts) != 3 or not all(parts):
-        import argparse
-
         raise argparse.ArgumentTypeError(
             f"{text!r}: expected WORKLOAD:PRECISION:DEVICE, e.g. mobilenet_v2:float16:qti-dsp"
         )
@@ -30,10 +36,35 @@ def cmd_calibrate(args: Any) -> int:
     """Fit a device profile's cost-model parameters to measured rows (CSV or the JSON that
     `tvm-nnapi measure` writes): least squares on log time, bounded by physical limits. Writes
     the calibrated profile (each fitted parameter cited in `sources`) and prints the error of
-    fit per row. Every modelled number is labelled modelled (docs/cost-model.md)."""
+    fit per row, beside the leave-one-out cross-validation error (each row predicted by the
+    same fit to the other rows) per row, per row family and overall. Warns when the fitted
+    parameters outnumber the rows or end at a bound. Every modelled number is labelled
+    modelled (docs/cost-model.md)."""
     import sys
+    import tempfile
+    import warnings
 
     from mock_nnapi.device_profiles import ProfileNotFoundError, load_profile
+
+    with tempfile.TemporaryDirectory(prefix="tvm-nnapi-calibrate-") as scratch:
+        if args.from_estimates:
+            try:
+                start = before_calibration(load_profile(args.profile))
+            except (ProfileNotFoundError, ValueError) as error:
+                print(f"tvm-nnapi calibrate: {error}", file=sys.stderr)
+                return 2
+            args.profile = str(Path(scratch) / "start.json")
+            write_profile(start, args.profile)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CalibrationWarning)  # printed below, one line each
+            return _calibrate(args, sys.stderr)
+
+
+def _calibrate(args: Any, stderr: Any) -> int:
+    from mock_nnapi.device_profiles import ProfileNotFoundError, load_profile
+
+    def progress(fold: int, folds: int, row: str) -> None:
+        print(f"leave-one-out {fold}/{folds}: refitting without {row}", file=stderr, flush=True)
 
     try:
         if args.derive_from:
@@ -49,20 +80,29 @@ def cmd_calibrate(args: Any) -> int:
         if not args.measurements:
             raise CalibrationError("give measurement files to fit (or --derive-from)")
         rows = [row for path in args.measurements for row in read_measurements(path)]
-        result = fit(args.profile, rows, prior_weight=args.prior_weight, name=args.name)
+        result = fit(
+            args.profile,
+            rows,
+            prior_weight=args.prior_weight,
+            name=args.name,
+            cross_validate=args.cross_validate,
+            progress=progress,
+        )
     except (CalibrationError, ProfileNotFoundError, FileNotFoundError) as error:
-        print(f"tvm-nnapi calibrate: {error}", file=sys.stderr)
+        print(f"tvm-nnapi calibrate: {error}", file=stderr)
         return 2
     write_profile(result.profile, args.output)
-    table = result.report()
+    for message in result.warnings:
+        print(f"tvm-nnapi calibrate: warning: {message}", file=stderr)
+    report = result.report()
     if args.report:
-        Path(args.report).write_text(table)
+        Path(args.report).write_text(report)
     if args.json:
         print(json.dumps(fit_summary(result), indent=2))
     else:
         print(f"calibrated profile: {args.output} ({len(result.fitted)} parameters fitted)")
         print("error of fit per row (modelled = cost model, published = the row):")
-        print(table, end="")
+        print(report, end="")
     return 0
 
 
@@ -141,7 +181,28 @@ def register(commands: Any) -> None:
         default=0.05,
         help="weight of the pull towards the starting values, per log-parameter (default 0.05)",
     )
-    calibrate.add_argument("--report", metavar="OUT.md", help="write the error-of-fit table")
+    calibrate.add_argument(
+        "--cross-validate",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="leave-one-out cross-validation (default on): refit once per row without it and "
+        "report each row's error so predicted beside its error of fit, and the geometric-mean "
+        "and worst factor per row family (CNN, transformer, LLM prefill, LLM decode) and "
+        "overall; one refit per row, progress on stderr (seconds for ten rows; the time grows "
+        "with the square of the row count)",
+    )
+    calibrate.add_argument(
+        "--from-estimates",
+        action="store_true",
+        help="start from the values the profile had before it was calibrated (each fitted "
+        "parameter's 'before calibration' in its sources): a profile already fitted to these "
+        "rows otherwise anchors the prior, and the left-out rows, at values they shaped",
+    )
+    calibrate.add_argument(
+        "--report",
+        metavar="OUT.md",
+        help="write the error-of-fit table, the warnings and the leave-one-out tables",
+    )
     calibrate.add_argument("--json", action="store_true", help="print a JSON summary")
     calibrate.set_defaults(handler=cmd_calibrate)
 

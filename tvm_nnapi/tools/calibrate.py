@@ -2,7 +2,7 @@
 """Calibrating a device profile against measurements (docs/cost-model.md, "Calibration").
 
 Measurement rows and measuring them are :mod:`tvm_nnapi.tools.measurements` (re-exported
-here). Two parts, usable without TVM:
+here). Three parts, usable without TVM:
 
 - **Modelling** (:class:`ModelledRow`): each row's workload (:mod:`tvm_nnapi.tools.workloads`)
   is compiled for the row's NNAPI device of the profile and executed once on the mock in
@@ -14,7 +14,12 @@ here). Two parts, usable without TVM:
   (``scipy.optimize.least_squares``, trust-region reflective), with a weak
   prior pulling each parameter to its value in the starting profile (so parameters that no row
   determines stay where the profile had them). Writes the calibrated profile with a ``sources``
-  entry per fitted parameter naming the rows it came from, and the error of fit per row.
+  entry per fitted parameter naming the rows it came from, and the error of fit per row;
+  warns (:class:`CalibrationWarning`) when the fitted parameters outnumber the rows or end at a
+  bound.
+- **Cross-validating** (:func:`cross_validate`, ``fit(..., cross_validate=True)``): each row
+  left out in turn, the same fit to the other rows models it; the error per row, per row family
+  (:func:`workload_family`) and overall (:class:`CrossValidation`).
 
 Every time computed here is **modelled**; the measurements are what the rows say they are.
 """
@@ -25,7 +30,10 @@ import copy
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+import re
+import time
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,20 +57,28 @@ from .measurements import (
 
 __all__ = [
     "COLUMNS",
+    "FAMILIES",
     "MEASUREMENTS_SCHEMA",
     "TIMINGS",
     "UNITS",
+    "CalibrationWarning",
+    "CrossValidation",
+    "ErrorSummary",
     "FitResult",
+    "HeldOutRow",
     "Measurement",
     "ModelledRow",
     "RowFit",
     "Timing",
+    "before_calibration",
+    "cross_validate",
     "derive",
     "fit",
     "fit_summary",
     "measure",
     "model_rows",
     "read_measurements",
+    "workload_family",
     "write_measurements",
     "write_profile",
 ]
@@ -326,6 +342,44 @@ def _add_parameters(
 
 # ---- fitting -----------------------------------------------------------------------------------
 
+#: A fitted parameter ends at a bound of its range (an active bound) when its logarithm is within
+#: this distance of the bound's (0.1%).
+ACTIVE_BOUND_TOLERANCE = 1e-3
+
+#: The row families the error is summarised by, in report order; a workload of none of them is
+#: ``other`` (:func:`workload_family`).
+FAMILIES = ("CNN", "transformer", "LLM prefill", "LLM decode")
+
+#: Workload name prefixes of each family (names of networks; the LLM phases go by suffix).
+_FAMILY_PREFIXES = {
+    "transformer": ("vit", "deit", "swin", "mobilevit", "bert", "mobilebert", "distilbert",
+                    "albert", "whisper", "transformer"),
+    "CNN": ("mobilenet", "efficientnet", "resnet", "resnext", "inception", "squeezenet",
+            "shufflenet", "mnasnet", "regnet", "densenet", "vgg", "googlenet", "convnext",
+            "yolo", "deeplab", "unet"),
+}  # fmt: skip
+
+
+def workload_family(workload: str) -> str:
+    """The row family of a workload (one of :data:`FAMILIES`, else ``other``): ``LLM decode``
+    for a name with ``-decode``, ``LLM prefill`` for one with ``-prefill``, else ``transformer``
+    or ``CNN`` by the network the name starts with (case-insensitive)."""
+    name = workload.lower()
+    if "-decode" in name:
+        return "LLM decode"
+    if "-prefill" in name:
+        return "LLM prefill"
+    for family, prefixes in _FAMILY_PREFIXES.items():
+        if name.startswith(prefixes):
+            return family
+    return "other"
+
+
+class CalibrationWarning(UserWarning):
+    """A fit the rows do not determine (more fitted parameters than rows, fitted parameters
+    that end at a bound of their range), or a cross-validation from a starting profile already
+    fitted to its rows (:attr:`FitResult.warnings` words each)."""
+
 
 @dataclass
 class RowFit:
@@ -355,6 +409,124 @@ class RowFit:
 
 
 @dataclass
+class HeldOutRow:
+    """One row's error of fit beside its leave-one-out error: the row modelled with the
+    parameters refitted to all the other rows (the same fit, prior and bounds)."""
+
+    id: str
+    workload: str
+    precision: str
+    device: str
+    family: str  # workload_family(workload)
+    unit: str
+    measured: float
+    modelled: float  # by the fit to every row
+    held_out: float  # by the fit to the other rows
+    #: The parameters the fit to every row fits and the other rows do not inform: they keep
+    #: their starting values when this row is left out (its prediction rests on the start).
+    only_this_row: list[str] = field(default_factory=list)
+
+    @property
+    def ratio(self) -> float:
+        """Fitted modelled / measured."""
+        return self.modelled / self.measured
+
+    @property
+    def held_out_ratio(self) -> float:
+        """Left-out modelled / measured."""
+        return self.held_out / self.measured
+
+    @property
+    def factor(self) -> float:
+        """The error of fit as a factor >= 1."""
+        return max(self.ratio, 1 / self.ratio)
+
+    @property
+    def held_out_factor(self) -> float:
+        """The leave-one-out error as a factor >= 1."""
+        return max(self.held_out_ratio, 1 / self.held_out_ratio)
+
+
+@dataclass
+class ErrorSummary:
+    """The error of a group of rows (a family or ``all``), fitted and left out: the geometric
+    mean of the factors (each >= 1) and the largest, with the row it belongs to."""
+
+    family: str
+    rows: int
+    fit_geomean: float
+    fit_worst: float
+    held_out_geomean: float
+    held_out_worst: float
+    worst_row: str  # the row of held_out_worst
+
+
+def _summary(family: str, rows: Sequence[HeldOutRow]) -> ErrorSummary:
+    fit_factors = [row.factor for row in rows]
+    held_factors = [row.held_out_factor for row in rows]
+    worst = max(rows, key=lambda row: row.held_out_factor)
+    return ErrorSummary(
+        family,
+        len(rows),
+        math.exp(float(np.mean(np.log(fit_factors)))),
+        max(fit_factors),
+        math.exp(float(np.mean(np.log(held_factors)))),
+        max(held_factors),
+        worst.id,
+    )
+
+
+@dataclass
+class CrossValidation:
+    """Leave-one-out cross-validation of a fit: per row, the fit to every row and the refit to
+    the other rows, both modelled through the one cost model (every modelled number is
+    modelled; the measured ones are the rows')."""
+
+    rows: list[HeldOutRow]
+    seconds: float  # the wall time of the refits (modelling the rows' workloads excluded)
+
+    def families(self) -> list[ErrorSummary]:
+        """The error per row family present (:data:`FAMILIES` order, then ``other``), then
+        over all rows (family ``all``)."""
+        order = [*FAMILIES, "other"]
+        present = sorted({row.family for row in self.rows}, key=order.index)
+        summaries = [_summary(f, [r for r in self.rows if r.family == f]) for f in present]
+        return [*summaries, self.overall()]
+
+    def overall(self) -> ErrorSummary:
+        """The error over all rows."""
+        return _summary("all", self.rows)
+
+    def report(self) -> str:
+        """Markdown: the per-row table (fit and left out) and the summary per family."""
+        lines = [
+            "| row | family | published | modelled (fit) | modelled / published | "
+            "modelled (row left out) | modelled / published | parameters only this row "
+            "informs |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for row in self.rows:
+            only = ", ".join(f"`{p}`" for p in row.only_this_row) or "-"
+            lines.append(
+                f"| {row.id} | {row.family} | {_g(row.measured)} {row.unit} | "
+                f"{_g(row.modelled)} {row.unit} | {row.ratio:.2f} | {_g(row.held_out)} "
+                f"{row.unit} | {row.held_out_ratio:.2f} | {only} |"
+            )
+        lines += [
+            "",
+            "| family | rows | fit: geometric mean | fit: worst | left out: geometric mean | "
+            "left out: worst | worst row left out |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for s in self.families():
+            lines.append(
+                f"| {s.family} | {s.rows} | {s.fit_geomean:.2f}x | {s.fit_worst:.2f}x | "
+                f"{s.held_out_geomean:.2f}x | {s.held_out_worst:.2f}x | {s.worst_row} |"
+            )
+        return "\n".join(lines) + "\n"
+
+
+@dataclass
 class FitResult:
     profile: dict[str, Any]
     rows: list[RowFit]
@@ -362,8 +534,15 @@ class FitResult:
     iterations: int
     cost: float
     notes: list[str] = field(default_factory=list)
+    #: Fitted parameters that end at a bound of their range: path -> "lower" or "upper".
+    active_bounds: dict[str, str] = field(default_factory=dict)
+    #: What makes the fit or its cross-validation less than it seems, worded for people (each
+    #: also issued as a :class:`CalibrationWarning`).
+    warnings: list[str] = field(default_factory=list)
+    #: Leave-one-out cross-validation, when :func:`fit` was asked for it.
+    cross_validation: CrossValidation | None = None
 
-    def report(self) -> str:
+    def table(self) -> str:
         """The error of fit as a Markdown table (every modelled number labelled modelled)."""
         lines = [
             "| row | workload | precision | device | published | modelled before | "
@@ -380,6 +559,17 @@ class FitResult:
                 f"{row.ratio:.2f} |"
             )
         return "\n".join(lines) + "\n"
+
+    def report(self) -> str:
+        """Markdown: the error-of-fit table (:meth:`table`), the warnings, and the leave-one-out
+        tables when cross-validated (:meth:`CrossValidation.report`)."""
+        text = self.table()
+        if self.warnings:
+            text += "\n" + "".join(f"**Warning:** {w}\n\n" for w in self.warnings).rstrip() + "\n"
+        if self.cross_validation is not None:
+            text += "\nLeave-one-out cross-validation (each row modelled by the fit to the "
+            text += "other rows):\n\n" + self.cross_validation.report()
+        return text
 
 
 def _g(value: float) -> str:
@@ -405,12 +595,112 @@ def _set_path(profile: dict[str, Any], path: str, value: float, rounded: bool = 
     target[parts[-1]] = round(float(value), 6) if rounded else float(value)
 
 
+@dataclass
+class _Solution:
+    values: np.ndarray  # every parameter; those no fitted row informs at their start
+    informed: dict[str, list[str]]  # path -> ids of the fitted rows that inform it
+    iterations: int
+    cost: float
+
+
+class _Problem:
+    """The least-squares problem of :func:`fit` (objective, bounds, prior) over the modelled
+    rows, solvable on any subset of them (:meth:`solve`)."""
+
+    FLOOR = 0.01  # overheads may go to (almost) zero: log needs a positive floor
+
+    def __init__(
+        self,
+        parameters: ParameterSet,
+        modelled: Sequence[ModelledRow],
+        prior_weight: float,
+        chosen: set[str] | None,
+    ) -> None:
+        self.parameters = parameters
+        self.modelled = modelled
+        self.prior_weight = prior_weight
+        self.names = list(parameters.parameters)
+        self.start = parameters.vector()
+        entries = list(parameters.parameters.values())
+        self.lower = np.log(np.maximum([p.lower for p in entries], self.FLOOR))
+        self.upper = np.log(np.maximum([p.upper for p in entries], self.FLOOR))
+        self.x0 = np.log(np.maximum(self.start, self.FLOOR))
+        fixed = np.array(
+            [not p.free or (chosen is not None and p.path not in chosen) for p in entries]
+        )
+        self.free_index = np.flatnonzero(~fixed & (self.upper > self.lower))
+        self.measured = np.log([row.measurement.measured for row in modelled])
+
+    def values_of(self, x_free: np.ndarray) -> np.ndarray:
+        values = self.start.copy()
+        values[self.free_index] = np.exp(x_free)
+        return values
+
+    def residuals(self, x_free: np.ndarray, rows: Sequence[int]) -> np.ndarray:
+        values = self.values_of(x_free)
+        model = np.log([self.modelled[i].value(values) for i in rows])
+        prior = self.prior_weight * (x_free - self.x0[self.free_index])
+        return np.concatenate([model - self.measured[list(rows)], prior])
+
+    def solve(self, rows: Sequence[int]) -> _Solution:
+        """Fits the free parameters to the rows at indices ``rows``. Parameters that none of
+        them informs (:data:`INFORMED_ELASTICITY`) keep their starting values exactly."""
+        free = self.free_index
+        x_start = np.clip(self.x0[free], self.lower[free], self.upper[free])
+        if free.size and rows:
+            # Bounded least squares (trust-region reflective), finite-difference Jacobian.
+            solution = least_squares(
+                self.residuals,
+                x_start,
+                bounds=(self.lower[free], self.upper[free]),
+                method="trf",
+                x_scale="jac",
+                args=(rows,),
+            )
+            x_free, iterations = solution.x, int(solution.njev or solution.nfev)
+        else:
+            x_free, iterations = x_start, 0
+        values = self.values_of(x_free)
+        r = self.residuals(x_free, rows)
+        informed: dict[str, list[str]] = {}
+        base = [self.modelled[i].value(values) for i in rows]
+        for j, path in enumerate(self.names):
+            if j not in free:
+                continue
+            probe = values.copy()
+            # 1% up, or down where up would leave the parameter's range (an efficiency at 1).
+            upward = probe[j] * 1.01 <= self.parameters.parameters[path].upper
+            probe[j] = probe[j] * 1.01 if upward else probe[j] / 1.01
+            for i, before in zip(rows, base, strict=True):
+                row = self.modelled[i]
+                elasticity = abs(math.log(row.value(probe) / before)) / math.log(1.01)
+                if elasticity >= INFORMED_ELASTICITY:
+                    informed.setdefault(path, []).append(row.measurement.id)
+        values = np.where([path in informed for path in self.names], values, self.start)
+        return _Solution(values, informed, iterations, float(r @ r))
+
+    def active_bounds(self, solution: _Solution) -> dict[str, str]:
+        """The fitted parameters within :data:`ACTIVE_BOUND_TOLERANCE` of a bound."""
+        active = {}
+        for j, path in enumerate(self.names):
+            if path not in solution.informed:
+                continue
+            x = math.log(max(float(solution.values[j]), self.FLOOR))
+            if x - self.lower[j] <= ACTIVE_BOUND_TOLERANCE:
+                active[path] = "lower"
+            elif self.upper[j] - x <= ACTIVE_BOUND_TOLERANCE:
+                active[path] = "upper"
+        return active
+
+
 def fit(
     profile: str | os.PathLike[str],
     rows: Sequence[Measurement],
     prior_weight: float = 0.05,
     name: str | None = None,
     free: Iterable[str] | None = None,
+    cross_validate: bool = False,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> FitResult:
     """Fits the parameters of ``profile`` that ``rows`` depend on.
 
@@ -420,6 +710,13 @@ def fit(
     and the bandwidth), each device's ``memory_bandwidth_gbps`` in [1, soc.dram_peak_gbps]
     (fixed when the profile does not state the DRAM peak), overheads in [0.01 us, 10 ms].
     ``free`` restricts the fit to those parameter paths (the others keep their values).
+
+    The result's ``warnings`` (each also issued as a :class:`CalibrationWarning`) say when the
+    fitted parameters outnumber the rows and which fitted parameters end at a bound. With
+    ``cross_validate`` the result carries leave-one-out cross-validation
+    (:class:`CrossValidation`): for each row the same fit to the other rows, from the same
+    starting profile, predicts it; ``progress(fold, folds, row id)`` is called before each
+    refit. The rows' workloads are modelled once for all the fits.
     """
     if not rows:
         raise CalibrationError("no measurement rows to fit")
@@ -430,62 +727,11 @@ def fit(
         unknown = chosen - set(names)
         if unknown:
             raise CalibrationError(f"no row depends on {', '.join(sorted(unknown))}")
-    start = parameters.vector()
-    floor = 0.01  # overheads may go to (almost) zero: log needs a positive floor
-    lower = np.log(np.maximum([p.lower for p in parameters.parameters.values()], floor))
-    upper = np.log(np.maximum([p.upper for p in parameters.parameters.values()], floor))
-    x0 = np.log(np.maximum(start, floor))
-    fixed = np.array(
-        [
-            not p.free or (chosen is not None and p.path not in chosen)
-            for p in parameters.parameters.values()
-        ]
-    )
-    free_index = np.flatnonzero(~fixed & (upper > lower))
-    measured = np.log([row.measurement.measured for row in modelled])
-
-    def values_of(x_free: np.ndarray) -> np.ndarray:
-        values = start.copy()
-        values[free_index] = np.exp(x_free)
-        return values
-
-    def residuals(x_free: np.ndarray) -> np.ndarray:
-        values = values_of(x_free)
-        model = np.log([row.value(values) for row in modelled])
-        return np.concatenate([model - measured, prior_weight * (x_free - x0[free_index])])
-
-    before = [row.value(start) for row in modelled]
-    if free_index.size:
-        # Bounded least squares (trust-region reflective), finite-difference Jacobian.
-        solution = least_squares(
-            residuals,
-            np.clip(x0[free_index], lower[free_index], upper[free_index]),
-            bounds=(lower[free_index], upper[free_index]),
-            method="trf",
-            x_scale="jac",
-        )
-        x_free, iterations = solution.x, int(solution.njev or solution.nfev)
-    else:
-        x_free, iterations = x0[free_index], 0
-    values = values_of(x_free)
-    r = residuals(x_free)
-
-    # Which rows inform each parameter: those whose modelled value moves by at least
-    # INFORMED_ELASTICITY percent per percent of the parameter. A parameter no row informs keeps
-    # its starting value exactly (the prior held it there anyway).
-    informed: dict[str, list[str]] = {}
-    for j, path in enumerate(names):
-        if j not in free_index:
-            continue
-        probe = values.copy()
-        # 1% up, or down where up would leave the parameter's range (an efficiency at 1).
-        upward = probe[j] * 1.01 <= parameters.parameters[path].upper
-        probe[j] = probe[j] * 1.01 if upward else probe[j] / 1.01
-        for row in modelled:
-            elasticity = abs(math.log(row.value(probe) / row.value(values))) / math.log(1.01)
-            if elasticity >= INFORMED_ELASTICITY:
-                informed.setdefault(path, []).append(row.measurement.id)
-    values = np.where([path in informed for path in names], values, start)
+    problem = _Problem(parameters, modelled, prior_weight, chosen)
+    start = problem.start
+    everything = list(range(len(modelled)))
+    solution = problem.solve(everything)
+    informed, values = solution.informed, solution.values
 
     calibrated = copy.deepcopy(data)
     if name:
@@ -544,13 +790,140 @@ def fit(
             row.measurement.measured,
             row.measurement.low,
             row.measurement.high,
-            before[i],
+            row.value(start),
             row.value(values),
             row.measurement.source,
         )
-        for i, row in enumerate(modelled)
+        for row in modelled
     ]
-    return FitResult(calibrated, results, fitted, iterations, float(r @ r))
+    active = problem.active_bounds(solution)
+    messages = []
+    if len(fitted) > len(modelled):
+        messages.append(
+            f"{len(fitted)} fitted parameters outnumber the {len(modelled)} rows: the rows do "
+            "not determine them (the prior towards the starting values splits what they "
+            "leave open), so the error of fit overstates how well unseen workloads are modelled"
+        )
+    if active:
+        listed = ", ".join(
+            f"{path} = {_g(values[names.index(path)])} ({side})" for path, side in active.items()
+        )
+        messages.append(
+            f"{len(active)} fitted parameters end at a bound of their range: {listed}; the rows "
+            "ask for values the cost model's limits do not allow"
+        )
+    for message in messages:
+        warnings.warn(message, CalibrationWarning, stacklevel=2)
+    result = FitResult(
+        calibrated,
+        results,
+        fitted,
+        solution.iterations,
+        solution.cost,
+        active_bounds=active,
+        warnings=messages,
+    )
+    if cross_validate:
+        result.cross_validation = _leave_one_out(problem, solution, progress)
+        shaped = _fitted_to(data, [row.measurement.id for row in modelled])
+        if shaped:
+            message = (
+                f"the starting profile was already fitted to rows {', '.join(shaped)}: when one "
+                "is left out, the other rows and the prior start from values it shaped, so its "
+                "leave-one-out error is optimistic (start from before_calibration(profile), the "
+                "command's --from-estimates)"
+            )
+            warnings.warn(message, CalibrationWarning, stacklevel=2)
+            result.warnings.append(message)
+    return result
+
+
+def _fitted_to(profile: Mapping[str, Any], ids: Sequence[str]) -> list[str]:
+    """The ``ids`` that a fit's ``sources`` entries in ``profile`` cite."""
+    cited: set[str] = set()
+    for entry in profile.get("sources", []):
+        source = str(entry.get("source", ""))
+        if source.startswith(_FITTED_SOURCE) and "measurement rows: " in source:
+            listed = source.split("measurement rows: ", 1)[1].split(";", 1)[0]
+            cited.update(part.strip() for part in listed.split(","))
+    return [i for i in ids if i in cited]
+
+
+def _leave_one_out(
+    problem: _Problem,
+    full: _Solution,
+    progress: Callable[[int, int, str], None] | None,
+) -> CrossValidation:
+    """Refits ``problem`` once per row without it and models the row with that fit."""
+    began = time.perf_counter()
+    rows = []
+    count = len(problem.modelled)
+    for i, row in enumerate(problem.modelled):
+        measurement = row.measurement
+        if progress is not None:
+            progress(i + 1, count, measurement.id)
+        fold = problem.solve([k for k in range(count) if k != i])
+        rows.append(
+            HeldOutRow(
+                measurement.id,
+                measurement.workload,
+                measurement.precision,
+                measurement.device,
+                workload_family(measurement.workload),
+                measurement.unit,
+                measurement.measured,
+                row.value(full.values),
+                row.value(fold.values),
+                [path for path in full.informed if path not in fold.informed],
+            )
+        )
+    return CrossValidation(rows, time.perf_counter() - began)
+
+
+def cross_validate(
+    profile: str | os.PathLike[str],
+    rows: Sequence[Measurement],
+    prior_weight: float = 0.05,
+    free: Iterable[str] | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> CrossValidation:
+    """Leave-one-out cross-validation of :func:`fit` of ``profile`` to ``rows`` (the same
+    arguments): each row modelled by the fit to every row and by the fit to the other rows."""
+    result = fit(profile, rows, prior_weight, free=free, cross_validate=True, progress=progress)
+    assert result.cross_validation is not None
+    return result.cross_validation
+
+
+#: How a fit words a parameter's value in the sources entry it writes.
+_BEFORE_CALIBRATION = re.compile(r"\(before calibration ([^)]+)\)")
+_FITTED_SOURCE = "Fitted by tvm-nnapi calibrate"
+_CITED_ROWS_VALUE = "the measurement rows the fitted parameters below cite"
+
+
+def before_calibration(profile: Mapping[str, Any]) -> dict[str, Any]:
+    """``profile`` as it was before :func:`fit` calibrated it: every field a fit's ``sources``
+    entry names gets the value the entry says it had before calibration (the first such entry of
+    a field, as the entry prints it: 3 significant digits), and the entries :func:`fit` wrote
+    are dropped. A profile no fit wrote is returned unchanged (as a copy)."""
+    result = copy.deepcopy(dict(profile))
+    restored: set[str] = set()
+    kept = []
+    for entry in result.get("sources", []):
+        source, value = str(entry.get("source", "")), str(entry.get("value", ""))
+        if value == _CITED_ROWS_VALUE:
+            continue
+        match = _BEFORE_CALIBRATION.search(value)
+        if not source.startswith(_FITTED_SOURCE) or match is None:
+            kept.append(entry)
+            continue
+        before = float(match.group(1))
+        for path in entry["fields"]:
+            if path not in restored:
+                _set_path(result, path, before)
+                restored.add(path)
+    if "sources" in result:
+        result["sources"] = kept
+    return result
 
 
 def _format(value: Any, indent: int = 0) -> str:
@@ -584,13 +957,36 @@ def write_profile(profile: Mapping[str, Any], path: str | os.PathLike[str]) -> N
 
 
 def fit_summary(result: FitResult) -> dict[str, Any]:
-    """A JSON-able summary: the rows' error of fit and the fitted parameters."""
+    """A JSON-able summary: the rows' error of fit, the fitted parameters, the active bounds
+    and the warnings, and (``cross_validation``, null when not run) the rows' leave-one-out
+    error with its summary per family and overall. Ratios are modelled / measured; factors are
+    the same error as a number >= 1."""
+    validation = result.cross_validation
     return {
         "modelled": True,
         "iterations": result.iterations,
         "cost": result.cost,
         "rows": [{**asdict(row), "ratio": row.ratio} for row in result.rows],
         "fitted": {k: {"before": a, "after": b} for k, (a, b) in result.fitted.items()},
+        "active_bounds": dict(result.active_bounds),
+        "warnings": list(result.warnings),
+        "cross_validation": None
+        if validation is None
+        else {
+            "method": "leave-one-out",
+            "seconds": validation.seconds,
+            "rows": [
+                {
+                    **asdict(row),
+                    "ratio": row.ratio,
+                    "held_out_ratio": row.held_out_ratio,
+                    "factor": row.factor,
+                    "held_out_factor": row.held_out_factor,
+                }
+                for row in validation.rows
+            ],
+            "families": [asdict(s) for s in validation.families()],
+        },
     }
 
 
