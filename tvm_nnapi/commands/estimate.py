@@ -5,10 +5,13 @@ all-host one on a device profile (every time an output of the cost model, never 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .common import Progress, partition_options
 from .pipeline import ModelCommand, add_model_arguments, run_model_command
+
+if TYPE_CHECKING:
+    from tvm_nnapi.tools.memory import MemoryReport
 
 
 def estimate_document(args: argparse.Namespace, source, profile: str | None, progress: Progress):
@@ -118,6 +121,11 @@ def print_estimate(console, estimate: dict[str, Any]) -> None:
     reason = why_nnapi_loses(estimate)
     if reason:
         console.print(escape(reason))
+    if estimate.get("memory"):
+        from tvm_nnapi.tools.memory import MemoryReport
+
+        for line in MemoryReport.from_dict(estimate["memory"]).format_lines():
+            console.print(escape(line))
     strategies = estimate.get("strategies")
     if strategies:
         parts = [
@@ -162,11 +170,35 @@ def strategy_totals(
     return {chosen: summary(estimate), other: summary(other_estimate)}
 
 
+def llm_memory(args: argparse.Namespace, source: Any, profile: str | None) -> MemoryReport:
+    """The modelled peak memory of the two programs an LLM's estimate compares: all on the host,
+    and NNAPI-offloaded with the weights as ``--weights`` says, on the profile (a
+    :class:`tvm_nnapi.tools.memory.MemoryReport`). The KV cache holds the prompt (prefill) or
+    the cached tokens and the new one (decode)."""
+    from tvm_nnapi.tools.memory import memory_report
+
+    seq_len = int(source.shapes.get("seq_len", 1))
+    context, chunk = (seq_len, seq_len) if source.entry == "prefill" else (seq_len + 1, 1)
+    offloaded = "nnapi-resident" if getattr(args, "weights", "input") == "resident" else "nnapi"
+    quantization = getattr(source, "llm_quantization", None) or source.llm_dtype
+    where = getattr(args, "profile", None) or profile
+    return memory_report(
+        source.llm_config, quantization, [offloaded, "host"], where, context, chunk
+    )
+
+
 def _stage(
     args: argparse.Namespace, source: Any, document: dict[str, Any], graph: Any, progress: Progress
 ) -> None:
     source.check_bound()
+    memory = None
+    if source.kind == "llm":
+        # A program that does not fit the phone's memory is refused before it is costed.
+        memory = llm_memory(args, source, document["profile"])
+        memory.refuse()
     document["estimate"] = estimate_document(args, source, document["profile"], progress)
+    if memory is not None:
+        document["estimate"]["memory"] = memory.to_dict()
     if source.kind != "llm":
         # Side by side (an LLM's engine partitions its functions itself: one strategy).
         document["estimate"]["strategies"] = strategy_totals(
