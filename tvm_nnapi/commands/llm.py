@@ -48,8 +48,9 @@ def register(subparsers: Any) -> None:
     generate.add_argument("--tokenizer", help="a tokenizer.json file (or a directory with one)")
     generate.add_argument(
         "--weights",
-        help="a .safetensors file, several comma-separated, or a directory (Hugging Face names); "
-        "default: random weights (--seed)",
+        help="an MLC weight directory (tensor-cache.json, as `llm convert-weight` writes), or "
+        "a .safetensors file, several comma-separated, or a directory (Hugging Face names, "
+        "quantized when --quantization says); default: random weights (--seed)",
     )
     generate.add_argument("--max-new-tokens", type=int, default=16, help="default %(default)s")
     generate.add_argument(
@@ -121,9 +122,27 @@ def register(subparsers: Any) -> None:
     add_target_argument(bench)
     bench.set_defaults(handler=cmd_bench)
 
+    convert = commands.add_parser(
+        "convert-weight",
+        help="write a model's weights as an MLC weight directory (tensor cache), quantized",
+        description=cmd_convert_weight.__doc__,
+    )
+    _model_arguments(convert)
+    convert.add_argument(
+        "--weights",
+        help="Hugging Face safetensors (a file, several comma-separated, or a directory) to "
+        "convert; default: random weights (--seed)",
+    )
+    convert.add_argument("--seed", type=int, default=0, help="random-weight seed (default 0)")
+    convert.add_argument(
+        "--output", "-o", required=True, metavar="DIR", help="the MLC weight directory to write"
+    )
+    convert.set_defaults(handler=cmd_convert_weight)
+
 
 def _model_arguments(parser: argparse.ArgumentParser, default_model: str = "tiny-llama") -> None:
     from ..llm.config import CONFIGS
+    from ..llm.quantization import QUANTIZATIONS
 
     parser.add_argument(
         "--model",
@@ -131,7 +150,19 @@ def _model_arguments(parser: argparse.ArgumentParser, default_model: str = "tiny
         help=f"a configuration ({', '.join(sorted(CONFIGS))}; default %(default)s)",
     )
     parser.add_argument("--config", help="a Hugging Face config.json (overrides --model)")
-    parser.add_argument("--dtype", choices=("float32", "float16"), default="float32")
+    parser.add_argument(
+        "--dtype",
+        choices=("float32", "float16"),
+        help="float type of an unquantized model (default float32; same as --quantization "
+        "q0f32/q0f16)",
+    )
+    parser.add_argument(
+        "--quantization",
+        choices=sorted(QUANTIZATIONS),
+        help="MLC-LLM weight format: q4f16_1/q4f32_1 (4-bit weights, one scale per 32, "
+        "dequantized on the host at every call, or once at load with --resident-weights) or "
+        "q0f16/q0f32 (unquantized); docs/llm.md",
+    )
     parser.add_argument(
         "--relax-fp16",
         action="store_true",
@@ -147,8 +178,28 @@ def _partition_options(args: argparse.Namespace):
     return PartitionOptions(relax_fp32_to_fp16=True) if args.relax_fp16 else None
 
 
+def _weight_format(args: argparse.Namespace) -> None:
+    """Resolve --dtype and --quantization into both: ``args.dtype`` the model's float type,
+    ``args.quantization`` the MLC weight format's name."""
+    from ..llm.quantization import get_quantization
+
+    if args.quantization is None:
+        args.dtype = args.dtype or "float32"
+        args.quantization = "q0f16" if args.dtype == "float16" else "q0f32"
+        return
+    model_dtype = get_quantization(args.quantization).model_dtype
+    if args.dtype is not None and args.dtype != model_dtype:
+        raise UsageError(
+            f"--dtype {args.dtype} contradicts --quantization {args.quantization} (whose float "
+            f"type is {model_dtype}); give one of them"
+        )
+    args.dtype = model_dtype
+
+
 def _config(args: argparse.Namespace):
     from ..llm.config import LlamaConfig, get_config
+
+    _weight_format(args)
 
     try:
         if args.config:
@@ -159,10 +210,14 @@ def _config(args: argparse.Namespace):
         raise UsageError(f"{option}: {error}") from error
 
 
-def _check_memory(config, dtype: str, copies: int = 1) -> None:
+def _check_memory(config, quantization: str, copies: int = 1) -> None:
     """Refuse models whose weights (`copies` builds of them at once) cannot fit in this
     machine's memory (use the estimate)."""
-    need = copies * config.parameter_count() * (2 if dtype == "float16" else 4)
+    from ..llm.quantization import get_quantization
+
+    q = get_quantization(quantization)
+    label = q.name if q.quantized else q.model_dtype
+    need = int(copies * config.parameter_count() * q.bytes_per_weight())
     try:
         physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError):
@@ -170,7 +225,8 @@ def _check_memory(config, dtype: str, copies: int = 1) -> None:
     if need > 0.8 * physical:
         at_once = f" ({copies} builds at once)" if copies > 1 else ""
         raise UsageError(
-            f"{config.name} needs {need / 2**30:.1f} GiB of {dtype} weights{at_once}, more than "
+            f"{config.name} needs {need / 2**30:.1f} GiB of {label} weights{at_once}, "
+            f"more than "
             f"this machine's {physical / 2**30:.1f} GiB allows; use a smaller configuration, or "
             f"'tvm-nnapi llm bench --estimate-model {config.name}' for its modelled latency"
         )
@@ -210,7 +266,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         raise UsageError("--resident-weights needs the NNAPI build (not --host)")
     if args.relax_fp16 and not args.nnapi:
         raise UsageError("--relax-fp16 needs the NNAPI build (not --host)")
-    _check_memory(config, args.dtype)
+    _check_memory(config, args.quantization)
     where = "prefill on NNAPI" if args.nnapi else "host only"
     if args.resident_weights:
         where += ", weights resident"
@@ -229,7 +285,7 @@ def _generate(args, config, sampling, tokenizer, stops, where: str, target: Any)
     from ..llm.weights import WeightError
 
     place = "this host" if target is None else target.describe()
-    _progress(f"building {config.name} ({args.dtype}, {where}) for {place}...")
+    _progress(f"building {config.name} ({args.quantization}, {where}) for {place}...")
     start = time.perf_counter()
     try:
         engine = _build_engine(
@@ -241,6 +297,7 @@ def _generate(args, config, sampling, tokenizer, stops, where: str, target: Any)
             args.resident_weights,
             _partition_options(args),
             target=target,
+            quantization=args.quantization,
         )
     except WeightError as error:
         raise UsageError(f"{error}") from None
@@ -282,6 +339,7 @@ def _generate(args, config, sampling, tokenizer, stops, where: str, target: Any)
                 {
                     "model": config.name,
                     "dtype": args.dtype,
+                    "quantization": args.quantization,
                     "placement": "nnapi" if args.nnapi else "host",
                     "weights": "resident" if args.resident_weights else "input",
                     "relax_fp16": args.relax_fp16,
@@ -303,6 +361,39 @@ def _generate(args, config, sampling, tokenizer, stops, where: str, target: Any)
             f"finish: {result.finish_reason}; NNAPI ran {stats.get('nnapi_calls', 0)} subgraph "
             f"calls ({stats.get('execute_time_ns', 0) / 1e6:.1f} ms measured where it ran)"
         )
+    return 0
+
+
+def cmd_convert_weight(args: argparse.Namespace) -> int:
+    """Write a Llama-family model's weights in an MLC-LLM weight format (--quantization) as
+    MLC's weight directory: tensor-cache.json, params_shard_*.bin and mlc-chat-config.json, with
+    MLC-LLM's parameter names. The source is Hugging Face safetensors (float; quantized here, one
+    matrix at a time) or random weights. `llm generate --weights DIR` reads the directory."""
+    from ..llm.engine import load_weights
+    from ..llm.model import export_model
+    from ..llm.tensor_cache import save_tensor_cache
+    from ..llm.weights import WeightError
+
+    config = _config(args)
+    _check_memory(config, args.quantization)
+    source = args.weights or f"random weights (seed {args.seed})"
+    _progress(f"converting {config.name} from {source} to {args.quantization}...")
+    _, named_params, _ = export_model(config, args.dtype, args.quantization)
+    try:
+        arrays = load_weights(config, args.quantization, named_params, args.weights, args.seed)
+    except WeightError as error:
+        raise UsageError(f"{error}") from None
+    names = [name for name, _ in named_params]
+    total = sum(int(np.asarray(a).nbytes) for a in arrays)
+    try:
+        cache = save_tensor_cache(
+            args.output, list(zip(names, arrays, strict=True)), config, args.quantization
+        )
+    except OSError as error:
+        raise UsageError(f"--output {args.output}: {error}") from None
+    print(
+        f"wrote {len(names)} parameters ({total / 2**20:.1f} MiB, {args.quantization}) to {cache}"
+    )
     return 0
 
 
@@ -331,13 +422,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
     builds = [("nnapi", True, False), ("host", False, False)]
     if args.resident_weights:
         builds.insert(1, ("nnapi-resident", True, True))
-    _check_memory(config, args.dtype, copies=len(builds))  # before the estimate's work
+    _check_memory(config, args.quantization, copies=len(builds))  # before the estimate's work
     from ..llm.config import get_config
 
     try:
         estimate_config = get_config(args.estimate_model) if args.estimate_model else config
     except ValueError as error:
         raise UsageError(f"--estimate-model {args.estimate_model}: {error}") from error
+    # A modelled plan that does not fit the phone's memory is refused before any work.
+    from ..tools.memory import bench_memory_report
+
+    memory_args = (args.quantization, args.profile, args.prompt_length, args.decode_tokens)
+    bench_memory_report(estimate_config, *memory_args, args.resident_weights).refuse()
     # The target first (an unreachable one is a usage error, before any work); the loopback
     # server's mock models the same profile as the estimate.
     server_profile = args.profile if args.target == "rpc" else None
@@ -347,7 +443,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     try:
         # Modelled first: selecting a profile needs no NNAPI compilation alive in the process.
         _progress(f"modelled estimate of {estimate_config.name} on {args.profile}...")
-        estimator = LlmEstimator(estimate_config, args.dtype, _partition_options(args))
+        estimator = LlmEstimator(
+            estimate_config, args.dtype, _partition_options(args), quantization=args.quantization
+        )
         prefill_estimate = estimator.estimate("prefill", args.prompt_length, args.profile)
         decode_estimate = estimator.estimate("decode", args.prompt_length, args.profile)
         resident_estimates = {}
@@ -372,6 +470,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     result = {
         "model": config.name,
         "dtype": args.dtype,
+        "quantization": args.quantization,
         "relax_fp16": args.relax_fp16,
         "prompt_length": args.prompt_length,
         "target": where,
@@ -401,7 +500,15 @@ def _bench_builds(
         _progress(f"building {config.name} ({label})...")
         options = _partition_options(args) if nnapi else None
         engines[label] = _build_engine(
-            config, args.dtype, nnapi, None, 0, resident, options, target=target
+            config,
+            args.dtype,
+            nnapi,
+            None,
+            0,
+            resident,
+            options,
+            target=target,
+            quantization=args.quantization,
         )
         _prefill(engines[label], prompt)  # warm-up: NNAPI compilation of this prompt length
     # The builds take turns, one prefill and one decode run each per round: a drift of the
@@ -436,8 +543,22 @@ def _report_bench(
     estimates: dict[str, Any],
     resident_estimates: dict[str, Any],
 ) -> int:
-    """Prints (or, with --json, writes) the bench's result: measured, then modelled."""
+    """Prints (or, with --json, writes) the bench's result: measured, then modelled (latency
+    and the peak memory of each plan)."""
+    from ..llm.config import get_config
+    from ..tools.memory import bench_memory_report
+
     measured = result["measured"]
+    estimate_config = get_config(args.estimate_model) if args.estimate_model else config
+    memory = bench_memory_report(
+        estimate_config,
+        args.quantization,
+        args.profile,
+        args.prompt_length,
+        args.decode_tokens,
+        args.resident_weights,
+    )
+    result["modelled"]["memory"] = memory.to_dict()
     if args.resident_weights:
         result["measured_prefill_ratio_nnapi_over_nnapi_resident"] = (
             measured["nnapi"]["prefill_seconds"] / measured["nnapi-resident"]["prefill_seconds"]
@@ -484,4 +605,6 @@ def _report_bench(
             f"all-host {est.modelled_host_program_us / 1e3:10.2f} ms   "
             f"speedup {est.modelled_speedup:.2f}x"
         )
+    for line in memory.format_lines():
+        print(line)
     return 0

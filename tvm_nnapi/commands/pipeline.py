@@ -219,6 +219,21 @@ def _check_device_names(choice: dict[str, Any]) -> None:
         )
 
 
+def _apply_quantization(args: argparse.Namespace) -> None:
+    """Fold ``--quantization`` into an ``llm:NAME`` MODEL (``llm:NAME:FORMAT``)."""
+    quantization = getattr(args, "quantization", None)
+    if quantization is None:
+        return
+    if not args.model.startswith("llm:"):
+        raise UsageError(f"--quantization applies to llm: models, not {args.model}")
+    parts = args.model.split(":")
+    if len(parts) > 2 and parts[2] != quantization:
+        raise UsageError(
+            f"--quantization {quantization} contradicts the format in {args.model}; give one"
+        )
+    args.model = f"llm:{parts[1]}:{quantization}"
+
+
 def run_model_command(args: argparse.Namespace, command: ModelCommand) -> int:
     """Runs one MODEL command; returns its exit code (docs/cli.md)."""
     from mock_nnapi import NnapiError
@@ -228,6 +243,7 @@ def run_model_command(args: argparse.Namespace, command: ModelCommand) -> int:
     quiet = bool(args.json or args.quiet)
     try:
         check_output_paths(args)
+        _apply_quantization(args)
         device_choice = _configure_devices(args)
         args.device_choice = device_choice
         with Progress(quiet) as progress:
@@ -282,6 +298,8 @@ def run_model_command(args: argparse.Namespace, command: ModelCommand) -> int:
 
 
 def add_model_arguments(parser: argparse.ArgumentParser, profile_help: str) -> None:
+    from ..llm.quantization import QUANTIZATIONS
+
     parser.add_argument(
         "model",
         metavar="MODEL",
@@ -301,6 +319,11 @@ def add_model_arguments(parser: argparse.ArgumentParser, profile_help: str) -> N
     )
     parser.add_argument(
         "--batch", type=positive, default=1, help="batch size of built-in CNNs (default 1)"
+    )
+    parser.add_argument(
+        "--quantization",
+        choices=sorted(QUANTIZATIONS),
+        help="for llm: models, MLC-LLM's weight format (same as llm:NAME:FORMAT; docs/llm.md)",
     )
     parser.add_argument("--profile", metavar="P", help=profile_help)
     parser.add_argument(

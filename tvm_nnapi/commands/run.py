@@ -289,9 +289,10 @@ def _check_spec(args: argparse.Namespace) -> None:
     if args.model.startswith("llm:"):
         # Before exporting the model: refuse weights too large to allocate.
         from ..tools.run import check_llm_weights
-        from ..tools.sources import parse_llm_spec
+        from ..tools.sources import parse_llm_format
 
-        check_llm_weights(args.model, *parse_llm_spec(args.model))
+        config, weight_format = parse_llm_format(args.model)
+        check_llm_weights(args.model, config, weight_format.name)
 
 
 def _check_source(source: Any) -> None:

@@ -465,6 +465,9 @@ def _unsupported_operators(
                     (str(a.global_symbol) for a in value.args if isinstance(a, relax.ExternFunc)),
                     None,
                 )
+                kernel = value.args[0] if name == "relax.call_tir" and value.args else None
+                if isinstance(kernel, tvm.ir.GlobalVar):
+                    reason = _tir_kernel_reason(kernel.name_hint, gvar.name_hint)
                 if callee is not None:
                     # A packed call: the host function it calls is what stays on the host.
                     reason = (
@@ -473,6 +476,18 @@ def _unsupported_operators(
                     )
             refusals.append(Refusal(name, binding.var.name, kind, reason))
     return refusals
+
+
+def _tir_kernel_reason(kernel: str, function: str) -> str:
+    """Why a ``relax.call_tir`` of ``kernel`` (a TVM kernel of the program) stays on the host."""
+    if kernel.startswith("dequantize"):
+        return (
+            f"relax.call_tir of {kernel}: group-quantized weights (4-bit, which no NNAPI type "
+            f"holds) are dequantized by this TVM kernel on the host at every call; the "
+            f"projection's FULLY_CONNECTED on NNAPI takes the float weight as an input "
+            f"(in {function})"
+        )
+    return f"relax.call_tir of the TVM kernel {kernel}, which NNAPI cannot run (in {function})"
 
 
 def _host_bindings(mod: IRModule, entry_functions: Sequence[str] | None) -> set[tuple[str, str]]:

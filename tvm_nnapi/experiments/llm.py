@@ -21,8 +21,10 @@ from ..compiler.patterns import PartitionOptions
 from ..llm.config import LlamaConfig, get_config
 from ..llm.dispatch import ATTENTION_BUILTIN
 from ..llm.model import export_model
+from ..llm.quantization import get_quantization
 from ..tools.estimate import Estimate, GraphTransform, PreparedEstimate
 from ..tools.llm_work import attention_work
+from .memory import UNFIT_MARK, annotate, memory_table
 
 MODELS = ("llama-2-7b", "mistral-7b", "qwen2-7b", "tinyllama-1.1b")
 PHONE_PROFILES = ("dimensity-9000", "tensor-g2", "snapdragon-8-gen-2")
@@ -37,7 +39,8 @@ THESIS_BAND = (3.5, 12.4)
 class LlmEstimator:
     """Estimates of one configuration's ``prefill`` and ``decode`` (exported once).
     ``graph_transform``: a what-if rewrite of the NNAPI subgraphs before they are costed
-    (e.g. :func:`tvm_nnapi.tools.w8a8_what_if.w8a8_graph`)."""
+    (e.g. :func:`tvm_nnapi.tools.w8a8_what_if.w8a8_graph`). ``quantization``: an MLC weight
+    format (:mod:`tvm_nnapi.llm.quantization`), whose float type replaces ``dtype``."""
 
     def __init__(
         self,
@@ -45,12 +48,14 @@ class LlmEstimator:
         dtype: str = "float32",
         options: PartitionOptions | None = None,
         graph_transform: GraphTransform | None = None,
+        quantization: str | None = None,
     ) -> None:
         self.config = get_config(config) if isinstance(config, str) else config
-        self.dtype = dtype
+        self.quantization = get_quantization(quantization) if quantization else None
+        self.dtype = self.quantization.model_dtype if self.quantization else dtype
         self.options = options
         self.graph_transform = graph_transform
-        self.module, _, _ = export_model(self.config, dtype)
+        self.module, _, _ = export_model(self.config, self.dtype, self.quantization)
         self._prepared: dict[tuple[str, int], PreparedEstimate] = {}
 
     def prepared(self, phase: str, length: int) -> PreparedEstimate:
@@ -189,8 +194,15 @@ def speedup_table(results: dict[str, Any], profile: str, host_model: str, weight
                 f"{r['modelled_nnapi_program_us'] / 1e3:,.0f} / "
                 f"{r['modelled_host_program_us'] / 1e3:,.0f} ms = "
                 f"**{r['modelled_speedup']:.1f}x**"
+                + (UNFIT_MARK if r.get("fits_memory") is False else "")
             )
         lines.append(f"| {model} | " + " | ".join(cells) + " |")
+    if any(r.get("fits_memory") is False for r in _select(results, profile=profile)):
+        lines.append(
+            f"\n{UNFIT_MARK} does not fit the phone's memory: the modelled peak memory of the "
+            "NNAPI-offloaded or the all-host program exceeds the profile's app budget (the "
+            "latency is modelled all the same; see the memory table)."
+        )
     return "\n".join(lines)
 
 
@@ -199,8 +211,9 @@ def band_summary(results: dict[str, Any], host_model: str, weights: str) -> str:
     lengths, how many fall in the thesis's band, and the decode speedups."""
     low, high = THESIS_BAND
     lines = [
-        "| profile | prefill speedup range | in 3.5x-12.4x | decode speedup range |",
-        "|---|---|---|---|",
+        "| profile | prefill speedup range | in 3.5x-12.4x | decode speedup range "
+        "| prefill and decode rows that fit in memory |",
+        "|---|---|---|---|---|",
     ]
     for profile in results["profiles"]:
         prefill = [
@@ -218,9 +231,12 @@ def band_summary(results: dict[str, Any], host_model: str, weights: str) -> str:
         if not prefill:
             continue
         inside = sum(low <= s <= high for s in prefill)
+        rows = _select(results, profile=profile, host_model=host_model, weights=weights)
+        fits = [r.get("fits_memory") for r in rows]
+        fitting = "-" if None in fits else f"{sum(bool(f) for f in fits)}/{len(fits)}"
         lines.append(
             f"| {profile} | {min(prefill):.2f}x - {max(prefill):.2f}x | {inside}/{len(prefill)} "
-            f"| {min(decode):.2f}x - {max(decode):.2f}x |"
+            f"| {min(decode):.2f}x - {max(decode):.2f}x | {fitting} |"
         )
     return "\n".join(lines)
 
@@ -275,8 +291,14 @@ def breakdown_table(results: dict[str, Any], model: str, profile: str) -> str:
 
 
 def format_tables(results: dict[str, Any]) -> str:
-    """Every table of docs/experiments.md, as Markdown."""
-    parts = []
+    """Every table of docs/experiments.md, as Markdown (each record marked with whether its
+    programs fit the phone's memory, :func:`tvm_nnapi.experiments.memory.annotate`)."""
+    annotate(results)
+    parts = [
+        f"#### Peak memory per program (modelled, {max(results['prompt_lengths'])}-token "
+        'prompt)\n\nThe modelled peak memory of each program ("Phone memory" above) '
+        "against the app budget of each phone profile.\n\n" + memory_table(results)
+    ]
     for host in results["host_models"]:
         for weights in results["weights"]:
             parts.append(

@@ -127,10 +127,13 @@ class LlamaEngine:
         self.length = 0
 
     def _on_device(self, weight: np.ndarray | tvm.runtime.Tensor, dtype: str) -> Any:
-        """``weight`` as a tensor on the program's device (kept, not copied, when it is one)."""
+        """``weight`` as a tensor on the program's device (kept, not copied, when it is one);
+        float weights in ``dtype``."""
         if isinstance(weight, tvm.runtime.Tensor) and weight.device == self.device:
             return weight
         array = weight.numpy() if isinstance(weight, tvm.runtime.Tensor) else weight
+        if array.dtype.kind != "f":  # quantized weights keep their integer storage type
+            return tvm.runtime.tensor(array, self.device)
         return tvm.runtime.tensor(np.asarray(array, dtype), self.device)
 
     def nnapi_stats(self) -> dict[str, Any]:

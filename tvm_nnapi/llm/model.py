@@ -11,6 +11,11 @@ Entry functions (as in MLC-LLM's ``llama_model.py``):
   support_sliding_window) -> kv_cache``: TVM's paged KV cache with its TIR kernels (the CPU
   ones for an ``llvm`` target)
 
+Weights are float (``q0f32``, ``q0f16``) or group-quantized as MLC-LLM does (``q4f16_1``,
+``q4f32_1``; :mod:`tvm_nnapi.llm.quantization`): every linear layer and the embedding then hold
+``q_weight``/``q_scale`` and dequantize them in TVM code on the host at every call, so that a
+projection reaches NNAPI as a FULLY_CONNECTED whose float weight is an input.
+
 Attention (rotary embedding of q and k, the cache append, and the attention itself) runs inside
 the KV cache builtin ``vm.builtin.attention_kv_cache_attention_with_fused_qkv``; everything else
 (projections, RMSNorm, SwiGLU MLP, residual adds, LM head) is plain Relax, which the NNAPI
@@ -24,15 +29,104 @@ from __future__ import annotations
 from typing import Any
 
 import tvm
-from tvm import relax, tirx
+from tvm import relax, te, tirx
 from tvm.relax.frontend import nn
 from tvm.relax.frontend.nn import Tensor, op
 from tvm.relax.frontend.nn.llm.kv_cache import PagedKVCache, RopeMode, TIRPagedKVCache
 
 from .config import LlamaConfig
+from .quantization import Quantization, get_quantization
 
 DTYPES = ("float32", "float16")
 ENTRY_FUNCTIONS = ("embed", "prefill", "decode", "create_paged_kv_cache")
+
+
+def _dequantize(q_weight: Tensor, q_scale: Tensor, q: Quantization, in_features: int) -> Tensor:
+    """The float matrix ``[rows, in_features]`` that group-quantized ``(q_weight, q_scale)``
+    stand for, computed by a TVM kernel on the host."""
+    per, bits, group = q.elements_per_storage, q.bits, q.group_size
+
+    def compute(weight: te.Tensor, scale: te.Tensor) -> te.Tensor:
+        mask = tirx.const((1 << bits) - 1, q.storage_dtype)
+        zero = tirx.const(q.max_int, q.model_dtype)
+
+        def value(i: Any, j: Any) -> Any:
+            shift = ((j % per) * bits).astype(q.storage_dtype)
+            stored = (weight[i, j // per] >> shift) & mask
+            return (stored.astype(q.model_dtype) - zero) * scale[i, j // group]
+
+        return te.compute((weight.shape[0], in_features), value, name="dequantize")
+
+    return op.tensor_expr_op(compute, "dequantize", [q_weight, q_scale])
+
+
+class GroupQuantLinear(nn.Module):
+    """``nn.Linear`` with group-quantized weights (MLC-LLM's ``q_weight``/``q_scale`` layout:
+    ``[out, in]`` quantized along ``in``)."""
+
+    def __init__(self, in_features: int, out_features: int, q: Quantization, bias: bool) -> None:
+        self.in_features, self.out_features, self.q = in_features, out_features, q
+        self.q_weight = nn.Parameter(
+            (out_features, q.storage_columns(in_features)), q.storage_dtype
+        )
+        self.q_scale = nn.Parameter((out_features, q.groups(in_features)), q.model_dtype)
+        self.bias = nn.Parameter((out_features,), q.model_dtype) if bias else None
+
+    @staticmethod
+    def from_linear(linear: nn.Linear, q: Quantization) -> GroupQuantLinear:
+        return GroupQuantLinear(
+            int(linear.in_features), int(linear.out_features), q, linear.bias is not None
+        )
+
+    def to(self, dtype: str | None = None) -> None:
+        """Dtypes are fixed by the quantization: nothing to convert."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        weight = _dequantize(self.q_weight, self.q_scale, self.q, self.in_features)
+        y = op.matmul(x, op.permute_dims(weight))
+        return y + self.bias if self.bias is not None else y
+
+
+class GroupQuantEmbedding(nn.Module):
+    """An embedding table ``[vocab, hidden]`` group-quantized along ``hidden``."""
+
+    def __init__(self, vocab_size: int, hidden_size: int, q: Quantization) -> None:
+        self.hidden_size, self.q = hidden_size, q
+        self.q_weight = nn.Parameter((vocab_size, q.storage_columns(hidden_size)), q.storage_dtype)
+        self.q_scale = nn.Parameter((vocab_size, q.groups(hidden_size)), q.model_dtype)
+
+    def to(self, dtype: str | None = None) -> None:
+        """Dtypes are fixed by the quantization: nothing to convert."""
+
+    def rows(self, input_ids: Tensor) -> Tensor:
+        """The dequantized rows of ``input_ids`` (only those rows are dequantized)."""
+        bb = relax.BlockBuilder.current()
+        taken = [
+            Tensor(_expr=bb.emit(relax.op.take(p._expr, input_ids._expr, axis=0, mode="clip")))
+            for p in (self.q_weight, self.q_scale)
+        ]
+        return _dequantize(taken[0], taken[1], self.q, self.hidden_size)
+
+    def table(self) -> Tensor:
+        """The whole dequantized table (the LM head of a model with tied embeddings)."""
+        return _dequantize(self.q_weight, self.q_scale, self.q, self.hidden_size)
+
+
+def _quantize_modules(module: nn.Module, q: Quantization) -> None:
+    """Replace, in place, every ``nn.Linear`` under ``module`` by a :class:`GroupQuantLinear`
+    and every ``nn.Embedding`` by a :class:`GroupQuantEmbedding` (parameter order kept)."""
+    children = module.__dict__
+    for name, child in list(children.items()):
+        if isinstance(child, nn.Linear):
+            children[name] = GroupQuantLinear.from_linear(child, q)
+        elif isinstance(child, nn.Embedding):
+            vocab, hidden = (int(d) for d in child.weight.shape)
+            children[name] = GroupQuantEmbedding(vocab, hidden, q)
+        elif isinstance(child, nn.ModuleList):
+            for item in child:
+                _quantize_modules(item, q)
+        elif isinstance(child, nn.Module):
+            _quantize_modules(child, q)
 
 
 class LlamaMLP(nn.Module):
@@ -108,20 +202,33 @@ def _last_position(x: Tensor) -> Tensor:
 class LlamaForCausalLM(nn.Module):
     """Decoder with an LM head; entry functions as in MLC-LLM (see the module docstring)."""
 
-    def __init__(self, config: LlamaConfig, dtype: str = "float32") -> None:
+    def __init__(
+        self,
+        config: LlamaConfig,
+        dtype: str = "float32",
+        quantization: str | Quantization | None = None,
+    ) -> None:
         if dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
         self.config = config
         self.model = LlamaModel(config)
         if not config.tie_word_embeddings:
             self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.quantization = get_quantization(quantization) if quantization else None
+        if self.quantization is not None:
+            dtype = self.quantization.model_dtype
         self.dtype = dtype
         self.target = tvm.target.Target("llvm")
 
     def get_logits(self, hidden: Tensor) -> Tensor:
         if self.config.tie_word_embeddings:
-            weight = op.permute_dims(self.model.embed_tokens.weight)
-            logits = op.matmul(hidden, weight)
+            embedding = self.model.embed_tokens
+            table = (
+                embedding.table()
+                if isinstance(embedding, GroupQuantEmbedding)
+                else embedding.weight
+            )
+            logits = op.matmul(hidden, op.permute_dims(table))
         else:
             logits = self.lm_head(hidden)
         return logits.astype("float32") if logits.dtype != "float32" else logits
@@ -130,6 +237,8 @@ class LlamaForCausalLM(nn.Module):
         # nn.Embedding's take uses TVM's "fast" mode, which reads out of bounds on a bad id (and
         # makes every build warn "Fast mode segfaults ..."). "clip" cannot; LlamaEngine.embed
         # refuses ids outside the vocabulary before they get here.
+        if isinstance(self.model.embed_tokens, GroupQuantEmbedding):
+            return self.model.embed_tokens.rows(input_ids)
         taken = relax.op.take(
             self.model.embed_tokens.weight._expr, input_ids._expr, axis=0, mode="clip"
         )
@@ -206,15 +315,20 @@ class LlamaForCausalLM(nn.Module):
 
 
 def export_model(
-    config: LlamaConfig, dtype: str = "float32"
+    config: LlamaConfig,
+    dtype: str = "float32",
+    quantization: str | Quantization | None = None,
 ) -> tuple[tvm.IRModule, list[tuple[str, nn.Parameter]], LlamaForCausalLM]:
-    """Export the decoder to a Relax IRModule.
+    """Export the decoder to a Relax IRModule, with float weights in ``dtype`` or in the weight
+    format ``quantization`` (whose float type then replaces ``dtype``).
 
     Returns ``(module, named_parameters, model)``: the module's ``embed``, ``prefill`` and
     ``decode`` take the parameters packed in one tuple as their last argument, in the order of
-    ``named_parameters``.
+    ``named_parameters`` (MLC-LLM's names: ``...q_weight``, ``...q_scale`` when quantized).
     """
-    model = LlamaForCausalLM(config, dtype)
-    model.to(dtype)
+    model = LlamaForCausalLM(config, dtype, quantization)
+    model.to(model.dtype)
+    if model.quantization is not None and model.quantization.quantized:
+        _quantize_modules(model, model.quantization)
     mod, named_params = model.export_tvm(spec=model.get_default_spec())
     return mod, named_params, model

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import struct
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,13 @@ import numpy as np
 
 from ..errors import WeightError
 from .config import LlamaConfig
+from .quantization import (
+    Quantization,
+    dequantize_weight,
+    get_quantization,
+    quantize_params,
+    quantized_names,
+)
 
 # Suffixes of fused parameters and the Hugging Face tensors concatenated into them (axis 0).
 _FUSED: dict[str, tuple[str, ...]] = {
@@ -154,8 +161,17 @@ def load_safetensors(
     ``params`` is ``[(name, shape), ...]`` (see :func:`param_specs`). Raises
     :class:`WeightError` naming the first missing or mis-shaped Hugging Face tensor.
     """
+    return list(iter_safetensors(path, config, params, dtype))
+
+
+def iter_safetensors(
+    path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    config: LlamaConfig,
+    params: ParamSpec,
+    dtype: str = "float32",
+) -> Iterator[np.ndarray]:
+    """:func:`load_safetensors` one parameter at a time (each read when it is asked for)."""
     checkpoint = SafetensorsCheckpoint(path)
-    arrays = []
     for name, shape in params:
         parts = []
         sources = hf_sources(name)
@@ -175,8 +191,8 @@ def load_safetensors(
                     f"{expected} (for parameter {name!r})"
                 )
         array = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
-        arrays.append(np.ascontiguousarray(array.astype(dtype)))
-    return arrays
+        del parts
+        yield np.ascontiguousarray(array.astype(dtype))
 
 
 def _part_rows(config: LlamaConfig, name: str, rows: int, count: int) -> list[int]:
@@ -216,17 +232,94 @@ def save_safetensors(tensors: Mapping[str, np.ndarray], path: str | os.PathLike[
 def random_weights(params: ParamSpec, dtype: str = "float32", seed: int = 0) -> list[np.ndarray]:
     """Random weights for simulation: N(0, 1/fan_in) matrices, norm weights near 1, embeddings
     N(0, 1)."""
+    return list(iter_random_weights(params, dtype, seed))
+
+
+def iter_random_weights(
+    params: ParamSpec, dtype: str = "float32", seed: int = 0
+) -> Iterator[np.ndarray]:
+    """:func:`random_weights` one parameter at a time (the same values)."""
     rng = np.random.default_rng(seed)
-    arrays = []
     for name, shape in params:
         shape = list(shape)
-        if name.endswith("norm.weight"):
-            array = 1.0 + 0.1 * rng.standard_normal(shape)
-        elif name.endswith(".bias"):
-            array = 0.1 * rng.standard_normal(shape)
-        elif "embed_tokens" in name:
-            array = rng.standard_normal(shape)
-        else:
-            array = rng.standard_normal(shape) / np.sqrt(shape[-1])
-        arrays.append(array.astype(dtype))
+        kind = (
+            "norm"
+            if name.endswith("norm.weight")
+            else "bias"
+            if name.endswith(".bias")
+            else "embedding"
+            if "embed_tokens" in name
+            else "matrix"
+        )
+        # Drawn in blocks of rows (the same values as one draw of the whole shape, without its
+        # float64 copy of the matrix).
+        array = np.empty(shape, dtype)
+        flat = array.reshape(shape[0] if shape else 1, -1)
+        block = max(1, _DRAW_BLOCK_ELEMENTS // max(1, flat.shape[1]))
+        for row in range(0, flat.shape[0], block):
+            rows = flat[row : row + block]
+            rows[...] = _random_values(kind, rng.standard_normal(rows.shape), shape[-1])
+        yield array
+
+
+_DRAW_BLOCK_ELEMENTS = 1 << 22
+
+
+def _random_values(kind: str, normal: np.ndarray, fan_in: int) -> np.ndarray:
+    """Standard normal draws scaled for a parameter of ``kind``."""
+    if kind == "norm":
+        return 1.0 + 0.1 * normal
+    if kind == "bias":
+        return 0.1 * normal
+    if kind == "embedding":
+        return normal
+    return normal / np.sqrt(fan_in)
+
+
+def quantized_weights(
+    float_params: ParamSpec,
+    float_arrays: Iterable[np.ndarray],
+    params: ParamSpec,
+    quantization: str | Quantization,
+) -> list[np.ndarray]:
+    """Quantize float weights (``float_arrays`` in the order of ``float_params``, the
+    unquantized model's specs; read lazily when an iterator) into the parameter order ``params``
+    of the model in ``quantization``. Raises :class:`WeightError` naming the first parameter
+    whose name or shape differs from the model's."""
+    q = get_quantization(quantization)
+    arrays = []
+    expected = iter(params)
+    for name, array in quantize_params(float_params, iter(float_arrays), q):
+        want = next(expected, None)
+        if want is None or want[0] != name or list(want[1]) != list(array.shape):
+            model = f"{want[0]!r} {list(want[1])}" if want else "nothing more"
+            raise WeightError(
+                f"quantizing to {q.name} gave {name!r} {list(array.shape)}, the model "
+                f"expects {model}"
+            )
+        arrays.append(array)
+    if (rest := next(expected, None)) is not None:
+        raise WeightError(f"parameter {rest[0]!r} was not produced by quantizing to {q.name}")
     return arrays
+
+
+def dequantized_weights(
+    float_params: ParamSpec,
+    params: ParamSpec,
+    arrays: Sequence[np.ndarray],
+    quantization: str | Quantization,
+) -> list[np.ndarray]:
+    """The float weights, in the order of ``float_params`` (the unquantized model's specs),
+    that quantized ``arrays`` (in the order of ``params``) stand for: what "dequantize once at
+    load" holds."""
+    q = get_quantization(quantization)
+    position = {name: index for index, (name, _) in enumerate(params)}
+    floats = []
+    for name, shape in float_params:
+        names = quantized_names(name) if q.quantized else None
+        if names is None:
+            floats.append(arrays[position[name]])
+            continue
+        q_weight, q_scale = (arrays[position[n]] for n in names)
+        floats.append(dequantize_weight(q_weight, q_scale, q, int(shape[1])))
+    return floats

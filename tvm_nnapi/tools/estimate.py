@@ -53,6 +53,7 @@ from .program_work import (
     _weight_vars,
     operation_class,
     operator_work,
+    tir_call_work,
 )
 from .timeline import Step, overlap_us, timeline_steps
 
@@ -390,7 +391,9 @@ class PreparedEstimate:
                 self._add_host(extern, "extern", found, step)
             elif isinstance(value.op, tvm.ir.Op):
                 name = str(value.op.name)
-                if name in ("relax.call_tir", "relax.call_dps_packed"):
+                if name == "relax.call_tir":
+                    self._add_host(name, "operator", tir_call_work(value), step)
+                elif name == "relax.call_dps_packed":
                     self._add_host(name, "extern", None, step)
                 else:
                     self._add_host(name, "operator", operator_work(value, absorbed), step)

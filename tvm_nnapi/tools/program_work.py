@@ -140,6 +140,26 @@ def operator_work(call: relax.Call, absorbed: Set[relax.Var] = frozenset()) -> H
     return HostWork(float(call_flops(call)), bytes_, _data_class(first), operation_class(call))
 
 
+def tir_call_work(call: relax.Call) -> HostWork:
+    """Work of a ``relax.call_tir`` to a TVM kernel of the program's own (e.g. the
+    dequantization of group-quantized weights), costed as an elementwise kernel: every
+    argument read once, the result written once, four operations (a shift, a mask, a
+    subtraction and a multiplication) operations per result element."""
+    args = call.args[1] if len(call.args) > 1 else None
+    fields = list(args.fields) if isinstance(args, relax.Tuple) else []
+    bytes_ = _tensor_bytes(call.ty) + sum(_tensor_bytes(arg.ty) for arg in fields)
+    out = call.ty
+    elements = 0.0
+    if isinstance(out, relax.TensorType) and out.shape is not None:
+        dims = [getattr(d, "value", None) for d in out.shape.values]
+        if all(isinstance(d, int) for d in dims):
+            elements = float(math.prod(cast(list[int], dims)))
+    return HostWork(_TIR_OPS_PER_ELEMENT * elements, bytes_, _data_class(out), "elementwise")
+
+
+_TIR_OPS_PER_ELEMENT = 4.0
+
+
 # ---- reading a partitioned program ---------------------------------------------------------------
 
 

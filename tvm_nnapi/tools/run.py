@@ -525,9 +525,16 @@ def _run_module(
     return nnapi_out, host_out
 
 
-def check_llm_weights(spec: str, config: Any, dtype: str) -> None:
-    """Refuse an LLM whose random weights would exceed :data:`MAX_LLM_WEIGHT_BYTES`."""
-    weight_bytes = config.parameter_count() * np.dtype(dtype).itemsize
+def check_llm_weights(spec: str, config: Any, weight_format: str) -> None:
+    """Refuse an LLM whose random weights would exceed :data:`MAX_LLM_WEIGHT_BYTES`
+    (``weight_format``: a float type or an MLC weight format)."""
+    from ..llm.quantization import QUANTIZATIONS
+
+    if weight_format in QUANTIZATIONS:
+        per_weight = QUANTIZATIONS[weight_format].bytes_per_weight()
+    else:
+        per_weight = np.dtype(weight_format).itemsize
+    weight_bytes = int(config.parameter_count() * per_weight)
     if weight_bytes > MAX_LLM_WEIGHT_BYTES:
         raise ModelLoadError(
             f"{spec}: `run` would allocate {weight_bytes / 2**30:.1f} GiB of random "
@@ -545,7 +552,7 @@ def check_runnable(source: ModelSource) -> None:
         random_inputs(source)
         return
     config = source.llm_config
-    check_llm_weights(source.spec, config, source.llm_dtype)
+    check_llm_weights(source.spec, config, source.llm_quantization)
     seq_len = source.shapes.get("seq_len", 1)
     if seq_len > config.context_window_size - 1:
         raise ModelLoadError(
@@ -566,13 +573,14 @@ def _run_llm(
     process's NNAPI or on a remote ``target`` (its statistics of the second run go to
     ``result.target_stats``), against the host llvm build here."""
     from .. import llm
+    from ..llm.engine import load_weights
 
     check_runnable(source)
     config = source.llm_config
     seq_len = source.shapes.get("seq_len", 1)
     entry = source.entry
-    weights = llm.random_weights(
-        llm.param_specs(source.llm_named_params), source.llm_dtype, seed=seed
+    weights = load_weights(
+        config, source.llm_quantization, source.llm_named_params, None, seed=seed
     )
     say(f"building {config.name} with {entry} on NNAPI...")
     dispatch = llm.NNAPIDispatch([entry], options, run_codegen=False)

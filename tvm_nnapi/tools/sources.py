@@ -7,7 +7,8 @@
   ``mobilenet_v2_small``, ``residual``), torchvision's networks (``torchvision:mobilenet_v2``,
   ``torchvision:mobilenet_v3_large``, ``torchvision:efficientnet_b0``; need torch), and the LLM
   configurations of :mod:`tvm_nnapi.llm` (``llm:tiny-llama``, ``llm:llama-2-7b``, ...,
-  optionally ``llm:NAME:float16``) whose entry is ``prefill`` (default) or ``decode``;
+  optionally ``llm:NAME:float16`` or an MLC weight format, ``llm:NAME:q4f16_1``) whose entry
+  is ``prefill`` (default) or ``decode``;
 - a Python file defining ``mod`` (an IRModule) or ``get_model()`` returning one;
 - a TVMScript file (any other suffix, e.g. ``.tvmscript``);
 - an ONNX file (``.onnx``, TVM's ONNX frontend);
@@ -70,6 +71,7 @@ class ModelSource:
     # LLMs: the configuration, dtype and named parameters (in the order of the packed weights).
     llm_config: Any = None
     llm_dtype: str = "float32"
+    llm_quantization: str = "q0f32"  # MLC weight format (tvm_nnapi.llm.quantization)
     llm_named_params: list[Any] = field(default_factory=list)
 
     def unbound_symbols(self) -> list[str]:
@@ -99,6 +101,7 @@ class ModelSource:
         if self.llm_config is not None:
             data["llm_config"] = self.llm_config.name
             data["dtype"] = self.llm_dtype
+            data["quantization"] = self.llm_quantization
         return data
 
 
@@ -285,36 +288,49 @@ def _torchvision(spec: str, batch: int) -> ModelSource:
 
 
 def parse_llm_spec(spec: str) -> tuple[Any, str]:
-    """``llm:NAME[:DTYPE]`` -> (the LlamaConfig, the dtype)."""
-    from .. import llm
+    """``llm:NAME[:FORMAT]`` -> (the LlamaConfig, the model's float type)."""
+    config, quantization = parse_llm_format(spec)
+    return config, quantization.model_dtype
 
+
+def parse_llm_format(spec: str) -> tuple[Any, Any]:
+    """``llm:NAME[:FORMAT]`` -> (the LlamaConfig, its weight format): FORMAT is ``float32``
+    (default) or ``float16``, or an MLC-LLM format (``q4f16_1``, ``q4f32_1``, ``q0f16``,
+    ``q0f32``; :mod:`tvm_nnapi.llm.quantization`)."""
+    from .. import llm
+    from ..llm.quantization import QUANTIZATIONS
+
+    formats = {"float32": "q0f32", "float16": "q0f16", **{name: name for name in QUANTIZATIONS}}
     parts = spec.removeprefix(LLM_PREFIX).split(":")
-    name, dtype = parts[0], parts[1] if len(parts) > 1 else "float32"
+    name, weight_format = parts[0], parts[1] if len(parts) > 1 else "float32"
     if len(parts) > 2 or name not in llm.CONFIGS:
         close = difflib.get_close_matches(name, sorted(llm.CONFIGS), n=1)
         hint = f"did you mean llm:{close[0]}? " if close and len(parts) <= 2 else ""
         raise ModelLoadError(
-            f"{spec}: unknown LLM configuration; {hint}use llm:NAME[:float16] with NAME one of "
+            f"{spec}: unknown LLM configuration; {hint}use llm:NAME[:FORMAT] with NAME one of "
             f"{', '.join(sorted(llm.CONFIGS))}"
         )
-    if dtype not in ("float32", "float16"):
-        raise ModelLoadError(f"{spec}: dtype {dtype!r} is not float32 or float16")
-    return llm.get_config(name), dtype
+    if weight_format not in formats:
+        raise ModelLoadError(
+            f"{spec}: weight format {weight_format!r} is not one of {', '.join(formats)}"
+        )
+    return llm.get_config(name), QUANTIZATIONS[formats[weight_format]]
 
 
 def _llm(spec: str, entry: str | None) -> ModelSource:
     from .. import llm
 
-    config, dtype = parse_llm_spec(spec)
+    config, quantization = parse_llm_format(spec)
+    dtype = quantization.model_dtype
     entry = entry or "prefill"
     if entry not in LLM_ENTRIES:
         raise ModelLoadError(f"{spec}: --entry must be one of {', '.join(LLM_ENTRIES)}")
-    mod, named_params, _ = llm.export_model(config, dtype)
+    mod, named_params, _ = llm.export_model(config, dtype, quantization)
     params = config.parameter_count()
     count = f"{params / 1e9:.2f} B" if params >= 1e9 else f"{params / 1e6:.2f} M"
     text = (
         f"{config.name} ({config.num_hidden_layers} layers, hidden {config.hidden_size}, "
-        f"{count} parameters, {dtype}), entry {entry}"
+        f"{count} parameters, {quantization.name}), entry {entry}"
     )
     return ModelSource(
         spec,
@@ -326,6 +342,7 @@ def _llm(spec: str, entry: str | None) -> ModelSource:
         partition_entries=[entry],
         llm_config=config,
         llm_dtype=dtype,
+        llm_quantization=quantization.name,
         llm_named_params=named_params,
     )
 
@@ -574,6 +591,7 @@ __all__ = [
     "load_model_source",
     "model_format",
     "onnx_to_relax",
+    "parse_llm_format",
     "parse_llm_spec",
     "parse_shapes",
 ]
