@@ -1,5 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // C entry points: compilations, executions, events, bursts, memories and memory descriptors.
+// clang-format off
+// First: the functions above feature level 1 are defined here under their internal names.
+#include "exported_functions.h"
+// clang-format on
+
 #include <android/NeuralNetworks.h>
 #include <android/NeuralNetworksExtensions.h>
 

@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // C entry points: models and devices. Each one is thin: null checks (UNEXPECTED_NULL), the
 // injection point for fault tests, then a call into the Model / Device objects.
+// clang-format off
+// First: the functions above feature level 1 are defined here under their internal names.
+#include "exported_functions.h"
+// clang-format on
+
 #include <android/NeuralNetworks.h>
 #include <android/NeuralNetworksExtensions.h>
 

@@ -7,6 +7,7 @@ import ctypes
 import functools
 import os
 from pathlib import Path
+from typing import Any
 
 from ._signatures import (
     SIGNATURES,
@@ -92,11 +93,29 @@ SymmPerChannelQuantParams = ANeuralNetworksSymmPerChannelQuantParams
 NNAPI_FUNCTIONS = tuple(name for name in SIGNATURES if name.startswith("ANeuralNetworks"))
 
 
+@functools.cache
+def _dlsym() -> Any:
+    dlsym = ctypes.CDLL(None).dlsym
+    dlsym.restype = ctypes.c_void_p
+    dlsym.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+    return dlsym
+
+
+def exports(lib: ctypes.CDLL, name: str) -> bool:
+    """Whether ``lib`` resolves ``name`` (dlsym gives an address).
+
+    Asked of dlsym directly: the mock standing in for an older Android
+    (``MOCK_NNAPI_LIBRARY_FEATURE_LEVEL``) resolves newer functions to NULL without a dlerror,
+    on which CPython 3.11's ``getattr(lib, name)`` crashes instead of raising AttributeError."""
+    return bool(_dlsym()(lib._handle, name.encode()))
+
+
 def declare(lib: ctypes.CDLL) -> None:
     """Gives every function the headers declare its ctypes signature (those the library
     exports: an older real NNAPI lacks newer functions, a real one the MockNnapi_* API)."""
     for name, (restype, argtypes) in SIGNATURES.items():
-        function = getattr(lib, name, None)
-        if function is not None:
-            function.restype = restype
-            function.argtypes = argtypes
+        if not exports(lib, name):
+            continue
+        function = getattr(lib, name)
+        function.restype = restype
+        function.argtypes = argtypes

@@ -128,6 +128,24 @@ void PrepareCacheDirectory(const std::string& path) {
 
 namespace {
 
+// Prints `message` on stderr the first time `key` is seen in this process.
+void WarnOnce(const std::string& key, const std::string& message) {
+  static std::mutex mutex;
+  static std::set<std::string> said;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!said.insert(key).second) return;
+  }
+  std::fprintf(stderr, "tvm_nnapi: %s\n", message.c_str());
+}
+
+// "'<library>' has no <function> (NNAPI feature level N, Android V)": for what an older NNAPI
+// lacks.
+std::string Lacks(const Nnapi& nnapi, const char* function, int level, const char* android) {
+  return "'" + nnapi.library_path + "' has no " + function + " (NNAPI feature level " +
+         std::to_string(level) + ", Android " + android + ")";
+}
+
 std::string DeviceName(const Nnapi& nnapi, const ANeuralNetworksDevice* device) {
   const char* name = nullptr;
   if (nnapi.ANeuralNetworksDevice_getName == nullptr ||
@@ -144,10 +162,21 @@ std::vector<ANeuralNetworksDevice*> ChosenDevices(const Nnapi& nnapi, const Runt
                                                   const std::string& symbol) {
   std::vector<ANeuralNetworksDevice*> chosen;
   if (config.devices.empty() && !config.exclude_cpu) return chosen;
-  if (nnapi.ANeuralNetworks_getDeviceCount == nullptr ||
-      nnapi.ANeuralNetworksCompilation_createForDevices == nullptr) {
-    TVM_FFI_THROW(RuntimeError) << "NNAPI subgraph '" << symbol
-                                << "': choosing devices needs NNAPI feature level 3 (Android 10)";
+  // An NNAPI without the device functions (Android 9 and older) compiles for its own choice of
+  // devices: the only set it has.
+  for (const auto& [function, present] :
+       {std::pair<const char*, bool>{"ANeuralNetworks_getDeviceCount",
+                                     nnapi.ANeuralNetworks_getDeviceCount != nullptr},
+        {"ANeuralNetworks_getDevice", nnapi.ANeuralNetworks_getDevice != nullptr},
+        {"ANeuralNetworksDevice_getName", nnapi.ANeuralNetworksDevice_getName != nullptr},
+        {"ANeuralNetworksDevice_getType", nnapi.ANeuralNetworksDevice_getType != nullptr},
+        {"ANeuralNetworksCompilation_createForDevices",
+         nnapi.ANeuralNetworksCompilation_createForDevices != nullptr}}) {
+    if (!present) {
+      WarnOnce("devices", Lacks(nnapi, function, 3, "10") + ": the devices and exclude_cpu " +
+                              "options are ignored and NNAPI chooses the devices");
+      return chosen;
+    }
   }
   std::vector<std::string> wanted;
   std::stringstream list(config.devices);
@@ -361,8 +390,10 @@ void CompiledModel::AddOperand(uint32_t id, const std::string& constants,
         operand.name);
   if (operand.channel_dim.has_value()) {
     if (nnapi_.ANeuralNetworksModel_setOperandSymmPerChannelQuantParams == nullptr) {
-      TVM_FFI_THROW(RuntimeError) << SubgraphPrefix(graph_.symbol) << operand.name
-                                  << " needs per-channel quantisation (feature level 3)";
+      TVM_FFI_THROW(RuntimeError)
+          << SubgraphPrefix(graph_.symbol) << operand.name
+          << " needs per-channel quantisation, and "
+          << Lacks(nnapi_, "ANeuralNetworksModel_setOperandSymmPerChannelQuantParams", 3, "10");
     }
     ANeuralNetworksSymmPerChannelQuantParams params{
         *operand.channel_dim, static_cast<uint32_t>(operand.channel_scales.size()),
@@ -409,6 +440,12 @@ void CompiledModel::AddOperationsAndInterface() {
             graph.inputs.empty() ? kNoInputs : graph.inputs.data(),
             static_cast<uint32_t>(graph.outputs.size()), graph.outputs.data()),
         "ANeuralNetworksModel_identifyInputsAndOutputs", "");
+  if (graph.relax_fp32_to_fp16 &&
+      nnapi_.ANeuralNetworksModel_relaxComputationFloat32toFloat16 == nullptr) {
+    WarnOnce("relax",
+             Lacks(nnapi_, "ANeuralNetworksModel_relaxComputationFloat32toFloat16", 2, "9") +
+                 ": subgraphs partitioned with relax_fp32_to_fp16 compute in float32");
+  }
   if (graph.relax_fp32_to_fp16 && nnapi_.ANeuralNetworksModel_relaxComputationFloat32toFloat16) {
     Check(nnapi_.ANeuralNetworksModel_relaxComputationFloat32toFloat16(model_, true),
           "ANeuralNetworksModel_relaxComputationFloat32toFloat16", "");
@@ -430,6 +467,12 @@ void CompiledModel::Compile(const RuntimeConfig& config,
   }
   Check(nnapi.ANeuralNetworksCompilation_setPreference(compilation_, config.preference),
         "ANeuralNetworksCompilation_setPreference", "");
+  if (!config.compilation_cache_dir.empty() &&
+      nnapi.ANeuralNetworksCompilation_setCaching == nullptr) {
+    WarnOnce("cache_dir",
+             Lacks(nnapi, "ANeuralNetworksCompilation_setCaching", 3, "10") +
+                 ": the cache_dir option is ignored and every compilation compiles in full");
+  }
   if (cache_token != nullptr && !config.compilation_cache_dir.empty() &&
       nnapi.ANeuralNetworksCompilation_setCaching != nullptr) {
     PrepareCacheDirectory(config.compilation_cache_dir);
