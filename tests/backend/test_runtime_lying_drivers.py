@@ -196,3 +196,15 @@ def test_when_nnapi_chooses_its_runtime_falls_back_to_its_cpu(lying_phone):
     stats = _only(runtime.stats(executable))
     assert (stats["execution_failures"], stats["device_set_fallbacks"]) == (0, 0)
     assert control.counter("driver_failures") == before + 1  # the compilation's
+
+
+@pytest.mark.parametrize("lying_phone", [EXECUTE_ADD], indirect=True)
+def test_a_failed_execution_on_the_last_set_runs_the_host_fallback(lying_phone):
+    runtime.configure(devices="npu-liar")
+    executable = _build(host_fallback=True)
+    np.testing.assert_allclose(_run(executable), EXPECTED, rtol=1e-6)
+    stats = _only(runtime.stats(executable))
+    assert (stats["execution_failures"], stats["fallbacks"], stats["host_calls"]) == (1, 1, 1)
+    (reason,) = _only(runtime.fallback_reasons(executable))
+    assert "on NNAPI device npu-liar running ADD" in reason
+    assert reason.endswith("running TVM's host code instead [shape signature: static]")

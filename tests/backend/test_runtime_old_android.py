@@ -2,8 +2,9 @@
 """The runtime on an older Android: a libneuralnetworks.so without the newer functions (the mock
 with MOCK_NNAPI_LIBRARY_FEATURE_LEVEL, so that the runtime's loader finds them missing).
 
-The runtime loads NNAPI once per process, so each case runs in a child process: it builds a
-small Relax model with tvm_nnapi, runs it and reports what the runtime did."""
+The runtime loads NNAPI once per process, so each feature level runs in a child process: it
+builds a small Relax model with tvm_nnapi and runs it, runs a subgraph with per-channel
+quantised weights, and reports what the runtime did."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,7 @@ from mock_nnapi import _library
 pytestmark = pytest.mark.skipif(not _library.is_mock(), reason="needs the mock NNAPI")
 
 CHILD = r"""
-import json, sys
+import json
 import numpy as np
 import tvm
 from tvm import relax
@@ -30,61 +32,63 @@ from tvm_nnapi import runtime
 from tvm_nnapi.runtime._library import runtime_function
 
 report = {"info": json.loads(str(runtime_function("tvm_nnapi.testing.nnapi_devices")()))}
-if sys.argv[1] == "model":
-    bb = relax.BlockBuilder()
-    x = relax.Var("x", relax.TensorType([4, 8], "float32"))
-    with bb.function("main", [x]):
-        with bb.dataflow():
-            y = bb.emit(relax.op.add(x, relax.const(np.ones((4, 8), "float32"))))
-            out = bb.emit_output(relax.op.multiply(y, y))
-        bb.emit_func_output(out)
-    executable = tvm_nnapi.build(tvm_nnapi.partition(bb.get()))
-    vm = relax.VirtualMachine(executable, tvm.cpu())
-    data = np.arange(32, dtype="float32").reshape(4, 8) / 8
-    for _ in range(2):
-        result = vm["main"](tvm.runtime.tensor(data)).numpy()
-    report["correct"] = bool(np.allclose(result, (data + 1) ** 2, rtol=1e-6))
-    report["stats"] = next(iter(runtime.stats(executable).values()))
-else:  # a subgraph with per-channel quantised weights, as graph JSON
-    graph = {
-        "format": "tvm-nnapi-graph", "version": 1, "symbol": "per_channel_conv",
-        "operands": [
-            {"type": "TENSOR_QUANT8_ASYMM", "shape": [1, 2, 2, 2], "scale": 0.5,
-             "zero_point": 128},
-            {"type": "TENSOR_QUANT8_SYMM_PER_CHANNEL", "shape": [3, 1, 1, 2],
-             "channel_quant": {"channel_dim": 0, "scales": [0.25, 0.5, 1.0]},
-             "constant": {"offset": 0, "nbytes": 6}},
-            {"type": "TENSOR_INT32", "shape": [3], "value": [0, 0, 0]},
-            *[{"type": "INT32", "value": v} for v in (0, 0, 0, 0, 1, 1, 0)],
-            {"type": "TENSOR_QUANT8_ASYMM", "shape": [1, 2, 2, 3], "scale": 0.5,
-             "zero_point": 128},
-        ],
-        "operations": [{"op": "CONV_2D", "inputs": list(range(10)), "outputs": [10]}],
-        "inputs": [0], "outputs": [10],
-    }
-    weights = np.array([1, 1, 2, -1, 0, 3], np.int8).tobytes()
-    module = runtime_function("tvm_nnapi.runtime.create")(
-        "per_channel_conv", json.dumps(graph), weights)
-    x = tvm.runtime.tensor(np.full((1, 2, 2, 2), 130, np.uint8))
-    y = tvm.runtime.tensor(np.zeros((1, 2, 2, 3), np.uint8))
-    try:
-        module["per_channel_conv"](x, y)
-        report["output"] = y.numpy()[0, 0, 0].tolist()
-    except Exception as error:
-        report["error"] = str(error)
+# A small model built with tvm_nnapi, run twice.
+bb = relax.BlockBuilder()
+x = relax.Var("x", relax.TensorType([4, 8], "float32"))
+with bb.function("main", [x]):
+    with bb.dataflow():
+        y = bb.emit(relax.op.add(x, relax.const(np.ones((4, 8), "float32"))))
+        out = bb.emit_output(relax.op.multiply(y, y))
+    bb.emit_func_output(out)
+executable = tvm_nnapi.build(tvm_nnapi.partition(bb.get()))
+vm = relax.VirtualMachine(executable, tvm.cpu())
+data = np.arange(32, dtype="float32").reshape(4, 8) / 8
+for _ in range(2):
+    result = vm["main"](tvm.runtime.tensor(data)).numpy()
+report["correct"] = bool(np.allclose(result, (data + 1) ** 2, rtol=1e-6))
+report["stats"] = next(iter(runtime.stats(executable).values()))
+# A subgraph with per-channel quantised weights, as graph JSON.
+graph = {
+    "format": "tvm-nnapi-graph", "version": 1, "symbol": "per_channel_conv",
+    "operands": [
+        {"type": "TENSOR_QUANT8_ASYMM", "shape": [1, 2, 2, 2], "scale": 0.5,
+         "zero_point": 128},
+        {"type": "TENSOR_QUANT8_SYMM_PER_CHANNEL", "shape": [3, 1, 1, 2],
+         "channel_quant": {"channel_dim": 0, "scales": [0.25, 0.5, 1.0]},
+         "constant": {"offset": 0, "nbytes": 6}},
+        {"type": "TENSOR_INT32", "shape": [3], "value": [0, 0, 0]},
+        *[{"type": "INT32", "value": v} for v in (0, 0, 0, 0, 1, 1, 0)],
+        {"type": "TENSOR_QUANT8_ASYMM", "shape": [1, 2, 2, 3], "scale": 0.5,
+         "zero_point": 128},
+    ],
+    "operations": [{"op": "CONV_2D", "inputs": list(range(10)), "outputs": [10]}],
+    "inputs": [0], "outputs": [10],
+}
+weights = np.array([1, 1, 2, -1, 0, 3], np.int8).tobytes()
+module = runtime_function("tvm_nnapi.runtime.create")(
+    "per_channel_conv", json.dumps(graph), weights)
+x = tvm.runtime.tensor(np.full((1, 2, 2, 2), 130, np.uint8))
+y = tvm.runtime.tensor(np.zeros((1, 2, 2, 3), np.uint8))
+try:
+    module["per_channel_conv"](x, y)
+    report["output"] = y.numpy()[0, 0, 0].tolist()
+except Exception as error:
+    report["error"] = str(error)
 print("REPORT " + json.dumps(report))
 """
 
 
-def _child(
-    tmp_path: Path, case: str, level: str | None, **environment: str
-) -> tuple[dict[str, Any], str]:
-    env = dict(os.environ, **environment)
-    env.pop("MOCK_NNAPI_LIBRARY_FEATURE_LEVEL", None)
-    if level is not None:
-        env["MOCK_NNAPI_LIBRARY_FEATURE_LEVEL"] = level
+def _child(tmp_path: Path, level: str) -> tuple[dict[str, Any], str]:
+    """Runs CHILD with the mock at feature ``level``, the devices option and a cache directory
+    (``tmp_path / "cache"``); returns its report and its stderr."""
+    env = dict(
+        os.environ,
+        MOCK_NNAPI_LIBRARY_FEATURE_LEVEL=level,
+        TVM_NNAPI_DEVICES="mock-reference",
+        TVM_NNAPI_CACHE_DIR=str(tmp_path / "cache"),
+    )
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, case],
+        [sys.executable, "-c", CHILD],
         env=env,
         cwd=tmp_path,
         capture_output=True,
@@ -96,18 +100,26 @@ def _child(
     return json.loads(line.removeprefix("REPORT ")), done.stderr
 
 
-def test_android_9_runs_on_nnapis_own_devices_without_a_cache(tmp_path):
+@pytest.fixture(scope="module")
+def android(tmp_path_factory) -> Callable[[str], tuple[dict[str, Any], str, Path]]:
+    """The child's (report, stderr, cache directory) at a feature level, run once per level."""
+    results: dict[str, tuple[dict[str, Any], str, Path]] = {}
+
+    def run(level: str) -> tuple[dict[str, Any], str, Path]:
+        if level not in results:
+            directory = tmp_path_factory.mktemp(f"feature-level-{level}")
+            report, stderr = _child(directory, level)
+            results[level] = (report, stderr, directory / "cache")
+        return results[level]
+
+    return run
+
+
+def test_android_9_runs_on_nnapis_own_devices_without_a_cache(android):
     """Feature level 2 has no device functions, no caching, no compute and no bursts: the
     runtime compiles for NNAPI's own devices, compiles in full and waits on events; it says
     which options it cannot honour, naming the missing functions."""
-    cache = tmp_path / "cache"
-    report, stderr = _child(
-        tmp_path,
-        "model",
-        "2",
-        TVM_NNAPI_DEVICES="mock-reference",
-        TVM_NNAPI_CACHE_DIR=str(cache),
-    )
+    report, stderr, cache = android("2")
     assert report["info"]["feature_level"] == 28  # inferred from the functions present
     assert report["correct"]
     stats = report["stats"]
@@ -117,16 +129,12 @@ def test_android_9_runs_on_nnapis_own_devices_without_a_cache(tmp_path):
         stderr
     )
     assert "devices and exclude_cpu options are ignored and NNAPI chooses the devices" in stderr
-    assert "has no ANeuralNetworksCompilation_setCaching (NNAPI feature level 3" in stderr
+    assert stderr.count("has no ANeuralNetworksCompilation_setCaching (NNAPI feature level 3") == 1
     assert not cache.exists() or not any(cache.iterdir())
-    assert stderr.count("has no ANeuralNetworksCompilation_setCaching") == 1  # said once
 
 
-def test_android_10_has_devices_and_caching(tmp_path):
-    cache = tmp_path / "cache"
-    report, stderr = _child(
-        tmp_path, "model", "3", TVM_NNAPI_DEVICES="mock-reference", TVM_NNAPI_CACHE_DIR=str(cache)
-    )
+def test_android_10_has_devices_and_caching(android):
+    report, stderr, cache = android("3")
     assert report["info"]["feature_level"] == 29
     assert [d["name"] for d in report["info"]["devices"]] == ["mock-reference"]
     assert report["correct"] and report["stats"]["burst_computes_cached"] == 2
@@ -134,8 +142,8 @@ def test_android_10_has_devices_and_caching(tmp_path):
     assert any(cache.iterdir())
 
 
-def test_per_channel_weights_without_the_function_are_a_clear_error(tmp_path):
-    report, _ = _child(tmp_path, "per_channel", "2")
+def test_per_channel_weights_without_the_function_are_a_clear_error(android):
+    report, _, _ = android("2")
     assert "error" in report
     message = report["error"]
     assert "NNAPI subgraph 'per_channel_conv': " in message
@@ -144,5 +152,5 @@ def test_per_channel_weights_without_the_function_are_a_clear_error(tmp_path):
         message
     )
     # The same subgraph runs where the function exists (real outputs 0.5, 0.5 and 3.0).
-    report, _ = _child(tmp_path, "per_channel", "3")
+    report, _, _ = android("3")
     assert report.get("output") == [129, 129, 134], report

@@ -873,7 +873,7 @@ std::shared_ptr<const CompiledModel> NnapiModuleObj::NextDeviceSet(const Signatu
     std::unique_lock<std::mutex> lock(mutex_);
     while (true) {
       auto it = cache_.find(binding);
-      if (it != cache_.end() && it->second.compiled.get() != failed) {
+      if (it != cache_.end() && it->second.compiled->device_set() > failed->device_set()) {
         return it->second.compiled;  // another call moved it already
       }
       if (compiling_.count(binding) == 0) {
