@@ -34,10 +34,27 @@ def quantized_torchvision_model(
     name: str, resolution: int = 224, seed: int = 0, calibration_images: int = 8
 ) -> QuantizedModel:
     """torchvision's ``name`` with random weights as an onnxruntime-quantized QDQ model."""
+    qdq = quantized_onnx(name, resolution, seed, calibration_images)
+    return import_quantized(name, qdq, (1, 3, resolution, resolution))
+
+
+def import_quantized(name: str, qdq: Any, input_shape: tuple[int, ...]) -> QuantizedModel:
+    """A QDQ ONNX model (:func:`quantized_onnx`) imported with TVM's ONNX frontend."""
+    from tvm.relax.frontend.onnx import from_onnx
+
+    return QuantizedModel(name, from_onnx(qdq, keep_params_in_input=False), qdq, input_shape)
+
+
+def quantized_onnx(
+    name: str, resolution: int = 224, seed: int = 0, calibration_images: int = 8
+) -> Any:
+    """torchvision's ``name`` with random weights exported to ONNX (input ``x``, output
+    ``logits``, ``1 x 3 x resolution x resolution``) and quantized by onnxruntime's static
+    quantizer (QDQ, per-channel int8 weights, uint8 activations, calibrated on
+    ``calibration_images`` random images): the ``onnx.ModelProto``."""
     import onnx
     import torch
     from onnxruntime import quantization
-    from tvm.relax.frontend.onnx import from_onnx
 
     from .torchvision_models import TORCHVISION_NETWORKS, _calibrate_batch_norm, _import_torch
 
@@ -81,5 +98,4 @@ def quantized_torchvision_model(
             weight_type=quantization.QuantType.QInt8,
             activation_type=quantization.QuantType.QUInt8,
         )
-        qdq = onnx.load(target)
-    return QuantizedModel(name, from_onnx(qdq, keep_params_in_input=False), qdq, shape)
+        return onnx.load(target)

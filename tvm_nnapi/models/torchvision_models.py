@@ -110,10 +110,30 @@ def torchvision_model(
     to the frontend (True, its default, decomposes e.g. hardswish and silu into elementwise
     operators).
     """
-    torch, torchvision = _import_torch()
-    from tvm.relax.frontend import detach_params
-    from tvm.relax.frontend.torch import from_exported_program
+    exported, model = export_torchvision(name, resolution, batch, seed, calibrate_batch_norm)
+    return import_exported(
+        name,
+        exported,
+        (batch, 3, resolution, resolution),
+        torch_module=model,
+        keep_params_as_input=keep_params_as_input,
+        fold_batch_norm=fold_batch_norm,
+        run_ep_decomposition=run_ep_decomposition,
+    )
 
+
+def export_torchvision(
+    name: str,
+    resolution: int = 224,
+    batch: int = 1,
+    seed: int = 0,
+    calibrate_batch_norm: bool = True,
+) -> tuple[Any, Any]:
+    """torchvision's ``name`` with random weights (seeded, batch norms calibrated unless told
+    otherwise), exported by ``torch.export.export`` on a ``batch x 3 x resolution x
+    resolution`` input: ``(ExportedProgram, eval-mode torch module)``. The program can be kept
+    with ``torch.export.save`` and imported later by :func:`import_exported`."""
+    torch, torchvision = _import_torch()
     if name not in TORCHVISION_NETWORKS:
         raise ValueError(f"unknown network {name!r}; choose from {', '.join(TORCHVISION_NETWORKS)}")
     input_shape = (batch, 3, resolution, resolution)
@@ -125,6 +145,23 @@ def torchvision_model(
         example = torch.randn(*input_shape)
     with torch.no_grad():
         exported = torch.export.export(model, (example,))
+    return exported, model
+
+
+def import_exported(
+    name: str,
+    exported: Any,
+    input_shape: tuple[int, ...],
+    torch_module: Any = None,
+    keep_params_as_input: bool = False,
+    fold_batch_norm: bool = True,
+    run_ep_decomposition: bool = True,
+) -> TorchvisionModel:
+    """Import an ``ExportedProgram`` of a network (:func:`export_torchvision`) into Relax with
+    TVM's PyTorch frontend; the options are those of :func:`torchvision_model`."""
+    from tvm.relax.frontend import detach_params
+    from tvm.relax.frontend.torch import from_exported_program
+
     mod = from_exported_program(
         exported,
         keep_params_as_input=True,
@@ -139,4 +176,4 @@ def torchvision_model(
         params = []
         if fold_batch_norm:
             mod = fold_batch_norm_into_conv(mod)
-    return TorchvisionModel(name, mod, input_shape, params, model)
+    return TorchvisionModel(name, mod, tuple(input_shape), params, torch_module)
