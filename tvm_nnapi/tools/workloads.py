@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The calibration workloads as NNAPI models: MobileNetV2, MobileNetV3-Large and the weight
-streaming of LLM decode and prefill (docs/cost-model.md, "Calibration").
+"""The calibration workloads as NNAPI models: MobileNetV2, MobileNetV3-Large, ResNet-18/50/101,
+Wide ResNet-50-2, EfficientNet-B0, ViT-B/16 and the weight streaming of LLM decode and prefill
+(docs/cost-model.md, "Calibration").
 
 Each workload is an NNAPI model held as data (:class:`mock_nnapi.api.ModelRecord`: operands,
 values and operations in NNAPI's own terms). It is built straight on the NNAPI C API of this
@@ -35,23 +36,37 @@ PRECISIONS = {
 
 @dataclass(frozen=True)
 class LlmShape:
-    """The projection shapes of a Llama-style decoder (no grouped-query attention)."""
+    """The projection shapes of a Llama-style decoder. ``kv_hidden`` is the width of the k and v
+    projections (key-value heads x head size; ``hidden`` without grouped-query attention)."""
 
     hidden: int
     intermediate: int
     layers: int
     vocab: int
+    kv_hidden: int = 0
+
+    @property
+    def kv(self) -> int:
+        return self.kv_hidden or self.hidden
 
     def weight_count(self) -> int:
-        return self.layers * (4 * self.hidden**2 + 3 * self.hidden * self.intermediate) + (
-            self.vocab * self.hidden
-        )
+        """Weights one token streams: every layer's projections and the LM head (the embedding
+        table is looked up, not streamed)."""
+        per_layer = 2 * self.hidden**2 + 2 * self.hidden * self.kv
+        per_layer += 3 * self.hidden * self.intermediate
+        return self.layers * per_layer + self.vocab * self.hidden
 
 
 #: LLM shapes of the published rows (Hugging Face configs).
 LLM_SHAPES = {
     "smollm2-1.7b": LlmShape(hidden=2048, intermediate=8192, layers=24, vocab=49152),
     "llama-2-7b": LlmShape(hidden=4096, intermediate=11008, layers=32, vocab=32000),
+    "llama-3.2-3b": LlmShape(
+        hidden=3072, intermediate=8192, layers=28, vocab=128256, kv_hidden=1024
+    ),
+    "llama-3-8b": LlmShape(
+        hidden=4096, intermediate=14336, layers=32, vocab=128256, kv_hidden=1024
+    ),
 }
 
 
@@ -197,13 +212,61 @@ class _Builder:
         return y
 
     def unary(self, operation: int, x: int, shape: list[int]) -> int:
-        y = self.tensor(list(shape), 1.0)
+        if operation == OperationCode.LOGISTIC and self._quant:
+            # NNAPI fixes a quantized LOGISTIC's output at scale 1/256, zero point 0.
+            y = self.model.add_tensor(self.code, list(shape), 1 / 256)
+        else:
+            y = self.tensor(list(shape), 1.0)
         self.model.add_operation(operation, [x], [y])
         return y
 
-    def binary(self, operation: int, a: int, b: int, shape: list[int]) -> int:
+    def binary(
+        self, operation: int, a: int, b: int, shape: list[int], fuse: int = FuseCode.NONE
+    ) -> int:
         y = self.tensor(list(shape), 1.0)
-        self.model.add_operation(operation, [a, b, self.int_scalar(FuseCode.NONE)], [y])
+        self.model.add_operation(operation, [a, b, self.int_scalar(fuse)], [y])
+        return y
+
+    def max_pool(self, x: int, shape: list[int], k: int, stride: int) -> int:
+        n, h, w, c = shape
+        shape[:] = [n, -(-h // stride), -(-w // stride), c]
+        y = self.tensor(list(shape), 1.0)
+        inputs = [x, self.int_scalar(PaddingCode.SAME), self.int_scalar(stride)]
+        inputs += [self.int_scalar(stride), self.int_scalar(k), self.int_scalar(k)]
+        inputs.append(self.int_scalar(FuseCode.NONE))
+        self.model.add_operation(OperationCode.MAX_POOL_2D, inputs, [y])
+        return y
+
+    def float_scalar(self, value: float) -> int:
+        code = OperandCode.FLOAT16 if self.precision == "float16" else OperandCode.FLOAT32
+        return self.model.add_scalar(code, value)
+
+    def int_vector(self, values: list[int]) -> int:
+        index = self.model.add_tensor(OperandCode.TENSOR_INT32, [len(values)])
+        self.model.set_value(index, np.array(values, np.int32))
+        return index
+
+    def transpose(self, x: int, shape: list[int], permutation: list[int]) -> int:
+        y = self.tensor([shape[i] for i in permutation], 1.0)
+        self.model.add_operation(OperationCode.TRANSPOSE, [x, self.int_vector(permutation)], [y])
+        return y
+
+    def batch_matmul(self, a: int, b: int, shape: list[int], adj_y: bool) -> int:
+        y = self.tensor(shape, 1.0)
+        flags = [self.model.add_scalar(OperandCode.BOOL, flag) for flag in (False, adj_y)]
+        self.model.add_operation(OperationCode.BATCH_MATMUL, [a, b, *flags], [y])
+        return y
+
+    def softmax(self, x: int, shape: list[int]) -> int:
+        y = self.tensor(list(shape), 1.0)
+        self.model.add_operation(OperationCode.SOFTMAX, [x, self.float_scalar(1.0)], [y])
+        return y
+
+    def mean(self, x: int, shape: list[int], axes: list[int]) -> int:
+        out = [1 if i in axes else d for i, d in enumerate(shape)]
+        y = self.tensor(out, 1.0)
+        inputs = [x, self.int_vector(axes), self.int_scalar(1)]
+        self.model.add_operation(OperationCode.MEAN, inputs, [y])
         return y
 
     def mean_hw(self, x: int, shape: list[int]) -> int:
@@ -335,19 +398,187 @@ def mobilenet_v3_large(precision: str = "float16", size: int = 224) -> Workload:
     return b.finish("mobilenet_v3_large", [x], [y])
 
 
+def _resnet(
+    name: str, blocks: list[int], bottleneck: bool, precision: str, size: int, widen: int = 1
+) -> Workload:
+    """A torchvision ResNet (v1.5: stride on the 3x3 convolution), batch 1: the 7x7 stem and
+    3x3 max pool, basic (two 3x3) or bottleneck (1x1, 3x3, 1x1 with 4x expansion; the inner
+    width times ``widen``) blocks with a 1x1 projection where the shape changes, ReLU fused into
+    the convolutions and into the residual ADD, global MEAN and the classifier (batch norm folded
+    into the convolutions, as TFLite converts it)."""
+    b = _Builder(precision)
+    shape = [1, size, size, 3]
+    x = b.tensor(list(shape))
+    y = b.conv(x, shape, 64, 7, 2, FuseCode.RELU)
+    y = b.max_pool(y, shape, 3, 2)
+    channels = 64
+    for stage, count in enumerate(blocks):
+        width = 64 * 2**stage
+        out = width * 4 if bottleneck else width
+        width *= widen
+        for i in range(count):
+            stride = 2 if stage > 0 and i == 0 else 1
+            skip, skip_shape = y, list(shape)
+            if stride != 1 or channels != out:
+                skip = b.conv(y, skip_shape, out, 1, stride, FuseCode.NONE)
+            if bottleneck:
+                y = b.conv(y, shape, width, 1, 1, FuseCode.RELU)
+                y = b.conv(y, shape, width, 3, stride, FuseCode.RELU)
+                y = b.conv(y, shape, out, 1, 1, FuseCode.NONE)
+            else:
+                y = b.conv(y, shape, width, 3, stride, FuseCode.RELU)
+                y = b.conv(y, shape, out, 3, 1, FuseCode.NONE)
+            y = b.binary(OperationCode.ADD, y, skip, shape, FuseCode.RELU)
+            channels = out
+    y = b.mean_hw(y, shape)
+    y = b.reshape(y, [1, channels])
+    y = b.fully_connected(y, 1, channels, 1000)
+    return b.finish(name, [x], [y])
+
+
+def resnet18(precision: str = "float16", size: int = 224) -> Workload:
+    """ResNet-18 (:func:`_resnet`: basic blocks 2, 2, 2, 2)."""
+    return _resnet("resnet18", [2, 2, 2, 2], False, precision, size)
+
+
+def resnet50(precision: str = "float16", size: int = 224) -> Workload:
+    """ResNet-50 (:func:`_resnet`: bottleneck blocks 3, 4, 6, 3)."""
+    return _resnet("resnet50", [3, 4, 6, 3], True, precision, size)
+
+
+def resnet101(precision: str = "float16", size: int = 224) -> Workload:
+    """ResNet-101 (:func:`_resnet`: bottleneck blocks 3, 4, 23, 3)."""
+    return _resnet("resnet101", [3, 4, 23, 3], True, precision, size)
+
+
+def wide_resnet50_2(precision: str = "float16", size: int = 224) -> Workload:
+    """Wide ResNet-50-2 (:func:`_resnet`: bottleneck blocks 3, 4, 6, 3 of twice the width)."""
+    return _resnet("wide_resnet50_2", [3, 4, 6, 3], True, precision, size, widen=2)
+
+
+#: EfficientNet-B0 stages: expansion, kernel, stride, output channels, repeats.
+_B0 = [
+    (1, 3, 1, 16, 1),
+    (6, 3, 2, 24, 2),
+    (6, 5, 2, 40, 2),
+    (6, 3, 2, 80, 3),
+    (6, 5, 1, 112, 3),
+    (6, 5, 2, 192, 4),
+    (6, 3, 1, 320, 1),
+]
+
+
+def efficientnet_b0(precision: str = "float16", size: int = 224) -> Workload:
+    """EfficientNet-B0, batch 1: MBConv blocks with swish (LOGISTIC and MUL) and the
+    squeeze-excite gate (MEAN, two 1x1 convolutions, LOGISTIC, MUL by the gate) as operations,
+    residual ADDs, the 1x1 head to 1280 channels, MEAN and the classifier."""
+    b = _Builder(precision)
+
+    def swish(y: int, shape: list[int]) -> int:
+        return b.binary(OperationCode.MUL, y, b.unary(OperationCode.LOGISTIC, y, shape), shape)
+
+    shape = [1, size, size, 3]
+    x = b.tensor(list(shape))
+    y = swish(b.conv(x, shape, 32, 3, 2, FuseCode.NONE), shape)
+    channels = 32
+    for expansion, k, stride, out, repeats in _B0:
+        for i in range(repeats):
+            s = stride if i == 0 else 1
+            block_input, hidden = y, channels * expansion
+            if expansion != 1:
+                y = swish(b.conv(y, shape, hidden, 1, 1, FuseCode.NONE), shape)
+            y = swish(b.depthwise(y, shape, k, s, FuseCode.NONE), shape)
+            pooled = [1, 1, 1, hidden]
+            gate = b.mean_hw(y, shape)
+            gate = swish(b.conv(gate, pooled, max(1, channels // 4), 1, 1, FuseCode.NONE), pooled)
+            gate = b.unary(OperationCode.LOGISTIC, b.conv(gate, pooled, hidden, 1, 1, 0), pooled)
+            y = b.binary(OperationCode.MUL, y, gate, shape)
+            y = b.conv(y, shape, out, 1, 1, FuseCode.NONE)
+            if s == 1 and channels == out:
+                y = b.binary(OperationCode.ADD, y, block_input, shape)
+            channels = out
+    y = swish(b.conv(y, shape, 1280, 1, 1, FuseCode.NONE), shape)
+    y = b.mean_hw(y, shape)
+    y = b.reshape(y, [1, 1280])
+    y = b.fully_connected(y, 1, 1280, 1000)
+    return b.finish("efficientnet_b0", [x], [y])
+
+
+def vit_b_16(precision: str = "float16", size: int = 224) -> Workload:
+    """ViT-B/16, batch 1: the 16x16 patch embedding (a strided convolution) and 196 tokens
+    (the class token left out, 0.5% of the work), 12 encoder layers of width 768 with 12 heads:
+    layer norm as operations (MEAN, SUB, MUL, MEAN, ADD, RSQRT, MUL, MUL, ADD), q, k, v and
+    output projections (FULLY_CONNECTED), attention as TRANSPOSE, BATCH_MATMUL, SOFTMAX,
+    BATCH_MATMUL, an MLP of 3072 with GELU as x * LOGISTIC(1.702 x), residual ADDs; the final
+    layer norm, the tokens' MEAN and the classifier. Float precisions only (NNAPI's
+    BATCH_MATMUL takes no TENSOR_QUANT8_ASYMM)."""
+    if precision == "quant8":
+        raise ValueError("vit_b_16 is built in float16 or float32 only")
+    b = _Builder(precision)
+    hidden, heads, layers, mlp = 768, 12, 12, 3072
+    tokens = (size // 16) ** 2
+    head = hidden // heads
+    shape = [1, size, size, 3]
+    x = b.tensor(list(shape))
+    y = b.conv(x, shape, hidden, 16, 16, FuseCode.NONE)
+    y = b.reshape(y, [tokens, hidden])
+    rows = [tokens, hidden]
+
+    def norm(y: int) -> int:
+        mean = b.mean(y, rows, [1])
+        centred = b.binary(OperationCode.SUB, y, mean, rows)
+        variance = b.mean(b.binary(OperationCode.MUL, centred, centred, rows), rows, [1])
+        epsilon = b.constant([1], weights=False)
+        scale = b.unary(
+            OperationCode.RSQRT,
+            b.binary(OperationCode.ADD, variance, epsilon, [tokens, 1]),
+            [tokens, 1],
+        )
+        y = b.binary(OperationCode.MUL, centred, scale, rows)
+        y = b.binary(OperationCode.MUL, y, b.constant([hidden]), rows)
+        return b.binary(OperationCode.ADD, y, b.constant([hidden]), rows)
+
+    def split_heads(y: int) -> int:
+        y = b.reshape(y, [1, tokens, heads, head])
+        return b.transpose(y, [1, tokens, heads, head], [0, 2, 1, 3])
+
+    for _ in range(layers):
+        z = norm(y)
+        q, k, v = (split_heads(b.fully_connected(z, tokens, hidden, hidden)) for _ in range(3))
+        scores = b.batch_matmul(q, k, [1, heads, tokens, tokens], adj_y=True)
+        weights = b.softmax(scores, [1, heads, tokens, tokens])
+        attended = b.batch_matmul(weights, v, [1, heads, tokens, head], adj_y=False)
+        attended = b.transpose(attended, [1, heads, tokens, head], [0, 2, 1, 3])
+        attended = b.reshape(attended, rows)
+        y = b.binary(
+            OperationCode.ADD, b.fully_connected(attended, tokens, hidden, hidden), y, rows
+        )
+        z = b.fully_connected(norm(y), tokens, hidden, mlp)
+        wide = [tokens, mlp]
+        gate = b.binary(OperationCode.MUL, z, b.constant([1], weights=False), wide)
+        z = b.binary(OperationCode.MUL, z, b.unary(OperationCode.LOGISTIC, gate, wide), wide)
+        y = b.binary(OperationCode.ADD, b.fully_connected(z, tokens, mlp, hidden), y, rows)
+    y = b.mean(norm(y), rows, [0])
+    y = b.fully_connected(y, 1, hidden, 1000)
+    return b.finish("vit_b_16", [x], [y])
+
+
 def llm_projections(shape: LlmShape, tokens: int, precision: str, name: str) -> Workload:
     """The projections of every decoder layer and the LM head for ``tokens`` new tokens, as
     FULLY_CONNECTED operations (each layer: q, k, v, o, gate, up, down), with the element-wise
-    MUL of the gated MLP and the residual ADD. The layers share one set of weight constants
-    (their shapes are equal), so the model is one layer's weights in memory while every
-    operation reads its weights from memory as a real decoder does. Attention over the KV cache
-    is left out (about 1.5% of the bytes at a 256-token context for the 1.7B shape)."""
+    MUL of the gated MLP and the residual ADD (with grouped-query attention the narrower k and v
+    are model outputs, as a decoder writes them to its KV cache, and the o projection reads q).
+    The layers share one set of weight constants (their shapes are equal), so the model is one
+    layer's weights in memory while every operation reads its weights from memory as a real
+    decoder does. Attention over the KV cache is left out (about 1.5% of the bytes at a
+    256-token context for the 1.7B shape)."""
     b = _Builder(precision)
     h, m = shape.hidden, shape.intermediate
+    kv = shape.kv
     weights = {
         "q": b.constant([h, h]),
-        "k": b.constant([h, h]),
-        "v": b.constant([h, h]),
+        "k": b.constant([kv, h]),
+        "v": b.constant([kv, h]),
         "o": b.constant([h, h]),
         "gate": b.constant([m, h]),
         "up": b.constant([m, h]),
@@ -357,7 +588,7 @@ def llm_projections(shape: LlmShape, tokens: int, precision: str, name: str) -> 
     b.weight_bytes = float(
         shape.weight_count() * {"float32": 4, "float16": 2, "quant8": 1}[precision]
     )
-    biases = {h: b.bias(h), m: b.bias(m), shape.vocab: b.bias(shape.vocab)}
+    biases = {n: b.bias(n) for n in {h, kv, m, shape.vocab}}
 
     def project(x: int, weight: str | int, size: int, units: int) -> int:
         y = b.tensor([tokens, units], 1.0)
@@ -368,11 +599,17 @@ def llm_projections(shape: LlmShape, tokens: int, precision: str, name: str) -> 
 
     x = b.tensor([tokens, h])
     y = x
+    cache: list[int] = []
     for _ in range(shape.layers):
-        q, k, v = (project(y, name_, h, h) for name_ in ("q", "k", "v"))
-        mixed = b.binary(
-            OperationCode.ADD, b.binary(OperationCode.ADD, q, k, [tokens, h]), v, [tokens, h]
-        )
+        q = project(y, "q", h, h)
+        k, v = (project(y, name_, h, kv) for name_ in ("k", "v"))
+        mixed = q
+        if kv != h:
+            cache += [k, v]
+        else:
+            mixed = b.binary(
+                OperationCode.ADD, b.binary(OperationCode.ADD, q, k, [tokens, h]), v, [tokens, h]
+            )
         attended = b.binary(OperationCode.ADD, project(mixed, "o", h, h), y, [tokens, h])
         gated = b.binary(
             OperationCode.MUL,
@@ -382,11 +619,11 @@ def llm_projections(shape: LlmShape, tokens: int, precision: str, name: str) -> 
         )
         y = b.binary(OperationCode.ADD, project(gated, "down", m, h), attended, [tokens, h])
     logits = project(y, head, h, shape.vocab)
-    return b.finish(name, [x], [logits])
+    return b.finish(name, [x], [logits, *cache])
 
 
 def _llm(phase: str, model: str) -> Callable[[str], Workload]:
-    tokens = 1 if phase == "decode" else 256
+    tokens = 1 if phase == "decode" else int(phase[len("prefill") :])
     return lambda precision: llm_projections(
         LLM_SHAPES[model], tokens, precision, f"{model}-{phase}"
     )
@@ -396,7 +633,13 @@ def _llm(phase: str, model: str) -> Callable[[str], Workload]:
 WORKLOADS: dict[str, Callable[[str], Workload]] = {
     "mobilenet_v2": mobilenet_v2,
     "mobilenet_v3_large": mobilenet_v3_large,
-    **{f"{m}-{p}": _llm(p, m) for m in LLM_SHAPES for p in ("decode", "prefill256")},
+    "resnet18": resnet18,
+    "resnet50": resnet50,
+    "resnet101": resnet101,
+    "wide_resnet50_2": wide_resnet50_2,
+    "efficientnet_b0": efficientnet_b0,
+    "vit_b_16": vit_b_16,
+    **{f"{m}-{p}": _llm(p, m) for m in LLM_SHAPES for p in ("decode", "prefill256", "prefill1024")},
 }
 
 
