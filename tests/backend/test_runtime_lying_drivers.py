@@ -208,3 +208,40 @@ def test_a_failed_execution_on_the_last_set_runs_the_host_fallback(lying_phone):
     (reason,) = _only(runtime.fallback_reasons(executable))
     assert "on NNAPI device npu-liar running ADD" in reason
     assert reason.endswith("running TVM's host code instead [shape signature: static]")
+
+
+@pytest.mark.parametrize(
+    "lying_phone", [[{"operation": "ADD", "at": "execution", "every": 3}]], indirect=True
+)
+def test_threads_meeting_a_failing_execution_all_get_the_right_answer(lying_phone):
+    """Calls from several threads share the signature's compilation; the first failure moves it
+    to the next set once, and every call's result is right."""
+    import threading
+
+    runtime.configure(devices="npu-liar;mock-reference")
+    executable = _build()
+    vm = runtime.PerThreadVM(executable, tvm.cpu())
+    results: list[np.ndarray] = []
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for _ in range(4):
+                results.append(vm["main"](tvm.runtime.tensor(X)).numpy())
+        except BaseException as error:  # reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors and len(results) == 16
+    for result in results:
+        np.testing.assert_allclose(result, EXPECTED, rtol=1e-6)
+    stats = _only(runtime.stats(executable))
+    assert stats["fallbacks"] == 0 and stats["nnapi_calls"] == 16
+    # The third execution on npu-liar failed; the calls in flight on it may have failed too.
+    assert 1 <= stats["execution_failures"] <= 4
+    assert stats["device_set_fallbacks"] == stats["execution_failures"]
+    assert stats["compilations"] == 2

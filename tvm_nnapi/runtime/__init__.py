@@ -101,7 +101,9 @@ def nnapi_modules(program: Any) -> list[tvm.runtime.Module]:
 
 def stats(program: Any) -> dict[str, dict[str, int]]:
     """Per NNAPI subgraph: calls, compilations, cache hits/misses, evictions, compile time (ns,
-    measured on this host), cached signatures and their estimated bytes."""
+    measured on this host), cached signatures and their estimated bytes, where calls ran and
+    the fallbacks (``fallbacks`` to the host, ``device_set_fallbacks``, ``execution_failures``;
+    their reasons: :func:`fallback_reasons`)."""
     return {
         str(m["get_symbol"]()): {str(k): int(v) for k, v in m["get_stats"]().items()}
         for m in nnapi_modules(program)
