@@ -15,23 +15,22 @@ from tvm_nnapi.tools import calibrate
 
 
 def _with(profile: dict, device: str, table: str, value: float) -> None:
-    """Sets the fully-connected efficiency: per data class (quant8) for compute, per operation
-    class for memory, as the fit parametrises them."""
+    """Sets the fully-connected efficiency as the fit parametrises it: compute per device and
+    data class (quant8), memory (weight streaming) one for every device (``*``)."""
     for entry in profile["devices"]:
-        if entry["name"] == device:
+        if device in ("*", entry["name"]):
             entries = entry.setdefault(table, {})
             if table == "compute_efficiency":
                 entries["fully_connected"] = {"quant8": value}
             else:
-                entries["fully_connected"] = value
+                entries["fully_connected"] = entries["matmul"] = value
 
 
 #: The parameters the synthetic rows identify, with their true values.
 TRUE = {
     ("qti-gpu", "compute_efficiency"): 0.3,
-    ("qti-gpu", "memory_efficiency"): 0.8,
     ("nnapi-reference", "compute_efficiency"): 0.25,
-    ("nnapi-reference", "memory_efficiency"): 0.9,
+    ("*", "memory_efficiency"): 0.85,
 }
 
 
@@ -58,10 +57,11 @@ def test_fit_recovers_known_parameters(tmp_path):
     rows = [t.measurement("in_driver") for t in timings]
     control.set_profile(None)
     names = [d["name"] for d in base["devices"]]
-    # Compute efficiency is fitted per data class, memory efficiency per operation class.
+    # Compute efficiency is fitted per device and data class, weight streaming for the phone.
     free = [
-        f"devices[{names.index(device)}].{table}.fully_connected"
-        + (".quant8" if table == "compute_efficiency" else "")
+        f"devices[{names.index(device)}].{table}.fully_connected.quant8"
+        if device != "*"
+        else f"devices[*].{table}.fully_connected"
         for device, table in TRUE
     ]
     result = calibrate.fit(tmp_path / "start.json", rows, prior_weight=0.0, free=free)

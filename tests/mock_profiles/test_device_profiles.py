@@ -10,7 +10,14 @@ from mock_nnapi import NnapiError, OperationCode, control, device_profiles
 
 from .helpers import device_entry, profile_with
 
-BUILT_IN = ["dimensity-9000", "reference", "snapdragon-8-gen-2", "tensor-g2"]
+BUILT_IN = [
+    "dimensity-9000",
+    "reference",
+    "snapdragon-8-elite",
+    "snapdragon-8-gen-2",
+    "snapdragon-8-gen-3",
+    "tensor-g2",
+]
 
 
 @pytest.mark.parametrize("name", BUILT_IN)

@@ -19,8 +19,21 @@ from mock_nnapi import DeviceTypeCode, OperandCode, OperationCode, ResultCode, c
 
 from .helpers import binary_model, device_entry, expect_error, profile_with, run
 
-BUILT_IN = ["dimensity-9000", "reference", "snapdragon-8-gen-2", "tensor-g2"]
-PHONES = ["dimensity-9000", "snapdragon-8-gen-2", "tensor-g2"]
+BUILT_IN = [
+    "dimensity-9000",
+    "reference",
+    "snapdragon-8-elite",
+    "snapdragon-8-gen-2",
+    "snapdragon-8-gen-3",
+    "tensor-g2",
+]
+PHONES = [
+    "dimensity-9000",
+    "snapdragon-8-elite",
+    "snapdragon-8-gen-2",
+    "snapdragon-8-gen-3",
+    "tensor-g2",
+]
 FEATURE_LEVEL_CODES = [27, 28, 29, 30, 31, 1000006, 1000007, 1000008]
 TYPE_CODES = {"CPU": 2, "GPU": 3, "ACCELERATOR": 4, "OTHER": 1}
 

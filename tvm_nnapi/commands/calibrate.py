@@ -14,6 +14,8 @@ from ..errors import CalibrationError
 from ..tools.calibrate import (
     CalibrationWarning,
     before_calibration,
+    check,
+    check_table,
     derive,
     fit,
     fit_summary,
@@ -80,6 +82,10 @@ def _calibrate(args: Any, stderr: Any) -> int:
         if not args.measurements:
             raise CalibrationError("give measurement files to fit (or --derive-from)")
         rows = [row for path in args.measurements for row in read_measurements(path)]
+        held_out = [row for path in args.held_out for row in read_measurements(path)]
+        shared = sorted({row.id for row in rows} & {row.id for row in held_out})
+        if shared:
+            raise CalibrationError(f"rows both fitted and held out: {', '.join(shared)}")
         result = fit(
             args.profile,
             rows,
@@ -95,10 +101,19 @@ def _calibrate(args: Any, stderr: Any) -> int:
     for message in result.warnings:
         print(f"tvm-nnapi calibrate: warning: {message}", file=stderr)
     report = result.report()
+    checked = []
+    if held_out:
+        checked = check(args.output, held_out)
+        report += (
+            "\nHeld-out rows (in no fit), modelled by the calibrated profile:\n\n"
+            + check_table(checked)
+        )
     if args.report:
         Path(args.report).write_text(report)
     if args.json:
-        print(json.dumps(fit_summary(result), indent=2))
+        summary = fit_summary(result)
+        summary["held_out"] = [{**asdict(row), "ratio": row.ratio} for row in checked]
+        print(json.dumps(summary, indent=2))
     else:
         print(f"calibrated profile: {args.output} ({len(result.fitted)} parameters fitted)")
         print("error of fit per row (modelled = cost model, published = the row):")
@@ -190,6 +205,14 @@ def register(commands: Any) -> None:
         "and worst factor per row family (CNN, transformer, LLM prefill, LLM decode) and "
         "overall; one refit per row, progress on stderr (seconds for ten rows; the time grows "
         "with the square of the row count)",
+    )
+    calibrate.add_argument(
+        "--held-out",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="measurement rows kept out of the fit: modelled by the calibrated profile and "
+        "reported beside it as an independent check (a row may not be both fitted and held out)",
     )
     calibrate.add_argument(
         "--from-estimates",

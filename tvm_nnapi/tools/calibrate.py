@@ -71,6 +71,8 @@ __all__ = [
     "RowFit",
     "Timing",
     "before_calibration",
+    "check",
+    "check_table",
     "cross_validate",
     "derive",
     "fit",
@@ -91,6 +93,13 @@ INFORMED_ELASTICITY = 0.01
 #: FULLY_CONNECTED and BATCH_MATMUL run the same GEMM/GEMV kernels on these devices, and the
 #: host model costs TVM's matmuls under `matmul`.
 TIES = {"matmul": "fully_connected"}
+
+
+#: Operation classes whose memory efficiency is one parameter for every device of the SoC: a
+#: fully connected layer of an LLM streams its weights from the DRAM all devices share, at a
+#: fraction of its peak that published rates put within 1.35x on the NPU, GPU and CPU of one
+#: phone (docs/cost-model.md, "Calibration").
+SHARED_MEMORY_CLASSES = ("fully_connected",)
 
 
 #: Data classes whose compute efficiency is fitted as one (the representative's): the float
@@ -297,7 +306,10 @@ def _add_parameters(
 ) -> None:
     """Adds the parameters a trace's times depend on, at their values in the profile: each
     device's execution-step overhead, and per operation its class's compute efficiency (per
-    dtype family), memory efficiency, the device's bandwidth and per-operation overhead."""
+    dtype family), memory efficiency (one for every device for :data:`SHARED_MEMORY_CLASSES`,
+    path ``devices[*]...``; one per device, ``memory_efficiency.default``, for the classes a
+    device's ``memory_efficiency`` does not list when it states a default), the device's
+    bandwidth (held at its value, not fitted) and per-operation overhead."""
 
     def device_parameters(name: str) -> tuple[int, dict[str, Any]]:
         i = _device_index(data, name)
@@ -319,10 +331,22 @@ def _add_parameters(
                 0.01,
                 1.0,
             )
-            # Streaming efficiency is one per class: the memory system does not see the dtype.
+            # Streaming efficiency does not depend on the dtype (the memory system does not see
+            # it). Classes of SHARED_MEMORY_CLASSES are one parameter for every device of the
+            # SoC; another class has its own parameter where the device's memory_efficiency
+            # lists it, else it shares the device's memory_efficiency.default.
+            memory = device.get("memory_efficiency", {})
+            if k in SHARED_MEMORY_CLASSES:
+                path, start = f"devices[*].memory_efficiency.{k}", None
+            elif k in memory or "default" not in memory:
+                path, start = f"{prefix}.memory_efficiency.{k}", None
+            else:
+                path, start = f"{prefix}.memory_efficiency.default", float(memory["default"])
             parameters.add(
-                f"{prefix}.memory_efficiency.{k}",
-                cost_model.efficiency(device["name"], "memory", k, c),
+                path,
+                start
+                if start is not None
+                else cost_model.efficiency(device["name"], "memory", k, c),
                 0.05,
                 1.0,
             )
@@ -330,8 +354,9 @@ def _add_parameters(
             bw = parameters.add(
                 f"{prefix}.memory_bandwidth_gbps", bandwidth, 1.0, dram if dram else bandwidth
             )
-            if dram is None:
-                parameters.parameters[bw].free = False
+            # Not fitted: the devices share one DRAM (its peak is each device's bandwidth in a
+            # calibrated profile); the fraction of it a device reaches is its memory efficiency.
+            parameters.parameters[bw].free = False
             parameters.add(
                 f"{prefix}.overhead_us.operation",
                 float(device["overhead_us"]["operation"]),
@@ -354,9 +379,9 @@ FAMILIES = ("CNN", "transformer", "LLM prefill", "LLM decode")
 _FAMILY_PREFIXES = {
     "transformer": ("vit", "deit", "swin", "mobilevit", "bert", "mobilebert", "distilbert",
                     "albert", "whisper", "transformer"),
-    "CNN": ("mobilenet", "efficientnet", "resnet", "resnext", "inception", "squeezenet",
-            "shufflenet", "mnasnet", "regnet", "densenet", "vgg", "googlenet", "convnext",
-            "yolo", "deeplab", "unet"),
+    "CNN": ("mobilenet", "efficientnet", "resnet", "wide_resnet", "resnext", "inception",
+            "squeezenet", "shufflenet", "mnasnet", "regnet", "densenet", "vgg", "googlenet",
+            "convnext", "yolo", "deeplab", "unet"),
 }  # fmt: skip
 
 
@@ -577,8 +602,13 @@ def _g(value: float) -> str:
 
 
 def _set_path(profile: dict[str, Any], path: str, value: float, rounded: bool = True) -> None:
-    """Sets ``devices[i].a.b.c`` (creating objects) or ``runtime.overhead_us``; ``rounded``
-    writes 6 decimals (a profile for people to read), else the value as it is."""
+    """Sets ``devices[i].a.b.c`` (creating objects; ``devices[*]`` sets it on every device) or
+    ``runtime.overhead_us``; ``rounded`` writes 6 decimals (a profile for people to read), else
+    the value as it is."""
+    if path.startswith("devices[*]."):
+        for i in range(len(profile["devices"])):
+            _set_path(profile, f"devices[{i}]" + path[len("devices[*]") :], value, rounded)
+        return
     parts = path.split(".")
     target: Any = profile
     head = parts[0]
@@ -663,19 +693,29 @@ class _Problem:
         values = self.values_of(x_free)
         r = self.residuals(x_free, rows)
         informed: dict[str, list[str]] = {}
-        base = [self.modelled[i].value(values) for i in rows]
-        for j, path in enumerate(self.names):
-            if j not in free:
-                continue
-            probe = values.copy()
-            # 1% up, or down where up would leave the parameter's range (an efficiency at 1).
-            upward = probe[j] * 1.01 <= self.parameters.parameters[path].upper
-            probe[j] = probe[j] * 1.01 if upward else probe[j] / 1.01
-            for i, before in zip(rows, base, strict=True):
-                row = self.modelled[i]
-                elasticity = abs(math.log(row.value(probe) / before)) / math.log(1.01)
-                if elasticity >= INFORMED_ELASTICITY:
-                    informed.setdefault(path, []).append(row.measurement.id)
+        # A row informs a parameter it depends on at the fitted values or at the starting
+        # ones: a fit that drives an overhead towards zero leaves it informed (and written).
+        for point in (values, self.values_of(x_start)):
+            base = [self.modelled[i].value(point) for i in rows]
+            for j, path in enumerate(self.names):
+                if j not in free or (point is not values and path in informed):
+                    continue
+                probe = point.copy()
+                # 1% up, or down where up would leave the parameter's range (an efficiency at 1).
+                upward = probe[j] * 1.01 <= self.parameters.parameters[path].upper
+                probe[j] = probe[j] * 1.01 if upward else probe[j] / 1.01
+                for i, before in zip(rows, base, strict=True):
+                    row = self.modelled[i]
+                    elasticity = abs(math.log(row.value(probe) / before)) / math.log(1.01)
+                    ids = informed.setdefault(path, []) if elasticity >= INFORMED_ELASTICITY else []
+                    if elasticity >= INFORMED_ELASTICITY and row.measurement.id not in ids:
+                        ids.append(row.measurement.id)
+        order = [self.modelled[i].measurement.id for i in rows]
+        informed = {
+            path: sorted(informed[path], key=order.index)
+            for path in self.names
+            if informed.get(path)
+        }
         values = np.where([path in informed for path in self.names], values, self.start)
         return _Solution(values, informed, iterations, float(r @ r))
 
@@ -836,6 +876,59 @@ def fit(
             warnings.warn(message, CalibrationWarning, stacklevel=2)
             result.warnings.append(message)
     return result
+
+
+def check(profile: str | os.PathLike[str], rows: Sequence[Measurement]) -> list[RowFit]:
+    """Each of ``rows`` modelled by ``profile`` as it is (no fit): a check of a calibrated
+    profile on rows no fit saw (a held-out set). ``modelled_before`` and ``modelled`` are both
+    the profile's value."""
+    if not rows:
+        raise CalibrationError("no measurement rows to check")
+    _, parameters, modelled = model_rows(profile, rows)
+    values = parameters.vector()
+    results = []
+    for row in modelled:
+        m = row.measurement
+        value = row.value(values)
+        results.append(
+            RowFit(
+                m.id,
+                m.workload,
+                m.precision,
+                m.device,
+                m.unit,
+                m.measured,
+                m.low,
+                m.high,
+                value,
+                value,
+                m.source,
+            )
+        )
+    return results
+
+
+def check_table(rows: Sequence[RowFit]) -> str:
+    """Rows of :func:`check` as a Markdown table, with the geometric mean and the worst of the
+    factors (every modelled number is the cost model's; published is the row)."""
+    lines = [
+        "| row | workload | precision | device | published | modelled | modelled / published |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row.id} | {row.workload} | {row.precision} | {row.device} | "
+            f"{_g(row.measured)} {row.unit} | {_g(row.modelled)} {row.unit} | "
+            f"{row.ratio:.2f} |"
+        )
+    factors = [row.factor for row in rows]
+    mean = math.exp(sum(math.log(f) for f in factors) / len(factors))
+    lines.append("")
+    lines.append(
+        f"{len(rows)} rows: geometric mean {mean:.2f}x, worst {max(factors):.2f}x "
+        f"({rows[factors.index(max(factors))].id})"
+    )
+    return "\n".join(lines) + "\n"
 
 
 def _fitted_to(profile: Mapping[str, Any], ids: Sequence[str]) -> list[str]:
