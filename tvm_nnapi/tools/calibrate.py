@@ -747,9 +747,10 @@ def fit(
     Minimises ``sum over rows of log(modelled / measured)^2 + prior_weight^2 x sum over
     parameters of log(p / p_profile)^2`` over log-parameters, inside the bounds: compute
     efficiencies in [0.01, 1], memory efficiencies in [0.05, 1] (at most the peak throughput
-    and the bandwidth), each device's ``memory_bandwidth_gbps`` in [1, soc.dram_peak_gbps]
-    (fixed when the profile does not state the DRAM peak), overheads in [0.01 us, 10 ms].
-    ``free`` restricts the fit to those parameter paths (the others keep their values).
+    and the bandwidth), overheads in [0.01 us, 10 ms]; each device's ``memory_bandwidth_gbps``
+    keeps its value. ``free`` restricts the fit to those parameter paths (the others keep their
+    values). A parameter is fitted when a row depends on it at the starting or at the fitted
+    values.
 
     The result's ``warnings`` (each also issued as a :class:`CalibrationWarning`) say when the
     fitted parameters outnumber the rows and which fitted parameters end at a bound. With
