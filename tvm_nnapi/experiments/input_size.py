@@ -535,6 +535,9 @@ def plot(results: Mapping[str, Any], path: str) -> None:
                     label=f"{s['network']} {s['precision']}")  # fmt: skip
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
+        ax.set_xticks(results["resolutions"])
+        ax.set_xticklabels([str(r) for r in results["resolutions"]], fontsize=7)
+        ax.minorticks_off()
         ax.set_title(profile)
         ax.set_xlabel("input resolution (px per side)")
     axes[0][0].set_ylabel(f"MODELLED speedup over the host ({HOST_PRESET})")
