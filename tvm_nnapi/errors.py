@@ -8,6 +8,7 @@
     ├── WeightError                  + ValueError: a checkpoint does not fit the model
     ├── ReportError                  + ValueError: a differential report cannot be read
     ├── CalibrationError             + ValueError: a measurement row or file cannot be used
+    ├── ToolError                    the tool itself failed on valid input (the CLI exits 3)
     └── TargetUnavailableError       a test target cannot be used here
 
 The second bases are those the classes had before they joined the hierarchy, kept so that
@@ -75,6 +76,13 @@ class CalibrationError(NnapiBackendError, ValueError):
 
 class UsageError(NnapiBackendError, ValueError):
     """Bad input to a command (an option, a file, a name): the CLI prints one line and exits 2."""
+
+
+class ToolError(NnapiBackendError):
+    """A step of a command failed inside the tool although its input was accepted (an internal
+    error, not the user's to fix): the message says which step, on which model, and carries the
+    original error; the CLI prints one line and exits 3. Deliberately not a ValueError, so that
+    the internal error it wraps is never reported as bad input (exit 2)."""
 
 
 class TargetUnavailableError(NnapiBackendError):

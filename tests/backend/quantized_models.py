@@ -136,6 +136,50 @@ def small_cnn(seed: int = 0) -> tuple[Any, dict[str, list[int]]]:
     return float_model(nodes, inputs, {"y": [1, 10]}, weights), inputs
 
 
+#: The named nodes of :func:`attention`, in graph order.
+ATTENTION_NODES = (
+    "q_proj",
+    "k_proj",
+    "v_proj",
+    "k_transpose",
+    "scores",
+    "scale_scores",
+    "softmax",
+    "context",
+    "out_proj",
+    "residual",
+)
+
+
+def attention(seed: int = 0, tokens: int = 8, dim: int = 16) -> tuple[Any, dict[str, list[int]]]:
+    """One float self-attention head with a residual, every node named: q/k/v projections
+    (MatMul), k transposed, scores q @ k^T scaled by 1/sqrt(dim), softmax, context, output
+    projection, residual Add."""
+    rng = np.random.default_rng(seed)
+
+    def weight(name: str) -> Any:
+        return initializer(name, rng.standard_normal((dim, dim)) * dim**-0.5)
+
+    node = helper.make_node
+    names = dict(zip(ATTENTION_NODES, ATTENTION_NODES, strict=True))
+    nodes = [
+        node("MatMul", ["x", "wq"], ["q"], name=names["q_proj"]),
+        node("MatMul", ["x", "wk"], ["k"], name=names["k_proj"]),
+        node("MatMul", ["x", "wv"], ["v"], name=names["v_proj"]),
+        node("Transpose", ["k"], ["kt"], name=names["k_transpose"], perm=[0, 2, 1]),
+        node("MatMul", ["q", "kt"], ["s"], name=names["scores"]),
+        node("Mul", ["s", "scale"], ["s2"], name=names["scale_scores"]),
+        node("Softmax", ["s2"], ["p"], name=names["softmax"], axis=-1),
+        node("MatMul", ["p", "v"], ["o"], name=names["context"]),
+        node("MatMul", ["o", "wo"], ["y"], name=names["out_proj"]),
+        node("Add", ["y", "x"], ["z"], name=names["residual"]),
+    ]
+    weights = [weight("wq"), weight("wk"), weight("wv"), weight("wo")]
+    weights.append(initializer("scale", np.array(dim**-0.5)))
+    inputs = {"x": [1, tokens, dim]}
+    return float_model(nodes, inputs, {"z": [1, tokens, dim]}, weights), inputs
+
+
 def qdq_model(
     op: Any,
     inputs: dict[str, list[int]],

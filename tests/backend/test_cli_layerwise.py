@@ -6,6 +6,7 @@ the mock)."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -93,6 +94,15 @@ def test_layerwise_feeds_each_subgraph_its_own_arguments(tmp_path):
     layers = json.loads(completed.stdout)["run"]["layerwise"]
     assert len(layers["rows"]) >= 2
     assert layers["first_divergence"] is None, layers["rows"]
+    # Rows name the bindings of the module's own main (not the subgraphs' local names), one
+    # each: the two adds of equal shapes are told apart by their order.
+    namespace: dict = {}
+    exec(MODEL_WITH_REPEATED_NAMES, namespace)
+    main = namespace["get_model"]()["main"]
+    names = {b.var.name for block in main.body.blocks for b in block.bindings}
+    nodes = [row["model_nodes"] for row in layers["rows"]]
+    assert all(len(n) == 1 and n[0] in names for n in nodes), nodes
+    assert len({n[0] for n in nodes}) == len(nodes), nodes
 
 
 def test_layerwise_tells_variables_of_one_name_apart():
@@ -131,3 +141,76 @@ def test_layerwise_tells_variables_of_one_name_apart():
     inputs = [rng.standard_normal([8, 8]).astype("float32") for _ in range(2)]
     result = layerwise(source, renamed, inputs, "float32")
     assert len(result.rows) >= 2 and result.first_divergence is None, result.rows
+
+
+# ---- a QDQ attention model (onnxruntime's quantize_static): rows named by the ONNX nodes --------
+
+
+@pytest.fixture(scope="module")
+def qdq_attention(tmp_path_factory):
+    """A QDQ self-attention head saved as .onnx, and the names of its nodes."""
+    from .quantized_models import ATTENTION_NODES, attention, onnx, quantize_static
+
+    float_model, inputs = attention()
+    model = quantize_static(float_model, inputs)
+    path = tmp_path_factory.mktemp("attention") / "attention_qdq.onnx"
+    onnx.save(model, str(path))
+    return path, {node.name for node in model.graph.node}, ATTENTION_NODES
+
+
+def test_layerwise_on_a_qdq_attention_model_names_its_onnx_nodes(qdq_attention, tmp_path):
+    path, onnx_names, compute_nodes = qdq_attention
+    report, result = tmp_path / "attention.html", tmp_path / "result.json"
+    argv = ["run", str(path), "--layerwise", "--trace", "-", "--report", str(report)]
+    completed = run_cli(*argv, "--result", str(result), columns=200)
+    assert completed.returncode == 0, completed.stderr
+    layers = json.loads(result.read_text())["layerwise"]
+    rows = layers["rows"]
+    assert layers["first_divergence"] is None and len(rows) > 8
+    # Every row names nodes of the ONNX model, and each compute node has its own row (its
+    # quantize/dequantize wrappers are not named beside it).
+    assert all(row["model_nodes"] and set(row["model_nodes"]) <= onnx_names for row in rows)
+    by_node = {tuple(row["model_nodes"]): row for row in rows}
+    for name in compute_nodes:
+        assert (name,) in by_node, (name, [row["model_nodes"] for row in rows])
+    assert "relax.matmul" in by_node[("scores",)]["relax_operators"]
+    assert by_node[("scores",)]["nnapi_operations"].count("BATCH_MATMUL") == 1
+    # A float result between QDQ pairs is judged with the float tolerance, not in steps.
+    scale = by_node[("scale_scores",)]
+    assert scale["max_error_steps"] is None and scale["tolerance"] == pytest.approx(1e-4)
+    # The report: every row, the same units and verdicts as the terminal, labels cut between
+    # operators with the compute operator kept.
+    page = report.read_text()
+    assert f"all {len(rows)} operators, in execution order" in page
+    assert page.count("<code>q_proj</code>") == 1 and "2 steps (quant8)" in page
+    assert "top-1 agrees with llvm</td><td>yes" in page and "2e+00" not in page
+    labels = re.findall(r'font-weight="600" fill="[^"]*">([^<]*)<', page)
+    assert labels.count("q8 matmul") == 6 and "q8 nn.softmax" in labels
+    assert not any(label.startswith("dequantize + ") for label in labels)
+    # The terminal says how many rows it shows, of how many, and where the rest are.
+    text = completed.stdout
+    assert f"8 of {len(rows)} operators shown" in text and "--report" in text
+    assert "x_QuantizeLinear" in text and "2 steps (quant8)" in text
+
+
+def test_layerwise_failing_inside_the_tool_exits_3_naming_the_model(
+    qdq_attention, monkeypatch, capsys
+):
+    """An internal error of the comparison (here a ValueError, which bad input also raises)
+    is the tool failing: exit 3 and one line naming the model file, not exit 2."""
+    from tvm_nnapi.cli import main
+    from tvm_nnapi.tools import layerwise
+
+    path = qdq_attention[0]
+
+    def broken(*args, **kwargs):
+        raise ValueError("zip() argument 2 is shorter than argument 1")
+
+    monkeypatch.setattr(layerwise, "_run_on_nnapi", broken)
+    code = main(["run", str(path), "--layerwise", "--trace", "-", "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert code == 3, err
+    assert err.count("\n") == 0 and err.startswith(f"error: {path}: run failed: --layerwise")
+    assert "ValueError: zip() argument 2 is shorter" in err
+    # Bad input is still exit 2.
+    assert main(["run", str(path.with_name("missing.onnx")), "--layerwise", "--quiet"]) == 2

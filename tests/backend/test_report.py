@@ -281,3 +281,21 @@ def test_cli_writes_the_report_file(tmp_path, capsys):
     assert f"report: {report}" in capsys.readouterr().out
     page = report.read_text()
     assert "tvm-nnapi explain: residual" in page and "Timeline" not in page
+
+
+def test_node_labels_are_cut_between_operators_and_keep_the_compute_operator():
+    from tvm_nnapi.tools.report_assets import _shorten, operator_label
+
+    qdq_conv = ["relax.dequantize", "relax.dequantize", "relax.nn.conv2d", "relax.add"]
+    qdq_conv += ["relax.nn.relu", "relax.quantize"]
+    assert operator_label(qdq_conv, 22) == "q8 nn.conv2d + add …"
+    assert operator_label(["relax.dequantize"], 22) == "dequantize"
+    fused = ["relax.nn.conv2d", "relax.add", "relax.nn.relu"]
+    assert operator_label(fused, 30) == "nn.conv2d + add + nn.relu"
+    assert operator_label(fused, 22) == "nn.conv2d + add …"
+    operations = "RESHAPE, CONV_2D, RESHAPE, DEQUANTIZE, QUANTIZE"
+    assert _shorten(operations, 27, ", ") == "RESHAPE, CONV_2D, RESHAPE…"
+    assert _shorten("a_name_without_any_break", 10) == "a_name_wi…"
+    for width in range(8, 40):
+        label = operator_label(qdq_conv, width)
+        assert len(label) <= width and (label.endswith("…") or label.endswith("relu"))

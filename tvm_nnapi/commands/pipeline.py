@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import ToolError, UsageError
 from .common import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -268,9 +268,10 @@ def run_model_command(args: argparse.Namespace, command: ModelCommand) -> int:
     except Exception as failure:  # name what failed instead of a traceback
         if getattr(args, "debug", False):
             raise
+        kind = "" if isinstance(failure, ToolError) else f"{type(failure).__name__}: "
         error(
-            f"{args.model}: {command.name} failed: {type(failure).__name__}: "
-            f"{one_line(str(failure))} (--debug shows the traceback)"
+            f"{args.model}: {command.name} failed: {kind}{one_line(str(failure))} "
+            "(--debug shows the traceback)"
         )
         return EXIT_FAILED
     if not args.json:

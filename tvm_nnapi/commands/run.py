@@ -5,14 +5,20 @@ compare (optionally operator by operator), write a Perfetto trace of the modelle
 from __future__ import annotations
 
 import argparse
-import math
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import (
+    ModelLoadError,
+    TargetError,
+    TargetUnavailableError,
+    ToolError,
+    UsageError,
+)
 from .common import (
     Progress,
     add_target_argument,
     device_choice_text,
+    one_line,
     open_command_target,
     partition_options,
 )
@@ -64,15 +70,24 @@ def _run(args: argparse.Namespace, source, graph, progress: Progress):
 
             where = "the host" if target is None else f"the host, NNAPI on {target.describe()}"
             progress(f"comparing every NNAPI operator with {where} (--layerwise)...")
-            partitioned = tvm_nnapi.partition(source.module, options, source.partition_entries)
-            layers = layerwise(
-                source,
-                partitioned,
-                random_inputs(source, args.seed),
-                computation_precision(source, options.relax_fp32_to_fp16),
-                args.rtol,
-                target=target,
-            )
+            try:
+                partitioned = tvm_nnapi.partition(source.module, options, source.partition_entries)
+                layers = layerwise(
+                    source,
+                    partitioned,
+                    random_inputs(source, args.seed),
+                    computation_precision(source, options.relax_fp32_to_fp16),
+                    args.rtol,
+                    target=target,
+                )
+            except (UsageError, ModelLoadError, TargetError, TargetUnavailableError):
+                raise
+            except Exception as failure:
+                # The model ran; what failed is the comparison itself (exit 3, not bad input).
+                raise ToolError(
+                    f"--layerwise: comparing the NNAPI operators with the host failed: "
+                    f"{type(failure).__name__}: {one_line(str(failure))}"
+                ) from failure
     finally:
         if target is not None:
             target.close()
@@ -115,6 +130,7 @@ def _print_run(console, run: dict[str, Any]) -> None:
     from rich.table import Table
 
     from tvm_nnapi.tools.report import _format_us
+    from tvm_nnapi.tools.run import output_facts
 
     where = run.get("target", "mock")
     remote = where != "mock"
@@ -160,26 +176,8 @@ def _print_run(console, run: dict[str, Any]) -> None:
         )
     table.add_row("max |NNAPI - llvm|", f"{run['max_abs_error']:.3e}")
     table.add_row("max |NNAPI - llvm| / max |llvm|", f"{run['max_rel_error']:.3e}")
-    tolerances = sorted(
-        {(o["tolerance"], o.get("precision") or o["dtype"]) for o in run["outputs"]}
-    )
-    table.add_row(
-        "tolerance (precision computed in)",
-        ", ".join(
-            f"{tol:g} steps ({precision})" if precision == "quant8" else f"{tol:.0e} ({precision})"
-            for tol, precision in tolerances
-        ),
-    )
-    quantized = [o for o in run["outputs"] if o.get("max_error_steps") is not None]
-    if quantized:
-        table.add_row(
-            "max error in output quantization steps",
-            ", ".join(f"{o['max_error_steps']:.2f}" for o in quantized),
-        )
-        table.add_row(
-            "top-1 agrees with llvm",
-            ", ".join("yes" if o["top1_agrees"] else "no" for o in quantized),
-        )
+    for what, value in output_facts(run):
+        table.add_row(what, value)
     for name, seconds in run["measured_seconds"].items():
         table.add_row(f"{name.replace('_', ' ')} (measured on this host)", f"{seconds:.4f} s")
     if not remote:
@@ -200,29 +198,33 @@ def _print_run(console, run: dict[str, Any]) -> None:
         console.print("[red]MISMATCH[/red]: results differ from the host llvm build")
 
 
-def _layer_text(row: dict[str, Any]) -> str:
-    operators = " + ".join(op.removeprefix("relax.") for op in row["relax_operators"])
-    operations = ", ".join(row["nnapi_operations"]) or "?"
-    return (
-        f"{row['subgraph']} call {row['call_index']}, {row['binding']} "
-        f"({operators} -> NNAPI {operations})"
-    )
+#: Rows of the layer-wise table on the terminal; the JSON and the HTML report have every row.
+LAYERWISE_TERMINAL_ROWS = 8
 
 
 def _print_layerwise(console, layers: dict[str, Any]) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from tvm_nnapi.tools.layerwise import (
+        error_text,
+        node_text,
+        operators_text,
+        shown_rows,
+        tolerance_text,
+        verdict_text,
+    )
+
     rows = layers["rows"]
-    first = layers["first_divergence"]
+    shown = shown_rows(layers, LAYERWISE_TERMINAL_ROWS)
     table = Table(
         title=f"Layer-wise: each NNAPI operator vs the host on the same inputs "
         f"({layers['operators_compared']} operators, {layers['precision']})"
     )
     columns = (
+        "model node",
         "subgraph",
         "call",
-        "binding",
         "Relax",
         "NNAPI",
         "max error (rel / steps)",
@@ -230,59 +232,32 @@ def _print_layerwise(console, layers: dict[str, Any]) -> None:
     )
     for column in columns:
         table.add_column(column, overflow="fold")
-    # The first over the tolerance, then the largest errors against their tolerance (at most 8).
-    shown = sorted(rows, key=lambda r: -_layer_excess(r))[:8]
-    if first is not None and first not in shown:
-        shown = [first, *shown[:7]]
     for row in shown:
         marker = "[red]" if not row["passed"] else ""
         table.add_row(
+            escape(node_text(row)),
             row["subgraph"],
             str(row["call_index"]),
-            row["binding"],
-            escape(" + ".join(op.removeprefix("relax.") for op in row["relax_operators"])),
+            escape(operators_text(row)),
             ", ".join(row["nnapi_operations"]),
-            f"{marker}{_layer_error(row)}",
-            _layer_tolerance(row),
+            f"{marker}{error_text(row)}",
+            tolerance_text(row),
+        )
+    if len(shown) < len(rows):
+        which = "the largest errors against their tolerance"
+        if layers["first_divergence"] is not None:
+            which = f"the first over the tolerance, then {which}"
+        table.caption = (
+            f"{len(shown)} of {len(rows)} operators shown ({which}); every row is in --json "
+            "(run.layerwise.rows) and the --report page"
         )
     console.print(table)
-    if first is None:
-        console.print(
-            f"layer-wise: every one of the {len(rows)} NNAPI operators is within tolerance"
-        )
+    verdict = escape(verdict_text(layers))
+    if layers["first_divergence"] is None:
+        console.print(f"layer-wise: {verdict}")
     else:
-        console.print(
-            f"[red]layer-wise: first operator over the tolerance[/red]: "
-            f"{escape(_layer_text(first))}: "
-            + (
-                f"max |NNAPI - host| = {first['max_error_steps']:g} quantization steps > "
-                f"{first['tolerance']:g}"
-                if first.get("max_error_steps") is not None
-                else f"max |NNAPI - host| / max |host| = {first['max_rel_error']:.3e} > "
-                f"{first['tolerance']:.0e}"
-            )
-        )
-
-
-def _layer_error(row: dict[str, Any]) -> str:
-    """A row's error: in quantization steps for a quantized result, else relative."""
-    if row.get("max_error_steps") is not None:
-        return f"{row['max_error_steps']:g} steps"
-    return f"{row['max_rel_error']:.3e}"
-
-
-def _layer_tolerance(row: dict[str, Any]) -> str:
-    if row.get("max_error_steps") is not None:
-        return f"{row['tolerance']:g} steps"
-    return f"{row['tolerance']:.0e}"
-
-
-def _layer_excess(row: dict[str, Any]) -> float:
-    """A row's error as a multiple of its tolerance (to show the worst rows first)."""
-    error = row.get("max_error_steps")
-    error = row["max_rel_error"] if error is None else error
-    tolerance = row["tolerance"]
-    return error / tolerance if tolerance else (math.inf if error else 0.0)
+        head, _, rest = verdict.partition(": ")
+        console.print(f"[red]layer-wise: {head}[/red]: {rest}")
 
 
 def _check_spec(args: argparse.Namespace) -> None:

@@ -70,6 +70,9 @@ BINARY = frozenset(
 )
 _POOLS = ("relax.nn.max_pool2d", "relax.nn.avg_pool2d", "relax.nn.adaptive_avg_pool2d")
 
+#: A binding rewritten to NHWC is named after the original binding with this suffix.
+NHWC_SUFFIX = "_nhwc"
+
 
 def _float(expr: relax.Expr) -> bool:
     ty = expr.ty
@@ -229,7 +232,7 @@ class _ToNhwc(PyExprMutator):
             )
             self.set_var_remap(var, new)
             return
-        self.nhwc[var] = self.builder_.emit(expr, name_hint=var.name + "_nhwc")
+        self.nhwc[var] = self.builder_.emit(expr, name_hint=var.name + NHWC_SUFFIX)
         if not isinstance(var, relax.DataflowVar):  # a block output: NCHW outside the block
             out = self.builder_.emit_output(
                 relax.op.permute_dims(self.nhwc[var], TO_NCHW), name_hint=var.name

@@ -24,12 +24,28 @@ For every NNAPI subgraph call of the entry function, in execution order:
    quant8 result differs from the host's; ``--rtol`` gives another number of steps.
 
 Inside a subgraph, NNAPI's results feed the next operators as they do in a real run, so the
-first row over the tolerance is the operator where the results start to differ.
+first row over the tolerance is the operator where the results start to differ. A composite
+with a float result in a quant8 model (a MUL between a DEQUANTIZE and a QUANTIZE) is judged
+with the float32 tolerance, as the run's float outputs are.
+
+Each row names the model's own nodes the composite computes (``model_nodes``): the ONNX node
+names for an ``.onnx`` file (:attr:`~tvm_nnapi.tools.sources.ModelSource.node_names`), else the
+binding names of the loaded module's entry function (unique there, unlike the names local to a
+subgraph). A composite's operator is traced to the entry binding it was cut from by its name,
+checked by structure, or by structure alone when partitioning renamed it (a DEQUANTIZE copied
+for each of its consumers), alike operators in their order; the quantize/dequantize wrappers
+of a quantized operator are named only when the composite holds nothing else. An operator the
+graph preparation inserted or reshaped beyond recognition (a layout change's transpose, the
+renamed result of an add rewritten to NHWC) gets no name rather than a guessed one.
+
+:func:`error_text`, :func:`tolerance_text`, :func:`shown_rows` and :func:`verdict_text` format
+rows for people: the terminal (``tvm-nnapi run``) and the HTML report use the same ones.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -65,6 +81,9 @@ class LayerRow:
     # A quantized result (quant8, or dequantized from quant8): the largest error in its
     # quantization steps, which ``tolerance`` is then in; None for a float result.
     max_error_steps: float | None = None
+    # The model's own nodes this composite computes (see the module docstring); empty when
+    # none can be traced.
+    model_nodes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -211,6 +230,107 @@ def _result_step(composite: relax.Function) -> float | None:
     return None
 
 
+#: Operators that only move a value between its quantized and float forms.
+_QDQ_OPERATORS = frozenset({"relax.quantize", "relax.dequantize"})
+
+
+def _op_bindings(func: relax.Function) -> list[relax.VarBinding]:
+    """The bindings of ``func`` whose value is a call of a Relax operator, in order."""
+    body = func.body
+    blocks = body.blocks if isinstance(body, relax.SeqExpr) else []
+    return [
+        binding
+        for block in blocks
+        for binding in block.bindings
+        if isinstance(binding, relax.VarBinding)
+        and isinstance(binding.value, relax.Call)
+        and isinstance(binding.value.op, tvm.ir.Op)
+    ]
+
+
+def _signature(call: relax.Call) -> tuple:
+    """A call's structure up to the variables it reads (which are another function's after
+    partitioning): its operator, attributes, constant arguments, and the types of its variable
+    arguments and of its result."""
+    import tvm_ffi
+
+    def hashed(value: object) -> int:
+        return int(tvm_ffi.structural_hash(value, map_free_vars=True)) if value is not None else 0
+
+    arguments = tuple(
+        ("var", hashed(arg.ty)) if isinstance(arg, relax.Var) else ("expr", hashed(arg))
+        for arg in call.args
+    )
+    return (str(call.op.name), hashed(call.attrs), arguments, hashed(call.ty))
+
+
+class _ModelNodes:
+    """Traces the operators of a composite back to the entry function of the loaded module and
+    names them as the model does (see the module docstring)."""
+
+    def __init__(self, source: ModelSource) -> None:
+        entry = source.module[source.entry] if source.entry in source.module else None
+        bindings = _op_bindings(entry) if isinstance(entry, relax.Function) else []
+        names = getattr(source, "node_names", None) or {}
+        # A binding name repeated in the entry function gets its occurrence number, so that it
+        # is unique (a node of the model file may compute several bindings: it keeps its name).
+        totals: dict[str, int] = {}
+        for binding in bindings:
+            totals[binding.var.name] = totals.get(binding.var.name, 0) + 1
+        seen: dict[str, int] = {}
+        self._bindings: list[tuple[relax.VarBinding, str]] = []
+        for binding in bindings:
+            name = binding.var.name
+            seen[name] = seen.get(name, 0) + 1
+            label = name if totals[name] == 1 else f"{name}#{seen[name]}"
+            self._bindings.append((binding, names.get(name, label)))
+        self._by_name: dict[str, list[int]] = {}
+        self._by_signature: dict[tuple, list[int]] = {}
+        self._traced: set[int] = set()
+        for index, (binding, _) in enumerate(self._bindings):
+            self._by_name.setdefault(binding.var.name, []).append(index)
+            self._by_signature.setdefault(_signature(binding.value), []).append(index)
+
+    def _trace(self, binding: relax.VarBinding, renamed: bool) -> str | None:
+        """``renamed``: the binding's name is the composite's own (its result), not the one
+        it had in the module."""
+        from ..compiler.layout import NHWC_SUFFIX
+
+        value = binding.value
+        op = str(value.op.name)
+        name = binding.var.name.removesuffix(NHWC_SUFFIX)
+        named = [
+            i
+            for i in ([] if renamed else self._by_name.get(name, []))
+            if str(self._bindings[i][0].value.op.name) == op
+        ]
+        alike = self._by_signature.get(_signature(value), [])
+        # The same name and structure; else a binding of that structure (a renamed copy);
+        # else one of that name and operator (attributes or layout rewritten when the graph
+        # was prepared). Among several, the first not yet traced: partitioning keeps the
+        # order of the operators, so alike ones (two adds of equal shapes) are met in order.
+        for found in ([i for i in named if i in alike], alike, named):
+            if found:
+                fresh = [i for i in found if i not in self._traced]
+                chosen = (fresh or found)[0]
+                self._traced.add(chosen)
+                return self._bindings[chosen][1]
+        # Nothing else: an operator the graph preparation inserted, or the renamed result of a
+        # composite whose shapes it changed (an NHWC add); no name rather than a wrong one.
+        return None
+
+    def names(self, composite: relax.Function) -> list[str]:
+        """The model nodes of ``composite``'s operators, in order, without repeats."""
+        bindings = _op_bindings(composite)
+        core = [b for b in bindings if str(b.value.op.name) not in _QDQ_OPERATORS]
+        found: list[str] = []
+        for binding in core or bindings:
+            name = self._trace(binding, renamed=binding.same_as(bindings[-1]))
+            if name is not None and name not in found:
+                found.append(name)
+        return found
+
+
 def _run_on_nnapi(
     func: relax.Function, inputs: list[np.ndarray], like: list[np.ndarray], target: Any = None
 ) -> list[np.ndarray]:
@@ -265,7 +385,8 @@ def layerwise(
     vm = relax.VirtualMachine(program, tvm.cpu())
     captured = _flatten(vm[entry](*[tvm.runtime.tensor(a) for a in inputs]))
     position = 0
-    described_row = tuple[int, str, list[str], list[str], float | None]
+    model_nodes = _ModelNodes(source)
+    described_row = tuple[int, str, list[str], list[str], float | None, list[str]]
     prepared: dict[str, tuple[relax.Function, list[described_row], Any]]
     prepared = {}
     call_counts: dict[str, int] = {}
@@ -287,6 +408,7 @@ def layerwise(
                     _operators(composites[i][1]),
                     operations[i],
                     _result_step(composites[i][1]),
+                    model_nodes.names(composites[i][1]),
                 )
                 for i in kept
             ]
@@ -297,7 +419,7 @@ def layerwise(
         call_counts[name] = index + 1
         expected = _flatten(host["main"](*[tvm.runtime.tensor(a) for a in arguments]))
         actual = _run_on_nnapi(every, arguments, expected, target)
-        for (composite_index, binding, operators, emitted_ops, step), got, want in zip(
+        for (composite_index, binding, operators, emitted_ops, step, nodes), got, want in zip(
             described, actual, expected, strict=True
         ):
             diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
@@ -306,6 +428,8 @@ def layerwise(
             rel_error = abs_error / scale if scale else abs_error
             dtype = str(want.dtype)
             chosen = precision if dtype.startswith("float") else dtype
+            if chosen == "quant8":  # a float result inside a quantized model
+                chosen = "float32"
             tolerance = rtol if rtol is not None else DEFAULT_TOLERANCE.get(chosen, 0.0)
             finite = bool(np.isfinite(got.astype(np.float64)).all()) if got.size else True
             steps = None
@@ -330,6 +454,7 @@ def layerwise(
                     tolerance=tolerance,
                     passed=passed,
                     max_error_steps=steps,
+                    model_nodes=nodes,
                 )
             )
     return result
@@ -351,10 +476,100 @@ def mark_graph(graph: dict[str, Any], result: LayerwiseResult) -> None:
             continue
         nodes[ids[row.composite_index]]["layerwise"] = {
             "max_rel_error": row.max_rel_error,
+            "max_error_steps": row.max_error_steps,
             "tolerance": row.tolerance,
             "passed": row.passed,
             "first_divergence": row is first,
+            "model_nodes": list(row.model_nodes),
         }
 
 
-__all__ = ["QUANT8_LAYER_TOLERANCE", "LayerRow", "LayerwiseResult", "layerwise", "mark_graph"]
+# ---- text for people (the terminal and the HTML report use the same) ---------------------------
+
+
+def error_text(row: dict[str, Any]) -> str:
+    """A row's error: in quantization steps for a quantized result, else relative to max
+    |host|. ``row``: a row of :meth:`LayerwiseResult.to_dict` (or a graph node's
+    ``layerwise``)."""
+    if row.get("max_error_steps") is not None:
+        return f"{row['max_error_steps']:g} steps"
+    return f"{row['max_rel_error']:.3e}"
+
+
+def tolerance_text(row: dict[str, Any]) -> str:
+    """A row's tolerance, in the unit of :func:`error_text`."""
+    if row.get("max_error_steps") is not None:
+        return f"{row['tolerance']:g} steps"
+    return f"{row['tolerance']:.0e}"
+
+
+def excess(row: dict[str, Any]) -> float:
+    """A row's error as a multiple of its tolerance (the worst rows first)."""
+    error = row.get("max_error_steps")
+    error = row["max_rel_error"] if error is None else error
+    tolerance = row["tolerance"]
+    return error / tolerance if tolerance else (math.inf if error else 0.0)
+
+
+def operators_text(row: dict[str, Any]) -> str:
+    return " + ".join(op.removeprefix("relax.") for op in row["relax_operators"])
+
+
+def node_text(row: dict[str, Any]) -> str:
+    """The model's nodes of a row, else the subgraph's own binding (``subgraph/binding``)."""
+    return ", ".join(row.get("model_nodes") or []) or f"{row['subgraph']}/{row['binding']}"
+
+
+def row_text(row: dict[str, Any]) -> str:
+    """One row in one line: model nodes, where it ran, operators and NNAPI operations."""
+    operations = ", ".join(row["nnapi_operations"]) or "?"
+    return (
+        f"{node_text(row)} ({row['subgraph']} call {row['call_index']}: "
+        f"{operators_text(row)} -> NNAPI {operations})"
+    )
+
+
+def shown_rows(layers: dict[str, Any], limit: int | None) -> list[dict[str, Any]]:
+    """The rows to show, at most ``limit`` (None: every row, in execution order): the first
+    over the tolerance, then the largest errors against their tolerance."""
+    rows = layers["rows"]
+    if limit is None or len(rows) <= limit:
+        return list(rows)
+    first = layers.get("first_divergence")
+    shown = sorted(rows, key=lambda r: -excess(r))[:limit]
+    if first is not None and first not in shown:
+        shown = [first, *shown[: limit - 1]]
+    return shown
+
+
+def verdict_text(layers: dict[str, Any]) -> str:
+    """The comparison's verdict in one line (without markup)."""
+    first = layers.get("first_divergence")
+    count = len(layers["rows"])
+    if first is None:
+        return f"every one of the {count} NNAPI operators is within tolerance"
+    if first.get("max_error_steps") is not None:
+        measure = "max |NNAPI - host|"
+    else:
+        measure = "max |NNAPI - host| / max |host|"
+    return (
+        f"first operator over the tolerance: {row_text(first)}: {measure} = "
+        f"{error_text(first)} > {tolerance_text(first)}"
+    )
+
+
+__all__ = [
+    "QUANT8_LAYER_TOLERANCE",
+    "LayerRow",
+    "LayerwiseResult",
+    "error_text",
+    "excess",
+    "layerwise",
+    "mark_graph",
+    "node_text",
+    "operators_text",
+    "row_text",
+    "shown_rows",
+    "tolerance_text",
+    "verdict_text",
+]

@@ -20,6 +20,14 @@ import json
 from collections.abc import Iterable, Sequence, Set
 from typing import Any
 
+from .layerwise import (
+    error_text,
+    node_text,
+    operators_text,
+    shown_rows,
+    tolerance_text,
+    verdict_text,
+)
 from .report_assets import CSS, SCRIPT, _e, _format_number, _shorten
 from .report_graph import (
     NNAPI_COLOUR,
@@ -30,6 +38,7 @@ from .report_graph import (
     graph_svg,
     layout,
 )
+from .run import output_facts, output_tolerance_text
 
 
 def _format_us(micros: float | None) -> str:
@@ -402,7 +411,8 @@ def _run_section(run: dict[str, Any], timeline: dict[str, Any] | None, colours: 
             _e(o["dtype"]),
             _e(f"{o['max_abs_error']:.3e}"),
             _e(f"{o['max_rel_error']:.3e}"),
-            _e(f"{o['tolerance']:.0e}"),
+            _e(f"{o['max_error_steps']:.2f}" if o.get("max_error_steps") is not None else "—"),
+            _e(output_tolerance_text(o["tolerance"], o.get("precision") or o["dtype"])),
             '<span class="pass">pass</span>' if o["passed"] else '<span class="fail">FAIL</span>',
         ]
         for o in run["outputs"]
@@ -416,6 +426,7 @@ def _run_section(run: dict[str, Any], timeline: dict[str, Any] | None, colours: 
         ["NNAPI library", _e(run["nnapi_library"])],
         ["device profile", _e(run["profile"])],
         ["NNAPI devices chosen", _e(_device_choice(run.get("device_choice")))],
+        *[[_e(what), _e(value)] for what, value in output_facts(run)],
         [
             "NNAPI really ran",
             _e(
@@ -441,9 +452,18 @@ def _run_section(run: dict[str, Any], timeline: dict[str, Any] | None, colours: 
     parts = [
         f"<section><h2>Run on {where} vs the host llvm build</h2>",
         _table(
-            ["output", "shape", "dtype", "max abs error", "max rel error", "tolerance", "result"],
+            [
+                "output",
+                "shape",
+                "dtype",
+                "max abs error",
+                "max rel error",
+                "max error in quantization steps",
+                "tolerance",
+                "result",
+            ],
             rows,
-            {3, 4, 5},
+            {3, 4, 5, 6},
         ),
         "<br>",
         _table(["", ""], facts),
@@ -498,47 +518,37 @@ def _verdict(passed: bool) -> str:
 
 
 def _layerwise_section(layers: dict[str, Any]) -> str:
-    """--layerwise: the first operator over the tolerance and the largest errors."""
-    first = layers.get("first_divergence")
+    """--layerwise: the verdict and every row, in execution order (the texts the terminal
+    prints: :mod:`.layerwise`)."""
     rows = layers.get("rows", [])
-    shown = sorted(rows, key=lambda r: -r["max_rel_error"])[:12]
-    if first is not None and first not in shown:
-        shown = [first, *shown[:11]]
+    first = layers.get("first_divergence")
     table = _table(
-        ["subgraph", "call", "binding", "Relax", "NNAPI", "max abs error", "max rel error",
-         "tolerance", "result"],
+        ["model node", "subgraph", "call", "Relax", "NNAPI", "max abs error",
+         "max error (rel / steps)", "tolerance", "result"],
         [
             [
+                f"<code>{_e(node_text(r))}</code>",
                 f"<code>{_e(r['subgraph'])}</code>",
                 _e(r["call_index"]),
-                f"<code>{_e(r['binding'])}</code>",
-                _e(" + ".join(op.removeprefix("relax.") for op in r["relax_operators"])),
+                _e(operators_text(r)),
                 _e(", ".join(r["nnapi_operations"])),
                 _e(f"{r['max_abs_error']:.3e}"),
-                _e(f"{r['max_rel_error']:.3e}"),
-                _e(f"{r['tolerance']:.0e}"),
+                _e(error_text(r)),
+                _e(tolerance_text(r)),
                 _verdict(r["passed"]),
             ]
-            for r in shown
+            for r in shown_rows(layers, None)
         ],
         {5, 6, 7},
     )  # fmt: skip
-    if first is None:
-        verdict = f"Every one of the {len(rows)} NNAPI operators is within the tolerance."
-    else:
-        error = f"{first['max_rel_error']:.3e}"
-        verdict = (
-            f"First operator over the tolerance: <code>{_e(first['subgraph'])}</code> call "
-            f"{_e(first['call_index'])}, <code>{_e(first['binding'])}</code> "
-            f"({_e(', '.join(first['nnapi_operations']))}), max relative error "
-            f"{_e(error)} (its node is outlined in red in "
-            "the graph)."
-        )
+    verdict = _e(verdict_text(layers)[:1].upper() + verdict_text(layers)[1:]) + "."
+    if first is not None:
+        verdict += " Its node is outlined in red in the graph."
     return (
         "<h2>Layer-wise comparison</h2>"
         '<p class="note">Each NNAPI operator against the host computation of the same operator, '
-        f"on the inputs the host computes for its subgraph ({_e(layers.get('precision'))}). "
-        f"{verdict}</p>{table}"
+        f"on the inputs the host computes for its subgraph ({_e(layers.get('precision'))}); "
+        f"all {len(rows)} operators, in execution order. {verdict}</p>{table}"
     )
 
 

@@ -3,8 +3,9 @@
 
 :data:`CSS` and :data:`SCRIPT` are inlined into the page (its Content-Security-Policy allows
 inline style and script only, nothing fetched). ``_e`` escapes any value for HTML text and
-attributes, ``_shorten`` cuts a label to a width with an ellipsis, ``_format_number`` writes a
-count with a k/M/G prefix.
+attributes, ``_shorten`` cuts a label to a width at a word or operator boundary with an
+ellipsis, :func:`operator_label` labels a group of operators by its compute operators,
+``_format_number`` writes a count with a k/M/G prefix.
 """
 
 from __future__ import annotations
@@ -93,5 +94,32 @@ def _format_number(value: float) -> str:
     return f"{value:g}"
 
 
-def _shorten(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+def _shorten(text: str, width: int, separator: str | None = None) -> str:
+    """``text`` in at most ``width`` characters, cut at the last ``separator`` (" + ", ", ")
+    or space that fits, before an ellipsis; mid-word only when not even one word fits."""
+    if len(text) <= width:
+        return text
+    for mark in (separator, " "):
+        if not mark:
+            continue
+        ellipsis = " …" if mark.strip() == "+" else "…"
+        cut = text.rfind(mark, 0, width - len(ellipsis) + len(mark))
+        kept = text[:cut].rstrip(" ,+") if cut > 0 else ""
+        if kept:
+            return kept + ellipsis
+    return text[: width - 1] + "…"
+
+
+#: Operators that only wrap a quantized operator (its inputs' dequantize, its result's quantize).
+QDQ_OPERATORS = frozenset({"quantize", "dequantize"})
+
+
+def operator_label(operators: list[str], width: int) -> str:
+    """A short label for a group of Relax operators (``relax.`` dropped): the quantize/
+    dequantize wrappers left out when the group computes something else (marked "q8"), the
+    rest joined by " + " and cut between operators with an ellipsis (:func:`_shorten`)."""
+    names = [op.removeprefix("relax.") for op in operators]
+    core = [name for name in names if name not in QDQ_OPERATORS]
+    if not core or len(core) == len(names):
+        return _shorten(" + ".join(names), width, " + ")
+    return _shorten("q8 " + " + ".join(core), width, " + ")

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .report_assets import _e, _format_number, _shorten
+from .report_assets import _e, _format_number, _shorten, operator_label
 
 HOST_COLOUR = "#d1d5db"
 INPUT_COLOUR = "#fef3c7"
@@ -29,6 +29,9 @@ NODE_HEIGHT = 38
 LAYER_GAP = 22
 COLUMN_GAP = 16
 SKIP_MARGIN = 48  # room right of the nodes for edges that skip layers
+# Characters that fit a node box's width: its label (12 px, semibold) and detail (10.5 px).
+LABEL_CHARS = 22
+DETAIL_CHARS = 27
 
 
 def device_colours(devices: Iterable[str]) -> dict[str, str]:
@@ -214,12 +217,20 @@ def graph_svg(graph: dict[str, Any], colours: dict[str, str]) -> str:
             f'<rect x="{x:.0f}" y="{y:.0f}" width="{NODE_WIDTH}" height="{NODE_HEIGHT}" rx="6" '
             f'fill="{fill}" stroke="{stroke}" stroke-width="{stroke_width}"{dash}/>'
             f'<text x="{x + 8:.0f}" y="{y + 16:.0f}" font-size="12" font-weight="600" '
-            f'fill="{text_colour}">{_e(_shorten(node["label"], 26))}</text>'
+            f'fill="{text_colour}">{_e(_node_label(node))}</text>'
             f'<text x="{x + 8:.0f}" y="{y + 31:.0f}" font-size="10.5" fill="{text_colour}">'
-            f"{_e(_shorten(detail, 30))}</text></g>"
+            f"{_e(_shorten(detail, DETAIL_CHARS, ', '))}</text></g>"
         )
     parts.append("</g></svg>")
     return "".join(parts)
+
+
+def _node_label(node: dict[str, Any]) -> str:
+    """A node's first line: its operators by the ones that compute (:func:`operator_label`),
+    cut to the box between operators; the full label is in the node's tooltip."""
+    if node["kind"] == "nnapi" and node.get("relax_operators") and node.get("composite"):
+        return operator_label(node["relax_operators"], LABEL_CHARS)
+    return _shorten(node["label"], LABEL_CHARS, " + ")
 
 
 def _node_tooltip(node: dict[str, Any]) -> str:
@@ -242,10 +253,13 @@ def _node_tooltip(node: dict[str, Any]) -> str:
     if node.get("flops"):
         lines.append(f"FLOPs: {_format_number(node['flops'])}")
     if node.get("layerwise"):
+        from .layerwise import error_text, tolerance_text
+
         layer = node["layerwise"]
+        if layer.get("model_nodes"):
+            lines.append("model nodes: " + ", ".join(layer["model_nodes"]))
         lines.append(
-            f"layer-wise: max rel error {layer['max_rel_error']:.3e} (tolerance "
-            f"{layer['tolerance']:.0e})"
+            f"layer-wise: max error {error_text(layer)} (tolerance {tolerance_text(layer)})"
             + (", the first operator over the tolerance" if layer.get("first_divergence") else "")
         )
     return "\n".join(lines)

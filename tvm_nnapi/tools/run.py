@@ -330,6 +330,46 @@ def compare(
     return checks
 
 
+# ---- text for people (the terminal and the HTML report use the same) ---------------------------
+
+
+def output_tolerance_text(tolerance: float, precision: str) -> str:
+    """A tolerance with its unit: output quantization steps for quant8, else relative."""
+    if precision == "quant8":
+        return f"{tolerance:g} steps ({precision})"
+    return f"{tolerance:.0e} ({precision})"
+
+
+def output_facts(run: dict[str, Any]) -> list[tuple[str, str]]:
+    """(what, value) of a run's comparison (``RunResult.to_dict()``): the tolerances with their
+    units, and for quantized outputs the error in quantization steps and whether the top-1
+    agrees with llvm."""
+    tolerances = sorted(
+        {(o["tolerance"], o.get("precision") or o["dtype"]) for o in run["outputs"]}
+    )
+    facts = [
+        (
+            "tolerance (precision computed in)",
+            ", ".join(output_tolerance_text(tol, precision) for tol, precision in tolerances),
+        )
+    ]
+    quantized = [o for o in run["outputs"] if o.get("max_error_steps") is not None]
+    if quantized:
+        facts.append(
+            (
+                "max error in output quantization steps",
+                ", ".join(f"{o['max_error_steps']:.2f}" for o in quantized),
+            )
+        )
+        facts.append(
+            (
+                "top-1 agrees with llvm",
+                ", ".join("yes" if o["top1_agrees"] else "no" for o in quantized),
+            )
+        )
+    return facts
+
+
 # ---- running -------------------------------------------------------------------------------------
 
 

@@ -73,6 +73,9 @@ class ModelSource:
     llm_dtype: str = "float32"
     llm_quantization: str = "q0f32"  # MLC weight format (tvm_nnapi.llm.quantization)
     llm_named_params: list[Any] = field(default_factory=list)
+    # The model's own name of each binding of the entry function that the file names (an
+    # ONNX node's name), by binding name; a binding not listed is named by its binding name.
+    node_names: dict[str, str] = field(default_factory=dict)
 
     def unbound_symbols(self) -> list[str]:
         """Symbolic dimensions of the entry function that ``shapes`` does not bind."""
@@ -366,9 +369,10 @@ def _from_file(spec: str) -> ModelSource:
             f"{', '.join(CNN_MODELS)}, torchvision:NAME, llm:NAME (see `tvm-nnapi models`)"
         )
     kind = model_format(path)
+    node_names: dict[str, str] = {}
     try:
         if kind == "onnx":
-            mod = _load_onnx(path)
+            mod, node_names = _load_onnx(path)
         elif kind == "torch.export":
             mod = _load_exported_program(path)
         elif kind == "python":
@@ -386,7 +390,10 @@ def _from_file(spec: str) -> ModelSource:
         entry = sorted(
             g.name_hint for g, f in mod.functions.items() if isinstance(f, relax.Function)
         )[0]
-    return ModelSource(spec, kind, f"{kind} file {path.name}", mod, mod, entry=entry)
+    source = ModelSource(spec, kind, f"{kind} file {path.name}", mod, mod, entry=entry)
+    if entry == "main":
+        source.node_names = node_names
+    return source
 
 
 #: What a model file may be, for the messages that refuse one.
@@ -466,7 +473,7 @@ def model_format(path: Path) -> str:
     )
 
 
-def _load_onnx(path: Path) -> tvm.IRModule:
+def _load_onnx(path: Path) -> tuple[tvm.IRModule, dict[str, str]]:
     try:
         import onnx
     except ImportError as error:
@@ -503,13 +510,26 @@ def _load_onnx(path: Path) -> tvm.IRModule:
         raise ModelLoadError(
             f"{path}: not a valid ONNX model (onnx.checker): {first}{where}"
         ) from None
-    return onnx_to_relax(model, str(path))
+    return onnx_to_relax_with_names(model, str(path))
 
 
 def onnx_to_relax(model: Any, name: str = "model") -> tvm.IRModule:
     """Import an ONNX ``ModelProto`` with TVM's ONNX frontend, weights as constants (what
     ``.onnx`` files load as). A node the frontend has no converter for is a
     :class:`ModelLoadError` naming it (``name``: the file or model, for the message)."""
+    return onnx_to_relax_with_names(model, name)[0]
+
+
+def onnx_to_relax_with_names(
+    model: Any, name: str = "model"
+) -> tuple[tvm.IRModule, dict[str, str]]:
+    """:func:`onnx_to_relax`, and the ONNX node each binding of ``main`` computes: {binding
+    name: node name} (:attr:`ModelSource.node_names`).
+
+    TVM's frontend keeps no node names, but its importer keeps the expression of every ONNX
+    tensor: a binding whose value is the expression of a node's output is that node's, and so
+    are the bindings only it uses that its converter emitted on the way (e.g. the reshape of a
+    Conv's bias). An unnamed node is named after its operator type and first output."""
     from tvm.relax.frontend.onnx import from_onnx
     from tvm.relax.frontend.onnx.onnx_frontend import _get_convert_map
 
@@ -520,7 +540,63 @@ def onnx_to_relax(model: Any, name: str = "model") -> tvm.IRModule:
         names = ", ".join(f"{n.name or '(unnamed)'} ({n.op_type})" for n in missing[:10])
         more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
         raise ModelLoadError(f"{name}: TVM's ONNX frontend has no converter for node {names}{more}")
-    return from_onnx(model, keep_params_in_input=False)
+    try:
+        from tvm.relax.frontend.onnx.onnx_frontend import ONNXGraphImporter
+    except ImportError:  # a frontend without that importer: the module, without names
+        return from_onnx(model, keep_params_in_input=False), {}
+    if model.ir_version < 3:  # as from_onnx refuses it
+        raise ValueError(f"ONNX IR version {model.ir_version} is not supported (3 or later)")
+    opset = next(
+        (int(o.version) for o in model.opset_import if o.domain in ("", "ai.onnx")),
+        1,
+    )
+    importer = ONNXGraphImporter(None, "float32", keep_params_in_input=False, sanitize=True)
+    mod = importer.from_onnx(model.graph, opset)
+    tensors = getattr(importer, "_nodes", None)
+    if not isinstance(tensors, dict):
+        return mod, {}
+    return mod, _onnx_binding_nodes(mod["main"], model.graph.node, tensors)
+
+
+def _vars_read(expr: relax.Expr) -> list[relax.Var]:
+    found: list[relax.Var] = []
+    relax.analysis.post_order_visit(
+        expr, lambda e: found.append(e) if isinstance(e, relax.Var) else None
+    )
+    return found
+
+
+def _onnx_binding_nodes(func: relax.Function, nodes: Any, tensors: dict) -> dict[str, str]:
+    """{binding name: ONNX node name} for :func:`onnx_to_relax_with_names`."""
+    bindings = [
+        b for block in func.body.blocks for b in block.bindings if isinstance(b, relax.VarBinding)
+    ]
+    by_value = {b.value: b for b in bindings}
+    by_var = {b.var: b for b in bindings}
+    owner: dict[relax.Var, str] = {}
+    outputs: list[tuple[relax.VarBinding, str]] = []
+    for node in nodes:
+        label = node.name or f"{node.op_type}({node.output[0] if node.output else ''})"
+        for tensor in node.output:
+            expr = tensors.get(tensor)
+            if not isinstance(expr, relax.Expr):
+                continue
+            binding = by_var.get(expr) if isinstance(expr, relax.Var) else by_value.get(expr)
+            if binding is not None and binding.var not in owner:
+                owner[binding.var] = label
+                outputs.append((binding, label))
+    # The bindings a node's converter emitted before its output: reached from that output
+    # through bindings no node owns.
+    for binding, label in outputs:
+        pending = [binding]
+        while pending:
+            current = pending.pop()
+            for var in _vars_read(current.value):
+                inner = by_var.get(var)
+                if inner is not None and var not in owner:
+                    owner[var] = label
+                    pending.append(inner)
+    return {var.name: label for var, label in owner.items()}
 
 
 def _load_exported_program(path: Path) -> tvm.IRModule:
@@ -591,6 +667,7 @@ __all__ = [
     "load_model_source",
     "model_format",
     "onnx_to_relax",
+    "onnx_to_relax_with_names",
     "parse_llm_format",
     "parse_llm_spec",
     "parse_shapes",
