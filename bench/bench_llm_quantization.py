@@ -7,10 +7,11 @@ Four parts, each printed as it finishes:
 1. **Accuracy (MEASURED)**: ``tvm_nnapi.llm.quantized_accuracy.accuracy_check`` on the tiny
    models: top-1 agreement and largest logit error of each weight path (host build of the
    quantized model; NNAPI with weights dequantized on the host at every call; NNAPI with the
-   weights dequantized once into resident constants) against the float32 model of the same
-   weights.
+   weights dequantized once into resident constants; the int8 path's host and NNAPI builds)
+   against the float32 model of the same weights.
 2. **Cost (MODELLED)**: prefill and decode of ``--estimate-model`` on ``--profile`` for the
-   float formats and each quantized path (LlmEstimator), NNAPI-offloaded and all-host.
+   float formats and each quantized path (LlmEstimator; the int8 path: Int8Estimator, from its
+   own graphs), NNAPI-offloaded and all-host.
 3. **Loading memory (MEASURED, child process)**: peak resident memory growth while random
    weights of ``--load-model`` (default TinyLlama-1.1B) are made and quantized one matrix at a
    time, as a multiple of the quantized weights' size (goal: below 2x).
@@ -87,9 +88,25 @@ def cost(model: str, profile: str, prompt: int, context: int) -> None:
             f"{decode.modelled_host_program_us / 1e3:>9.1f}",
             flush=True,
         )
+    from tvm_nnapi.llm import get_config
+    from tvm_nnapi.tools.llm_int8 import Int8Estimator
+
+    # The int8 path costed from its own graphs (QUANTIZE -> CONV_2D per-channel -> DEQUANTIZE).
+    int8 = Int8Estimator(get_config(model), "float16")
+    prefill = int8.estimate("prefill", prompt, profile)
+    decode = int8.estimate("decode", context, profile)
+    print(
+        f"  {'q4f16_1':<9} {'int8 (W8A8), resident constants':<34} "
+        f"{prefill.modelled_nnapi_program_us / 1e3:>9.1f} "
+        f"{prefill.modelled_host_program_us / 1e3:>9.1f} "
+        f"{decode.modelled_nnapi_program_us / 1e3:>9.1f} "
+        f"{decode.modelled_host_program_us / 1e3:>9.1f}",
+        flush=True,
+    )
     print(
         "  q4f16_1 dequantized once at load into resident constants costs what q0f16 with "
-        "resident constants costs (the NNAPI subgraphs hold the same float16 weights)."
+        "resident constants costs (the NNAPI subgraphs hold the same float16 weights); the "
+        "int8 row's host column is the all-host build of the int8 QDQ module."
     )
 
 

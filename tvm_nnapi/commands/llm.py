@@ -75,11 +75,20 @@ def register(subparsers: Any) -> None:
     placement.add_argument(
         "--host", dest="nnapi", action="store_false", help="the pure host (llvm) build"
     )
-    generate.add_argument(
+    weight_paths = generate.add_mutually_exclusive_group()
+    weight_paths.add_argument(
         "--resident-weights",
         action="store_true",
         help="bind the weights as NNAPI constants of the prefill subgraphs (given to NNAPI once, "
         "at compilation) instead of passing them at every call",
+    )
+    weight_paths.add_argument(
+        "--int8-weights",
+        action="store_true",
+        help="the int8 weight path (W8A8): the weights' float values requantized to int8 per "
+        "output channel, activations uint8 with static scales from a calibration run on the "
+        "host float model, prefill's projections on NNAPI as quantized CONV_2D (with --host: "
+        "the host build of the same int8 module); docs/llm.md",
     )
     generate.add_argument("--json", action="store_true", help="print the result as JSON")
     add_target_argument(generate)
@@ -117,6 +126,12 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="also measure the NNAPI build with its weights bound as NNAPI constants "
         "(nnapi-resident) and model that option too",
+    )
+    bench.add_argument(
+        "--int8-weights",
+        action="store_true",
+        help="also measure the build on the int8 weight path (nnapi-int8: int8 weights, static "
+        "activation scales from a calibration run; docs/llm.md) and model it from its graphs",
     )
     bench.add_argument("--json", action="store_true", help="print the result as JSON")
     add_target_argument(bench)
@@ -239,6 +254,11 @@ def _build_engine(*args: Any, **kwargs: Any) -> Any:
     return build_engine(*args, **kwargs)
 
 
+def _weight_path(resident: bool, int8: bool) -> str:
+    """The engine's weight path (:data:`tvm_nnapi.llm.engine.WEIGHT_PATHS`) of the options."""
+    return "int8" if int8 else "resident" if resident else "input"
+
+
 def _progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -270,6 +290,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     where = "prefill on NNAPI" if args.nnapi else "host only"
     if args.resident_weights:
         where += ", weights resident"
+    if args.int8_weights:
+        where += ", int8 weight path (W8A8)"
     if args.relax_fp16:
         where += ", relaxed float16"
     target = None if args.target == "mock" else open_command_target(args)
@@ -298,10 +320,17 @@ def _generate(args, config, sampling, tokenizer, stops, where: str, target: Any)
             _partition_options(args),
             target=target,
             quantization=args.quantization,
+            weight_path=_weight_path(args.resident_weights, args.int8_weights),
         )
     except WeightError as error:
         raise UsageError(f"{error}") from None
     _progress(f"built in {time.perf_counter() - start:.1f} s")
+    from ..llm.int8 import format_projection_rows, projection_rows
+
+    weight_path = _weight_path(args.resident_weights, args.int8_weights)
+    if args.nnapi and not args.json:
+        for line in format_projection_rows(config, weight_path):
+            _progress(line)
     start = time.perf_counter()
     text: str | None
     if tokenizer is not None and args.prompt is not None:
@@ -341,7 +370,13 @@ def _generate(args, config, sampling, tokenizer, stops, where: str, target: Any)
                     "dtype": args.dtype,
                     "quantization": args.quantization,
                     "placement": "nnapi" if args.nnapi else "host",
-                    "weights": "resident" if args.resident_weights else "input",
+                    "weights": weight_path,
+                    "projections": [
+                        {"projection": label, "path": path, "why": why}
+                        for label, path, why in projection_rows(config, weight_path)
+                    ]
+                    if args.nnapi
+                    else [],
                     "relax_fp16": args.relax_fp16,
                     "target": "mock" if target is None else target.describe(),
                     "prompt_tokens": result.prompt_tokens,
@@ -419,9 +454,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
             f"{args.prompt_length} + {args.decode_tokens} tokens exceed the context "
             f"window of {config.name} ({config.context_window_size})"
         )
-    builds = [("nnapi", True, False), ("host", False, False)]
+    builds = [("nnapi", True, "input"), ("host", False, "input")]
     if args.resident_weights:
-        builds.insert(1, ("nnapi-resident", True, True))
+        builds.insert(1, ("nnapi-resident", True, "resident"))
+    if args.int8_weights:
+        builds.insert(len(builds) - 1, ("nnapi-int8", True, "int8"))
     _check_memory(config, args.quantization, copies=len(builds))  # before the estimate's work
     from ..llm.config import get_config
 
@@ -433,7 +470,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from ..tools.memory import bench_memory_report
 
     memory_args = (args.quantization, args.profile, args.prompt_length, args.decode_tokens)
-    bench_memory_report(estimate_config, *memory_args, args.resident_weights).refuse()
+    bench_memory_report(
+        estimate_config, *memory_args, args.resident_weights, args.int8_weights
+    ).refuse()
     # The target first (an unreachable one is a usage error, before any work); the loopback
     # server's mock models the same profile as the estimate.
     server_profile = args.profile if args.target == "rpc" else None
@@ -450,11 +489,30 @@ def cmd_bench(args: argparse.Namespace) -> int:
         decode_estimate = estimator.estimate("decode", args.prompt_length, args.profile)
         resident_estimates = {}
         if args.resident_weights:
+            # A group-quantized format is dequantized once, at load: the resident build is the
+            # float model of those values.
+            quantized = args.quantization not in ("q0f32", "q0f16")
+            resident_estimator = (
+                LlmEstimator(estimate_config, args.dtype, _partition_options(args))
+                if quantized
+                else estimator
+            )
             for phase in ("prefill", "decode"):
-                resident_estimates[phase] = estimator.estimate(
+                resident_estimates[phase] = resident_estimator.estimate(
                     phase, args.prompt_length, args.profile, weights="resident"
                 )
+            del resident_estimator
         del estimator
+        int8_estimates = {}
+        if args.int8_weights:
+            from ..tools.llm_int8 import Int8Estimator
+
+            int8_estimator = Int8Estimator(estimate_config, args.dtype, _partition_options(args))
+            for phase in ("prefill", "decode"):
+                int8_estimates[phase] = int8_estimator.estimate(
+                    phase, args.prompt_length, args.profile
+                )
+            del int8_estimator
         rng = np.random.default_rng(0)
         prompt = [int(t) for t in rng.integers(0, config.vocab_size, args.prompt_length)]
         measured, stats = _bench_builds(args, config, builds, prompt, target)
@@ -487,16 +545,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
         },
     }
     estimates = {"prefill": prefill_estimate, "decode": decode_estimate}
-    return _report_bench(args, config, result, estimates, resident_estimates)
+    return _report_bench(args, config, result, estimates, resident_estimates, int8_estimates)
 
 
 def _bench_builds(
     args: argparse.Namespace, config: Any, builds: list, prompt: list[int], target: Any
 ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, Any]]]:
-    """Builds each of ``builds`` (label, nnapi, resident) for ``target`` (None: this process),
-    then times them taking turns; returns the medians and each build's NNAPI statistics."""
+    """Builds each of ``builds`` (label, nnapi, weight path) for ``target`` (None: this
+    process), then times them taking turns; returns the medians and each build's NNAPI
+    statistics."""
     engines = {}
-    for label, nnapi, resident in builds:
+    for label, nnapi, weight_path in builds:
         _progress(f"building {config.name} ({label})...")
         options = _partition_options(args) if nnapi else None
         engines[label] = _build_engine(
@@ -505,10 +564,10 @@ def _bench_builds(
             nnapi,
             None,
             0,
-            resident,
-            options,
+            options=options,
             target=target,
             quantization=args.quantization,
+            weight_path=weight_path,
         )
         _prefill(engines[label], prompt)  # warm-up: NNAPI compilation of this prompt length
     # The builds take turns, one prefill and one decode run each per round: a drift of the
@@ -542,6 +601,7 @@ def _report_bench(
     result: dict[str, Any],
     estimates: dict[str, Any],
     resident_estimates: dict[str, Any],
+    int8_estimates: dict[str, Any],
 ) -> int:
     """Prints (or, with --json, writes) the bench's result: measured, then modelled (latency
     and the peak memory of each plan)."""
@@ -557,6 +617,7 @@ def _report_bench(
         args.prompt_length,
         args.decode_tokens,
         args.resident_weights,
+        args.int8_weights,
     )
     result["modelled"]["memory"] = memory.to_dict()
     if args.resident_weights:
@@ -565,6 +626,24 @@ def _report_bench(
         )
         result["modelled_resident"] = {
             phase: est.to_dict()["totals"] for phase, est in resident_estimates.items()
+        }
+    from ..llm.int8 import format_projection_rows, projection_rows
+
+    paths = ["input", *(["resident"] if args.resident_weights else [])]
+    paths += ["int8"] if args.int8_weights else []
+    result["projections"] = {
+        path: [
+            {"projection": label, "path": taken, "why": why}
+            for label, taken, why in projection_rows(estimate_config, path)
+        ]
+        for path in paths
+    }
+    if args.int8_weights:
+        result["measured_prefill_ratio_nnapi_over_nnapi_int8"] = (
+            measured["nnapi"]["prefill_seconds"] / measured["nnapi-int8"]["prefill_seconds"]
+        )
+        result["modelled_int8"] = {
+            phase: est.to_dict()["totals"] for phase, est in int8_estimates.items()
         }
     if args.json:
         print(json.dumps(result, indent=1))
@@ -591,6 +670,9 @@ def _report_bench(
     if args.resident_weights:
         ratio = result["measured_prefill_ratio_nnapi_over_nnapi_resident"]
         print(f"  nnapi / nnapi-resident prefill: {ratio:.2f}x")
+    if args.int8_weights:
+        ratio = result["measured_prefill_ratio_nnapi_over_nnapi_int8"]
+        print(f"  nnapi / nnapi-int8 prefill: {ratio:.2f}x")
     print(f"MODELLED on {args.profile} ({result['modelled']['model']}; cost model, not measured):")
     print("  (decode offloaded too, to show what NNAPI would gain; the build keeps it on the host)")
     for label, est in estimates.items():
@@ -605,6 +687,15 @@ def _report_bench(
             f"all-host {est.modelled_host_program_us / 1e3:10.2f} ms   "
             f"speedup {est.modelled_speedup:.2f}x"
         )
+    for label, est in int8_estimates.items():
+        print(
+            f"  {label:<7} int8 weight path {est.modelled_nnapi_program_us / 1e3:9.2f} ms   "
+            f"all-host int8 {est.modelled_host_program_us / 1e3:7.2f} ms   "
+            f"speedup {est.modelled_speedup:.2f}x"
+        )
     for line in memory.format_lines():
         print(line)
+    for path in paths:
+        for line in format_projection_rows(estimate_config, path):
+            print(line)
     return 0

@@ -10,6 +10,8 @@ import numpy as np
 import tvm
 
 from ..compiler.patterns import PartitionOptions
+from . import int8
+from .calibration import calibrate
 from .config import LlamaConfig
 from .dispatch import build_llm
 from .generate import LlamaEngine
@@ -24,7 +26,7 @@ from .weights import (
     quantized_weights,
 )
 
-__all__ = ["build_engine", "load_weights"]
+__all__ = ["WEIGHT_PATHS", "build_engine", "load_weights"]
 
 
 def load_weights(
@@ -56,6 +58,11 @@ def load_weights(
     return list(floats)
 
 
+#: How the weights reach NNAPI's prefill subgraphs (docs/llm.md, "Quantized weights"): as
+#: inputs at every call, as resident float constants, or requantized to int8 (W8A8).
+WEIGHT_PATHS = ("input", "resident", "int8")
+
+
 def build_engine(
     config: LlamaConfig,
     dtype: str,
@@ -66,6 +73,9 @@ def build_engine(
     options: PartitionOptions | None = None,
     target: Any = None,
     quantization: str | Quantization | None = None,
+    weight_path: str | None = None,
+    calibration_prompts: Sequence[Sequence[int]] | None = None,
+    calibration: int8.Calibration | None = None,
 ) -> LlamaEngine:
     """A ready engine of ``config`` in ``dtype`` or in the weight format ``quantization`` (whose
     float type then replaces ``dtype``): prefill offloaded to NNAPI when ``nnapi`` (else the
@@ -74,7 +84,20 @@ def build_engine(
     when the format quantizes) or are random (``seed``). With ``resident`` they are bound as
     NNAPI constants of prefill; a quantized model is then dequantized once, here, and built as
     the float model of those values. With a ``target`` (:mod:`tvm_nnapi.targets`) the program
-    is built for its ``compile_target`` and runs there."""
+    is built for its ``compile_target`` and runs there.
+
+    ``weight_path`` is one of :data:`WEIGHT_PATHS` (default ``resident`` when ``resident``, else
+    ``input``). ``int8`` requantizes the float values of the weights (dequantized once when the
+    format quantizes) to int8 per output channel, calibrates static activation scales on TVM's
+    host build of that float model over ``calibration_prompts`` (default
+    :func:`~tvm_nnapi.llm.int8.calibration_prompts`; or takes a given ``calibration``) and
+    builds the W8A8 QDQ model (:mod:`tvm_nnapi.llm.int8`), its weights bound into prefill when
+    ``nnapi``; without ``nnapi`` it is the host build of the same module (the differential
+    reference). The engine's ``calibration`` attribute holds the calibration used."""
+    path = weight_path or ("resident" if resident else "input")
+    if path not in WEIGHT_PATHS:
+        raise ValueError(f"weight_path must be one of {', '.join(WEIGHT_PATHS)}, got {path!r}")
+    resident = path in ("resident", "int8")
     q = get_quantization(quantization or ("q0f16" if dtype == "float16" else "q0f32"))
     dtype = q.model_dtype
     mod, named_params, _ = export_model(config, dtype, q)
@@ -88,6 +111,17 @@ def build_engine(
         del arrays
         mod, named_params, _ = export_model(config, dtype)
         specs = param_specs(named_params)
+    if path == "int8":
+        if calibration is None:
+            prompts = calibration_prompts or int8.calibration_prompts(config.vocab_size)
+            calibration = calibrate(config, dtype, weights, prompts)
+        floats = dict(zip((name for name, _ in specs), weights, strict=True))
+        del weights
+        mod, named_params, _ = export_model(config, dtype, int8=calibration)
+        weights = int8.int8_weights(named_params, floats, dtype)
+        del floats
+        specs = param_specs(named_params)
+        resident = nnapi
     # One TVM copy of the weights, shared by the engine (embed, decode) and, when resident, by
     # the constants bound into prefill until its NNAPI subgraphs are compiled. Each numpy array
     # is dropped as soon as it is copied, so the two sets never coexist (peak: the weights once
@@ -108,4 +142,6 @@ def build_engine(
         resident_weights=tensors if resident else None,
         weight_names=[name for name, _ in specs],
     )
-    return LlamaEngine(executable, config, tensors, dtype, target=target)
+    engine = LlamaEngine(executable, config, tensors, dtype, target=target)
+    engine.calibration = calibration if path == "int8" else None
+    return engine

@@ -125,6 +125,9 @@ class LlamaEngine:
         }
         self.kv_cache: Any = None
         self.length = 0
+        # The int8 weight path's calibration (tvm_nnapi.llm.int8.Calibration), set by
+        # build_engine; None for the other paths.
+        self.calibration: Any = None
 
     def _on_device(self, weight: np.ndarray | tvm.runtime.Tensor, dtype: str) -> Any:
         """``weight`` as a tensor on the program's device (kept, not copied, when it is one);

@@ -26,7 +26,7 @@ onto them.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tvm
 from tvm import relax, te, tirx
@@ -36,6 +36,9 @@ from tvm.relax.frontend.nn.llm.kv_cache import PagedKVCache, RopeMode, TIRPagedK
 
 from .config import LlamaConfig
 from .quantization import Quantization, get_quantization
+
+if TYPE_CHECKING:
+    from .int8 import Calibration
 
 DTYPES = ("float32", "float16")
 ENTRY_FUNCTIONS = ("embed", "prefill", "decode", "create_paged_kv_cache")
@@ -219,6 +222,8 @@ class LlamaForCausalLM(nn.Module):
             dtype = self.quantization.model_dtype
         self.dtype = dtype
         self.target = tvm.target.Target("llvm")
+        # The calibration build's projections record their ranges here (int8.RangeLinear).
+        self._ranges: list[Tensor] | None = None
 
     def get_logits(self, hidden: Tensor) -> Tensor:
         if self.config.tie_word_embeddings:
@@ -245,8 +250,16 @@ class LlamaForCausalLM(nn.Module):
         return Tensor(_expr=relax.BlockBuilder.current().emit(taken, "embed"))
 
     def prefill(self, input_embed: Tensor, kv_cache: PagedKVCache) -> tuple[Tensor, PagedKVCache]:
+        if self._ranges is not None:
+            self._ranges.clear()
         hidden = self.model(input_embed, kv_cache)
-        return self.get_logits(_last_position(hidden)), kv_cache
+        logits = self.get_logits(_last_position(hidden))
+        if self._ranges is not None:
+            # The calibration build: every position's projections (the LM head's of the last)
+            # record their ranges, returned after the logits.
+            flat = [op.reshape(logits, (self.config.vocab_size,)), *self._ranges]
+            logits = op.reshape(op.concat(flat, dim=0), (1, 1, -1))
+        return logits, kv_cache
 
     def decode(self, input_embed: Tensor, kv_cache: PagedKVCache) -> tuple[Tensor, PagedKVCache]:
         hidden = self.model(input_embed, kv_cache)
@@ -318,16 +331,37 @@ def export_model(
     config: LlamaConfig,
     dtype: str = "float32",
     quantization: str | Quantization | None = None,
+    int8: Calibration | None = None,
+    calibrate_ranges: bool = False,
 ) -> tuple[tvm.IRModule, list[tuple[str, nn.Parameter]], LlamaForCausalLM]:
     """Export the decoder to a Relax IRModule, with float weights in ``dtype`` or in the weight
     format ``quantization`` (whose float type then replaces ``dtype``).
+
+    With ``int8`` (a :class:`~tvm_nnapi.llm.int8.Calibration`), the projections that
+    :func:`~tvm_nnapi.llm.int8.plan_projections` puts on the int8 path are W8A8 QDQ projections
+    (:class:`~tvm_nnapi.llm.int8.Int8Linear`: ``...q8_weight``, ``...q8_scale``) with the
+    calibration's activation parameters; the other weights stay float. ``calibrate_ranges``
+    exports the calibration build instead: float projections whose input and output ranges
+    prefill returns after the logits. Both need float weights (no ``quantization``).
 
     Returns ``(module, named_parameters, model)``: the module's ``embed``, ``prefill`` and
     ``decode`` take the parameters packed in one tuple as their last argument, in the order of
     ``named_parameters`` (MLC-LLM's names: ``...q_weight``, ``...q_scale`` when quantized).
     """
+    from . import int8 as int8_path
+
     model = LlamaForCausalLM(config, dtype, quantization)
     model.to(model.dtype)
+    if (int8 is not None or calibrate_ranges) and model.quantization is not None:
+        if model.quantization.quantized:
+            raise ValueError("the int8 path takes float weights (dequantize them first)")
+    if calibrate_ranges:
+        model._ranges = []
+        plan = int8_path.plan_projections(config)
+        int8_path.replace_projections(model, config, model.dtype, None, plan, model._ranges)
+    elif int8 is not None:
+        plan = int8_path.plan_projections(config)
+        int8_path.replace_projections(model, config, model.dtype, int8, plan)
     if model.quantization is not None and model.quantization.quantized:
         _quantize_modules(model, model.quantization)
     mod, named_params = model.export_tvm(spec=model.get_default_spec())

@@ -8,7 +8,10 @@ NNAPI has no 4-bit type. The paths built here (docs/llm.md, "Quantized weights")
   weight on the host at every call and the projection's FULLY_CONNECTED on NNAPI takes the float
   weight as an input;
 - ``resident``: the weights are dequantized once, at load, and bound as NNAPI constants of the
-  prefill subgraphs (the float model of the quantized values).
+  prefill subgraphs (the float model of the quantized values);
+- ``int8``: the dequantized values requantized to int8 per output channel, activations uint8
+  with static scales from a calibration run (W8A8, :mod:`tvm_nnapi.llm.int8`), the projections
+  on NNAPI as quantized CONV_2D; ``host int8`` is TVM's host build of the same QDQ module.
 
 Each runs the real build (prefill on the mock NNAPI) over a fixed set of prompts; the
 reference is TVM's host build of the float32 model whose weights were quantized. Reported per
@@ -31,11 +34,13 @@ import numpy as np
 from .config import LlamaConfig, get_config
 from .quantization import get_quantization
 
-#: (label, prefill on NNAPI, weights resident) of each build compared with the float model.
+#: (label, prefill on NNAPI, weight path) of each build compared with the float model.
 PATHS = (
-    ("host (quantized)", False, False),
-    ("input", True, False),
-    ("resident", True, True),
+    ("host (quantized)", False, "input"),
+    ("input", True, "input"),
+    ("resident", True, "resident"),
+    ("host int8", False, "int8"),
+    ("int8", True, "int8"),
 )
 
 
@@ -96,10 +101,11 @@ def accuracy_check(
     config: LlamaConfig | str = "tiny-llama",
     prompts: Sequence[Sequence[int]] | None = None,
     seed: int = 0,
+    paths: Sequence[tuple[str, bool, str]] | None = None,
 ) -> AccuracyReport:
-    """Build the float32 reference and every path of :data:`PATHS` for ``config`` with random
-    weights (``seed``) and compare their prefill logits over ``prompts`` (default
-    :func:`fixed_prompts`)."""
+    """Build the float32 reference and every path of ``paths`` (default :data:`PATHS`) for
+    ``config`` with random weights (``seed``) and compare their prefill logits over ``prompts``
+    (default :func:`fixed_prompts`; the int8 path calibrates on other prompts)."""
     from .engine import build_engine
 
     q = get_quantization(quantization)
@@ -111,8 +117,10 @@ def accuracy_check(
     reference = _prefill_logits(reference_engine, prompts)
     del reference_engine
     rows = []
-    for label, nnapi, resident in PATHS:
-        engine = build_engine(config, q.model_dtype, nnapi, None, seed, resident, quantization=q)
+    for label, nnapi, weight_path in paths or PATHS:
+        engine = build_engine(
+            config, q.model_dtype, nnapi, None, seed, quantization=q, weight_path=weight_path
+        )
         logits = _prefill_logits(engine, prompts)
         agree = [int(np.argmax(a) == np.argmax(r)) for a, r in zip(logits, reference, strict=True)]
         errors = [np.max(np.abs(a - r)) for a, r in zip(logits, reference, strict=True)]

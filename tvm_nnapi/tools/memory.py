@@ -10,6 +10,10 @@ three ways, with a KV cache of ``context_tokens`` positions and prompts prefille
 - ``nnapi``: the prefill's projections, norms and LM head in NNAPI subgraphs whose weights are
   run-time inputs (the default build);
 - ``nnapi-resident``: the same subgraphs with their weights bound as NNAPI constants.
+- ``nnapi-int8``: the int8 weight path (:mod:`tvm_nnapi.llm.int8`): the projections' weights
+  requantized to int8 (one float32 scale per output channel) and bound as NNAPI constants;
+  the engine holds that model's weights (int8 projections, the embedding and the norms in the
+  float type; the LM head tied to the embedding stays float).
 
 The peak is the sum of these parts, every one **modelled** from the configuration's shapes
 (nothing is allocated or measured):
@@ -17,14 +21,15 @@ The peak is the sum of these parts, every one **modelled** from the configuratio
 - *weights on the host*: the engine's weight tensors in the weight format (group-quantized
   matrices as ``q_weight`` + ``q_scale``, padding included; norms and biases in the float type).
   The engine keeps them in every plan: ``embed`` and ``decode`` read them.
-- *NNAPI constants* (``nnapi-resident`` only): the runtime modules' constant blobs, every
-  offloaded weight (all decoder layers, the final norm, the LM head) in the float type NNAPI
-  receives (the format's float type: a quantized matrix is dequantized once, at load). NNAPI
-  requires the buffer of a constant over 128 bytes to outlive the model, so the blobs stay.
-- *device copy* (``nnapi-resident`` only): the driver's own copy of those constants, made when
-  it compiles the model (a GPU or NPU driver uploads them to its buffers). Android's runtime
-  may hold one more (its shared-memory copy of large constants): not counted, so this part is
-  a lower bound.
+- *NNAPI constants* (``nnapi-resident``, ``nnapi-int8``): the runtime modules' constant
+  blobs, every offloaded weight (all decoder layers, the final norm, the LM head) in the float
+  type NNAPI receives (the format's float type: a quantized matrix is dequantized once, at
+  load), or int8 on the int8 path. NNAPI requires the buffer of a constant over 128 bytes to
+  outlive the model, so the blobs stay.
+- *device copy* (``nnapi-resident``, ``nnapi-int8``): the driver's own copy of those
+  constants, made when it compiles the model (a GPU or NPU driver uploads them to its
+  buffers). Android's runtime may hold one more (its shared-memory copy of large constants):
+  not counted, so this part is a lower bound.
 - *per-call copies*: the largest transient weight copy at one time. ``nnapi``: the weights of
   the largest NNAPI subgraph, which the NNAPI runtime copies into its memory at every call, plus,
   for a quantized format, the same weights dequantized by TVM code on the host just before the
@@ -79,7 +84,7 @@ __all__ = [
 ]
 
 #: The plans this module models (see the module docstring).
-PLANS = ("host", "nnapi", "nnapi-resident")
+PLANS = ("host", "nnapi", "nnapi-resident", "nnapi-int8")
 
 #: The keys of a device profile's ``soc`` that hold the phone's RAM and the budget of one app,
 #: in GiB (docs/experiments.md, "Phone memory"; each cited in the profile's ``sources``).
@@ -295,6 +300,23 @@ def _subgraph_elements(config: LlamaConfig) -> list[int]:
     return subgraphs
 
 
+def _int8_bytes(shape: tuple[int, int]) -> int:
+    """Bytes of one matrix ``[out, in]`` on the int8 path: int8 values, a float32 scale a row."""
+    return shape[0] * shape[1] + shape[0] * 4
+
+
+def int8_weight_bytes(config: LlamaConfig, float_bytes: int) -> tuple[int, int]:
+    """``(host, offloaded)`` bytes of the int8 path's weights: every weight tensor the engine
+    holds, and those the NNAPI subgraphs hold as constants (not the embedding lookup's table
+    unless it is also the LM head, which then stays float)."""
+    w = _weights(config)
+    layer = sum(_int8_bytes(s) for s in w.matrices.values()) + w.layer_vectors * float_bytes
+    head = _int8_bytes(w.lm_head) if w.lm_head is not None else 0
+    embedding = _elements(w.embedding) * float_bytes
+    common = config.num_hidden_layers * layer + w.final_norm * float_bytes + head
+    return common + embedding, common + (embedding if w.lm_head is None else 0)
+
+
 def offloaded_weight_elements(config: LlamaConfig) -> int:
     """Weight elements the NNAPI subgraphs of the prefill receive: every layer's, the final
     norm and the LM head (the embedding table itself when tied), not the embedding lookup."""
@@ -332,6 +354,9 @@ def plan_memory(
     constants = device = per_call = 0
     if plan == "nnapi-resident":
         constants = device = offloaded_weight_elements(config) * float_bytes
+    elif plan == "nnapi-int8":
+        host, constants = int8_weight_bytes(config, float_bytes)
+        device = constants
     elif plan == "nnapi":
         largest = max(_subgraph_elements(config)) * float_bytes
         per_call = largest * (2 if q.quantized else 1)
@@ -468,12 +493,15 @@ def bench_memory_report(
     prompt_length: int,
     decode_tokens: int,
     resident: bool = False,
+    int8: bool = False,
 ) -> MemoryReport:
     """The plans ``tvm-nnapi llm bench`` models (``nnapi``, with ``resident`` also
-    ``nnapi-resident``, and ``host``): a prompt of ``prompt_length`` tokens prefilled at once,
-    then ``decode_tokens`` decode steps, so a KV cache of ``prompt_length + decode_tokens``
-    positions."""
-    plans = ["nnapi", "nnapi-resident", "host"] if resident else ["nnapi", "host"]
+    ``nnapi-resident``, with ``int8`` also ``nnapi-int8``, and ``host``): a prompt of
+    ``prompt_length`` tokens prefilled at once, then ``decode_tokens`` decode steps, so a KV
+    cache of ``prompt_length + decode_tokens`` positions."""
+    plans = ["nnapi", *(["nnapi-resident"] if resident else []), "host"]
+    if int8:
+        plans.insert(-1, "nnapi-int8")
     return memory_report(
         config, quantization, plans, profile, prompt_length + decode_tokens, prompt_length
     )

@@ -146,7 +146,8 @@ def activation_params(call: relax.Call) -> QuantParams:
 
 @dataclass(frozen=True)
 class Weights:
-    """A dequantized constant weight: int8/uint8 values, scales (1 or per channel), zero points."""
+    """A dequantized weight: int8/uint8 values (None for a weight given at run time, see
+    :func:`_check_weights`), scales (1 or per channel), zero points."""
 
     values: np.ndarray
     scales: np.ndarray
@@ -163,14 +164,27 @@ def _weights(dq: relax.Call) -> Weights:
     scales = np.asarray(_constant(dq.args[1]), dtype=np.float64).reshape(-1)
     zero_points = np.asarray(_constant(dq.args[2])).reshape(-1).astype(np.int32)
     axis = int(dq.attrs.axis)
-    rank = values.ndim  # type: ignore[union-attr]
+    rank = dq.args[0].ty.ndim
     return Weights(values, scales, zero_points, axis + rank if axis < 0 else axis)  # type: ignore[arg-type]
 
 
-def _check_weights(dq: relax.Call, channel_axis: int, options: PartitionOptions) -> CheckResult:
+def is_weight_dequantize(call: relax.Call) -> bool:
+    """A dequantize of a weight: of a constant, or with per-channel scales (activations are
+    quantized per tensor, so such a dequantize reads a weight given at run time)."""
+    if isinstance(call.args[0], tvm.ir.Constant):
+        return True
+    scale = _constant(call.args[1])
+    return scale is not None and scale.size > 1
+
+
+def _check_weights(
+    dq: relax.Call, channel_axis: int, options: PartitionOptions, runtime_ok: bool = False
+) -> CheckResult:
     """A weight dequantize NNAPI can take: constant 8-bit values, per tensor or symmetric per
-    channel along ``channel_axis`` (the output channels)."""
-    if _constant(dq.args[0]) is None:
+    channel along ``channel_axis`` (the output channels). With ``runtime_ok`` the values may be
+    given at run time (a subgraph input, e.g. weights passed at every call; the caller admits
+    only per-channel ones): the scales, part of NNAPI's operand type, stay constants."""
+    if _constant(dq.args[0]) is None and not runtime_ok:
         return RefusalKind.ATTRIBUTE, "the quantized weights must be a constant"
     if _constant(dq.args[1]) is None or _constant(dq.args[2]) is None:
         return RefusalKind.ATTRIBUTE, "the weight scale and zero point must be constants"

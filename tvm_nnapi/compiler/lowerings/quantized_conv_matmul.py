@@ -29,11 +29,14 @@ from ..patterns import (
     FEATURE_LEVEL_6,
     Check,
     CheckResult,
+    Conclusive,
     Lowering,
     PartitionOptions,
     RefusalKind,
     check_tensors,
+    static_dim,
     static_shape,
+    tensor_info,
 )
 from .conv import _check_conv, _conv_case
 from .elementwise import activation_code
@@ -53,6 +56,7 @@ from .qdq import (
     _weight_operand,
     _weights,
     activation_params,
+    is_weight_dequantize,
     quant_input,
     requantize,
 )
@@ -78,12 +82,22 @@ def _activation_pattern(inner: DFPattern) -> DFPattern:
 
 def _fused_pattern(op: str, with_bias: bool, with_activation: bool, transposed: bool = False):
     def make() -> tuple[DFPattern, dict[str, DFPattern]]:
-        x, weight = _dq_pattern(), _weight_dq_pattern()
-        rhs = is_op("relax.permute_dims")(weight) if transposed else weight
+        x = _dq_pattern()
+        if op == "relax.matmul":
+            # A matmul's weight may be given at run time, and held as CONV_2D's [N, 1, 1, K]
+            # filter under a reshape to [N, K] (its check says when).
+            weight = is_op(DEQUANTIZE)(wildcard(), is_const(), is_const())
+            reshape = is_op("relax.reshape")(weight, wildcard())
+            rhs = is_op("relax.permute_dims")(weight | reshape) if transposed else weight
+        else:
+            weight = _weight_dq_pattern()
+            rhs = is_op("relax.permute_dims")(weight) if transposed else weight
         root = is_op(op)(x, rhs)
         annotations: dict[str, DFPattern] = {"root": root, "dequantize0": x, "weight": weight}
         if transposed:
             annotations["permute"] = rhs
+        if transposed and op == "relax.matmul":
+            annotations["reshape"] = reshape
         out = root
         if with_bias:
             bias, values = _bias_pattern()
@@ -115,7 +129,11 @@ def _check_multiplier(
 
 
 def _check_fused_common(
-    call: relax.Call, context: PatternCheckContext, options: PartitionOptions, channel_axis: int
+    call: relax.Call,
+    context: PatternCheckContext,
+    options: PartitionOptions,
+    channel_axis: int,
+    runtime_weights: bool = False,
 ) -> CheckResult:
     annotated = context.annotated_expr
     result = _check_group_qdq(context, options, ["quantize", "dequantize0"])
@@ -126,7 +144,7 @@ def _check_fused_common(
     result = _used_once(context, inner)
     if result is not None:
         return result
-    result = _check_weights(annotated["weight"], channel_axis, options)
+    result = _check_weights(annotated["weight"], channel_axis, options, runtime_weights)
     if result is not None:
         return result
     if "activation" in annotated and activation_code(annotated["activation"]) is None:
@@ -163,7 +181,7 @@ def _group_parts(composite: relax.Function) -> dict[str, relax.Call]:
     parts: dict[str, relax.Call] = {}
     for call in operator_calls(composite):
         name = str(call.op.name)
-        if name == DEQUANTIZE and isinstance(call.args[0], tvm.ir.Constant):
+        if name == DEQUANTIZE and is_weight_dequantize(call):
             key = "weight_dq" if "root" not in parts else "bias_dq"
             parts.setdefault(key, call)
         elif name == DEQUANTIZE:
@@ -247,33 +265,67 @@ def _check_quantized_matmul(
     result = check_tensors(call, {"float32": FEATURE_LEVEL_1}, options)
     if result is not None:
         return result
-    x, out = static_shape(call.args[0]), static_shape(call)
-    if x is None or out is None:
-        return RefusalKind.DYNAMIC_SHAPE, "a quantized matmul needs static shapes"
+    x, out = tensor_info(call.args[0]), tensor_info(call)
+    if x is None or out is None or x.shape is None or static_dim(call.args[0], -1) is None:
+        return RefusalKind.DYNAMIC_SHAPE, (
+            "a quantized matmul needs a static depth (its leading dimensions may be symbolic)"
+        )
     weight = context.annotated_expr["weight"]
+    if not is_weight_dequantize(weight):
+        return DECLINED  # a dequantized activation: a matmul of two activations (below)
     shape_ = static_shape(weight)
-    if shape_ is None or len(shape_) != 2:
-        return RefusalKind.RANK, "a quantized matmul takes a 2-D constant weight"
-    # Relax reads [K, N] (or [N, K] under the permute_dims); NNAPI wants [N, K] per output row.
     transposed = "permute" in context.annotated_expr
-    result = _check_fused_common(call, context, options, 0 if transposed else 1)
+    held = _held_as_filter(context.annotated_expr.get("reshape"))
+    if shape_ is None or len(shape_) != 2:
+        if not (held and shape_ is not None and shape_[1:3] == [1, 1]):
+            return RefusalKind.RANK, (
+                "a quantized matmul takes a 2-D weight, or a [N, 1, 1, K] one reshaped to [N, K]"
+            )
+    # Relax reads [K, N] (or [N, K] under the permute_dims); NNAPI wants [N, K] per output row.
+    result = _check_fused_common(call, context, options, 0 if transposed else 1, True)
     if result is not None:
         return result
+    weights = _weights(weight)
+    if weights.values is None and not (held and weights.per_channel):
+        # Conclusive: the smaller forms (a matmul of two activations) would only say that
+        # activations are quantized per tensor.
+        return Conclusive(
+            RefusalKind.ATTRIBUTE,
+            "a per-channel weight given at run time is CONV_2D's filter as it is: hold it as "
+            "[N, 1, 1, K] under a reshape to [N, K] (NNAPI cannot reshape a per-channel operand)",
+        )
     if "bias" in context.annotated_expr:
         bias = _bias_value(context.annotated_expr["bias"], context.annotated_expr["bias_values"])
-        if int(np.prod(bias.value.numpy().shape)) != out[-1]:
+        if int(np.prod(bias.value.numpy().shape)) != static_dim(call, -1):
             return RefusalKind.ATTRIBUTE, "the bias is not one value per output unit"
-    if _weights(weight).per_channel and len(x) > 4:
+    if _weights(weight).per_channel and x.ndim > 4:
         return RefusalKind.RANK, "a per-channel matmul (a 1x1 CONV_2D) takes rank <= 4"
     return None
 
 
-def _matmul_weights(composite: relax.Function) -> tuple[Weights, np.ndarray]:
-    """The weights and their values as NNAPI's [N, K]."""
+def _held_as_filter(reshape: relax.Expr | None) -> bool:
+    """Whether a matmul's transposed weight is a reshape of a [N, 1, 1, K] one to [N, K]."""
+    if not (isinstance(reshape, relax.Call) and str(reshape.op.name) == "relax.reshape"):
+        return False
+    source, target = static_shape(reshape.args[0]), static_shape(reshape)
+    return (
+        source is not None
+        and target is not None
+        and len(source) == 4
+        and source[1:3] == [1, 1]
+        and target == [source[0], source[3]]
+    )
+
+
+def _matmul_weights(composite: relax.Function) -> tuple[Weights, np.ndarray | None]:
+    """The weights and their values as NNAPI's [N, K] (None: given at run time)."""
     parts = _group_parts(composite)
     weights = _weights(parts["weight_dq"])
     permuted = any(str(c.op.name) == "relax.permute_dims" for c in operator_calls(composite))
-    values = weights.values if permuted else weights.values.T
+    if weights.values is None:
+        return weights, None
+    held = weights.values.reshape(weights.values.shape[0], -1)  # [N, 1, 1, K] -> [N, K]
+    values = held if permuted else held.T
     # Per-channel scales are along N in both layouts (the check requires it).
     axis = 0 if permuted else 1
     return Weights(weights.values, weights.scales, weights.zero_points, axis), values
@@ -287,25 +339,32 @@ def convert_quantized_matmul(ctx: ConvertContext, composite: relax.Function) -> 
     out_params = activation_params(quantize)
     data = quant_input(ctx, parts["input_dq"])
     weights, values = _matmul_weights(composite)
-    units, depth = values.shape
+    if values is None:  # a per-channel [N, 1, 1, K] filter given at run time
+        filter_shape = static_shape(parts["weight_dq"])
+        units, depth = filter_shape[0], filter_shape[3]  # type: ignore[index]
+    else:
+        units, depth = values.shape
     fuse = ctx.int32(activation_code(parts.get("activation")))
     out_shape = ctx.shape(quantize)
     x_shape = ctx.shape(call.args[0])
+    rows = _rows(x_shape)
     if not weights.per_channel:
+        assert values is not None  # a weight given at run time is per channel (the check)
         weight, scales = _weight_operand(ctx, weights, values, 0, data_params.dtype)
         bias = _bias_operand(ctx, _bias_expr(parts, composite), units, data_params.scale, scales)
-        rows = int(np.prod([int(d) for d in x_shape[:-1]]))
         flat = ctx.tensor(out_params.as_dtype(), [rows, units])
         ctx.emit("FULLY_CONNECTED", [data, weight, bias, fuse], [flat], source)
         if len(out_shape) == 2:
             return flat
         return ctx.reshape(flat, out_params.as_dtype(), out_shape, source)
     # Per-channel weights: FULLY_CONNECTED has none, CONV_2D 1x1 has (on [1, 1, rows, K]).
-    rows = int(np.prod([int(d) for d in x_shape[:-1]]))
     image = ctx.reshape(data, data_params.as_dtype(), [1, 1, rows, depth], source)
-    weight, scales = _weight_operand(
-        ctx, weights, values.reshape(units, 1, 1, depth), 0, data_params.dtype
-    )
+    if values is None:
+        weight, scales = _runtime_filter(ctx, parts["weight_dq"], weights), weights.scales
+    else:
+        weight, scales = _weight_operand(
+            ctx, weights, values.reshape(units, 1, 1, depth), 0, data_params.dtype
+        )
     bias = _bias_operand(ctx, _bias_expr(parts, composite), units, data_params.scale, scales)
     conv_out = ctx.tensor(out_params.as_dtype(), [1, 1, rows, units])
     zero, one = ctx.int32(0), ctx.int32(1)
@@ -326,6 +385,29 @@ def convert_quantized_matmul(ctx: ConvertContext, composite: relax.Function) -> 
     ]
     ctx.emit("CONV_2D", inputs, [conv_out], source)
     return ctx.reshape(conv_out, out_params.as_dtype(), out_shape, source)
+
+
+def _runtime_filter(ctx: ConvertContext, dq: relax.Call, weights: Weights) -> int:
+    """The subgraph input holding a per-channel [N, 1, 1, K] filter given at run time, typed
+    TENSOR_QUANT8_SYMM_PER_CHANNEL with the dequantize's constant scales."""
+    operand = ctx.operand(dq.args[0])
+    ctx.builder.quantize_operand(
+        operand,
+        0.0,
+        0,
+        type="TENSOR_QUANT8_SYMM_PER_CHANNEL",
+        channel_quant=(0, weights.scales.tolist()),
+    )
+    return operand
+
+
+def _rows(x_shape: list) -> int | str:
+    """The rows of a matmul's input flattened to 2-D: an int, or an expression of its symbolic
+    leading dimensions (bound by the runtime from the input's shape)."""
+    rows = x_shape[:-1]
+    if all(isinstance(d, int) for d in rows):
+        return int(np.prod(rows))
+    return rows[0] if len(rows) == 1 else " * ".join(f"({d})" for d in rows)
 
 
 def _matmul_requires(call: relax.Call) -> tuple[str, ...]:
