@@ -390,7 +390,15 @@ int Model::Finish() {
   code = SortIntoRunOrder();
   if (code != ANEURALNETWORKS_NO_ERROR) return fail(code);
   ComputeTemporaryLifetimes();
-  // Large values were only referenced so far; take a copy now (the caller may free them).
+  // Large values were only referenced so far; take a copy now (the caller may free them), into
+  // a pool grown once: growing it value by value would move the weights copied before.
+  size_t pool_size = value_pool_.size();
+  for (const Operand& operand : operands_) {
+    if (operand.lifetime == OperandLifetime::kConstantPointer) {
+      pool_size = AlignUp(pool_size) + operand.value_length;
+    }
+  }
+  value_pool_.reserve(pool_size);
   for (Operand& operand : operands_) {
     if (operand.lifetime != OperandLifetime::kConstantPointer) continue;
     const size_t offset = AlignUp(value_pool_.size());

@@ -84,6 +84,7 @@ def lower_function(
             # NNAPI cannot return an input as an output; the partitioner never produces this.
             raise CodegenError(symbol, converters.describe(field), "an input is returned as is")
         builder.outputs.append(operand)
+    builder.drop_unused_constants()
     return builder
 
 
@@ -209,7 +210,9 @@ def compile_function(func: relax.Function, options: dict[str, Any] | None = None
     options = options or {}
     builder = lower_function(func)
     create = runtime_function("tvm_nnapi.runtime.create")
-    module = create(builder.symbol, builder.to_json(), bytes(builder.constants))
+    # The blob goes to the runtime as a tensor it keeps, not as bytes it would copy.
+    blob = tvm_ffi.from_dlpack(builder.constant_blob())
+    module = create(builder.symbol, builder.to_json(), blob)
     if options.get("host_fallback"):
         target = tvm.target.Target(str(options.get("host_target", "llvm")))
         # The host library is linked into the same shared library as the main program by

@@ -21,6 +21,7 @@ from tvm import relax, tirx
 
 from ..errors import CodegenError, UnsupportedShapeError
 from .graph_json import Dim, GraphBuilder
+from .ir_utils import constant_array
 
 # NNAPI FuseCode values.
 FUSED_NONE = 0
@@ -107,8 +108,9 @@ class ConvertContext:
         return (self.operand(expr),)
 
     def constant(self, array: np.ndarray) -> int:
-        """A tensor constant (rank-0 values become 1-element tensors)."""
-        array = np.ascontiguousarray(array)
+        """A tensor constant (rank-0 values become 1-element tensors). ``array`` is kept as
+        given, a view included: the blob gets its bytes when the graph is written."""
+        array = np.asarray(array)
         if array.ndim == 0:
             array = array.reshape(1)
         operand = self.builder.add_constant(array)
@@ -174,7 +176,8 @@ class ConvertContext:
 
 
 def constant_value(expr: relax.Expr) -> np.ndarray:
-    return expr.value.numpy()
+    """A constant's value, read in place (read-only): see :func:`ir_utils.constant_array`."""
+    return constant_array(expr)
 
 
 def describe(expr: relax.Expr) -> str:

@@ -175,11 +175,14 @@ class GraphBuilder:
     inputs: list[int] = field(default_factory=list)
     outputs: list[int] = field(default_factory=list)
     symbols: list[str] = field(default_factory=list)
-    constants: bytearray = field(default_factory=bytearray)
     relax_fp32_to_fp16: bool = False
     # Positions of function parameters that are not tensors (e.g. a reshape's target shape):
     # the VM passes them, the runtime skips them.
     skip_arguments: list[int] = field(default_factory=list)
+    # The value of each constant operand, as given (possibly a view: a Relax constant read in
+    # place, or a transposed or reshaped view of one); laid out in the blob only when written.
+    _constant_arrays: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
+    _blob_size: int = field(default=0, repr=False)
 
     def _add(self, operand: Operand) -> int:
         self.operands.append(operand)
@@ -201,15 +204,63 @@ class GraphBuilder:
         return operand
 
     def add_constant(self, array: np.ndarray) -> int:
-        """A tensor constant stored in the module's constant blob."""
-        array = np.ascontiguousarray(array)
-        dtype = str(array.dtype)
-        padding = -len(self.constants) % CONSTANT_ALIGNMENT
-        self.constants.extend(b"\0" * padding)
-        offset = len(self.constants)
-        self.constants.extend(array.tobytes())
+        """A tensor constant stored in the module's constant blob.
+
+        The array is kept as given, not copied: :meth:`constant_blob` writes each constant into
+        the blob once (a transposed view is transposed there)."""
+        array = np.asarray(array)
         shape: list[Dim] = [int(d) for d in array.shape] or [1]
-        return self._add(Operand(tensor_type(dtype), shape, constant=(offset, array.nbytes)))
+        operand = self._add(Operand(tensor_type(str(array.dtype)), shape))
+        self._constant_arrays[operand] = array
+        self._place_constant(operand)
+        return operand
+
+    def _place_constant(self, operand: int) -> None:
+        """Place a constant after those before it in the blob, at an offset aligned to
+        :data:`CONSTANT_ALIGNMENT` (constants lie in operand order)."""
+        offset = self._blob_size + -self._blob_size % CONSTANT_ALIGNMENT
+        nbytes = self._constant_arrays[operand].nbytes
+        self.operands[operand].constant = (offset, nbytes)
+        self._blob_size = offset + nbytes
+
+    def constant_blob(self) -> np.ndarray:
+        """The constant blob (uint8): every constant operand's value at its offset, zeros
+        between. Built in one buffer, each constant copied once."""
+        blob = np.zeros(self._blob_size, np.uint8)
+        for operand, array in self._constant_arrays.items():
+            offset, nbytes = self.operands[operand].constant or (0, 0)
+            target = blob[offset : offset + nbytes].view(array.dtype).reshape(array.shape)
+            np.copyto(target, array)
+        return blob
+
+    @property
+    def constants(self) -> bytes:
+        """The constant blob as bytes (a copy of :meth:`constant_blob`)."""
+        return self.constant_blob().tobytes()
+
+    def drop_unused_constants(self) -> None:
+        """Remove the constant operands no operation reads and the graph does not return (a
+        constant a converter replaced by its transposed or reshaped value), renumbering the
+        operands: the blob then holds only what the model uses."""
+        used = {i for op in self.operations for i in op.inputs}
+        used.update(self.inputs, self.outputs)
+        unused = {i for i in self._constant_arrays if i not in used}
+        if not unused:
+            return
+        kept = [i for i in range(len(self.operands)) if i not in unused]
+        index = {old: new for new, old in enumerate(kept)}
+        self.operands = [self.operands[i] for i in kept]
+        for operation in self.operations:
+            operation.inputs = [index[i] for i in operation.inputs]
+            operation.outputs = [index[i] for i in operation.outputs]
+        self.inputs = [index[i] for i in self.inputs]
+        self.outputs = [index[i] for i in self.outputs]
+        self._constant_arrays = {
+            index[i]: array for i, array in self._constant_arrays.items() if i in index
+        }
+        self._blob_size = 0
+        for operand in self._constant_arrays:
+            self._place_constant(operand)
 
     def quantize_operand(
         self,

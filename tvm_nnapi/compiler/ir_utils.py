@@ -1,14 +1,40 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Small IRModule utilities: walking a function's bindings and operator calls, and renaming
-global functions consistently."""
+"""Small IRModule utilities: walking a function's bindings and operator calls, renaming
+global functions consistently, and reading and making constants without copying weights."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import tvm
 from tvm import IRModule, relax
 from tvm.relax.expr_functor import PyExprMutator, mutator
+
+
+def constant_array(constant: tvm.ir.Constant) -> np.ndarray:
+    """The value of a Relax constant, read in place where numpy can (DLPack) and read-only:
+    the module owns it, and a weight is not copied to be looked at."""
+    try:
+        array = np.from_dlpack(constant.value)
+    except (BufferError, TypeError, RuntimeError):  # a dtype numpy's DLPack does not take
+        return constant.value.numpy()
+    array.flags.writeable = False
+    return array
+
+
+def make_constant(value: np.ndarray, dtype: str) -> relax.Expr:
+    """A Relax constant of ``value`` in ``dtype`` (cast as ``astype`` would), written once into
+    the constant's tensor: a transposed or reshaped view is laid out there, not first in a
+    temporary array."""
+    value = np.asarray(value)
+    try:
+        tensor = tvm.runtime.empty(value.shape, dtype)
+        target = np.from_dlpack(tensor)
+    except (BufferError, TypeError, RuntimeError, ValueError):  # numpy cannot view the dtype
+        return relax.const(np.array(value, dtype=dtype, order="C"), dtype)
+    np.copyto(target, value, casting="unsafe")
+    return relax.const(tensor, dtype)
 
 
 def bindings(func: relax.Function) -> list[relax.Binding]:

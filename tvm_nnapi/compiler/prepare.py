@@ -62,7 +62,7 @@ import tvm_ffi
 from tvm import IRModule, relax, sym
 from tvm.relax.expr_functor import PyExprMutator, mutator
 
-from .ir_utils import substitute_vars
+from .ir_utils import constant_array, make_constant, substitute_vars
 from .layout import nhwc_convolutions
 from .patterns import static_shape
 
@@ -114,7 +114,8 @@ FOLDABLE: dict[str, Callable[[relax.Call, list[np.ndarray]], np.ndarray]] = {
 
 
 def _constant(expr: relax.Expr) -> np.ndarray | None:
-    return expr.value.numpy() if isinstance(expr, tvm.ir.Constant) else None
+    """A constant's value, read in place (read-only), else None."""
+    return constant_array(expr) if isinstance(expr, tvm.ir.Constant) else None
 
 
 def _fold_call(call: relax.Expr) -> relax.Expr | None:
@@ -134,8 +135,7 @@ def _fold_call(call: relax.Expr) -> relax.Expr | None:
         value = np.asarray(fold(call, arrays))  # type: ignore[arg-type]
     if list(value.shape) != shape:
         return None
-    # (np.ascontiguousarray would make a rank-0 value a 1-element vector)
-    return relax.const(np.array(value, dtype=dtype, order="C"), dtype)
+    return make_constant(value, dtype)
 
 
 # ---- batch norm into the convolution -------------------------------------------------------------
@@ -296,7 +296,7 @@ def _as_2d(value: relax.Expr) -> list[relax.Expr] | None:
         shape.insert(kernel_layout.index("W"), 1)
         conv = relax.op.nn.conv2d(
             out_2d,
-            relax.const(kernel.reshape(shape)),
+            make_constant(kernel.reshape(shape), str(kernel.dtype)),
             strides=(1, stride),
             padding=(0, left, 0, right),
             dilation=(1, dilation),

@@ -238,7 +238,7 @@ void CompiledModel::Check(int code, const char* function, const std::string& wha
   TVM_FFI_THROW(RuntimeError) << message.str();
 }
 
-CompiledModel::CompiledModel(const Nnapi& nnapi, const Graph& graph, const std::string& constants,
+CompiledModel::CompiledModel(const Nnapi& nnapi, const Graph& graph, ConstantBytes constants,
                              const std::vector<int64_t>& binding, const RuntimeConfig& config,
                              const std::array<uint8_t, 32>* cache_token, size_t device_set)
     : nnapi_(nnapi), graph_(graph), device_set_(device_set) {
@@ -326,13 +326,13 @@ std::vector<uint8_t> InlineValueBytes(const Graph& graph, const GraphOperand& op
 }  // namespace
 
 // Build: the model (operands with their values, operations, interface), then its compilation.
-void CompiledModel::Build(const std::string& constants, const std::vector<int64_t>& binding,
+void CompiledModel::Build(ConstantBytes constants, const std::vector<int64_t>& binding,
                           const RuntimeConfig& config, const std::array<uint8_t, 32>* cache_token) {
   BuildModel(constants, binding);
   Compile(config, cache_token);
 }
 
-void CompiledModel::BuildModel(const std::string& constants, const std::vector<int64_t>& binding) {
+void CompiledModel::BuildModel(ConstantBytes constants, const std::vector<int64_t>& binding) {
   Check(nnapi_.ANeuralNetworksModel_create(&model_), "ANeuralNetworksModel_create", "");
   values_.reserve(graph_.operands.size());
   for (size_t id = 0; id < graph_.operands.size(); ++id) {
@@ -347,7 +347,7 @@ CompiledModel::CompiledModel(const Nnapi& nnapi, const Graph& graph)
     : nnapi_(nnapi), graph_(graph) {}
 
 std::unique_ptr<CompiledModel> CompiledModel::ModelOnly(const Nnapi& nnapi, const Graph& graph,
-                                                        const std::string& constants,
+                                                        ConstantBytes constants,
                                                         const std::vector<int64_t>& binding) {
   std::unique_ptr<CompiledModel> model(new CompiledModel(nnapi, graph));
   try {
@@ -374,7 +374,7 @@ std::vector<bool> CompiledModel::SupportedOperations(ANeuralNetworksDevice* devi
   return std::vector<bool>(supported.get(), supported.get() + count);
 }
 
-void CompiledModel::AddOperand(uint32_t id, const std::string& constants,
+void CompiledModel::AddOperand(uint32_t id, ConstantBytes constants,
                                const std::vector<int64_t>& binding) {
   const GraphOperand& operand = graph_.operands[id];
   const int32_t index = static_cast<int32_t>(id);
@@ -405,7 +405,7 @@ void CompiledModel::AddOperand(uint32_t id, const std::string& constants,
     case GraphOperand::Kind::kConstant:
       // Large values are referenced, not copied: the module keeps `constants` alive.
       Check(nnapi_.ANeuralNetworksModel_setOperandValue(
-                model_, index, constants.data() + operand.offset, operand.nbytes),
+                model_, index, constants.data + operand.offset, operand.nbytes),
             "ANeuralNetworksModel_setOperandValue", operand.name);
       break;
     case GraphOperand::Kind::kValue:
@@ -684,7 +684,37 @@ NnapiModuleObj::NnapiModuleObj(std::string symbol, std::string graph_json, std::
     : symbol_(std::move(symbol)),
       graph_json_(std::move(graph_json)),
       constants_(std::move(constants)),
-      graph_(Graph::Parse(graph_json_, constants_.size())) {
+      constants_view_(constants_),
+      graph_(Graph::Parse(graph_json_, constants_view_.size)) {
+  if (graph_.symbol != symbol_) {
+    TVM_FFI_THROW(ValueError) << "NNAPI module symbol '" << Printable(symbol_)
+                              << "' differs from its graph's symbol '" << Printable(graph_.symbol)
+                              << "'";
+  }
+}
+
+namespace {
+
+// The bytes of a constant blob given as a tensor: a contiguous CPU tensor, its whole extent.
+ConstantBytes TensorConstantBytes(const ffi::Tensor& tensor) {
+  const DLTensor& data = *tensor.GetDLTensorPtr();
+  if (data.device.device_type != kDLCPU) {
+    TVM_FFI_THROW(ValueError) << "the constants of an NNAPI module must be in host memory";
+  }
+  if (!tensor.IsContiguous()) {
+    TVM_FFI_THROW(ValueError) << "the constants of an NNAPI module must be a contiguous tensor";
+  }
+  return ConstantBytes(static_cast<const char*>(data.data) + data.byte_offset, TensorBytes(data));
+}
+
+}  // namespace
+
+NnapiModuleObj::NnapiModuleObj(std::string symbol, std::string graph_json, ffi::Tensor constants)
+    : symbol_(std::move(symbol)),
+      graph_json_(std::move(graph_json)),
+      constants_tensor_(constants),
+      constants_view_(TensorConstantBytes(constants)),
+      graph_(Graph::Parse(graph_json_, constants_view_.size)) {
   if (graph_.symbol != symbol_) {
     TVM_FFI_THROW(ValueError) << "NNAPI module symbol '" << Printable(symbol_)
                               << "' differs from its graph's symbol '" << Printable(graph_.symbol)
@@ -760,7 +790,7 @@ std::array<uint8_t, 32> NnapiModuleObj::CacheToken(const Signature& binding,
   // Everything that changes the compiled result: the graph, its constants, the concrete shapes,
   // the compilation preference and the NNAPI implementation (library and feature level).
   std::call_once(constants_digest_once_, [this] {
-    constants_digest_ = nnapi_common::Sha256::Of(constants_.data(), constants_.size());
+    constants_digest_ = nnapi_common::Sha256::Of(constants_view_.data, constants_view_.size);
   });
   const Nnapi& nnapi = GetNnapi();
   nnapi_common::Sha256 token;
@@ -827,8 +857,8 @@ std::shared_ptr<const CompiledModel> NnapiModuleObj::CompileAndCache(const Signa
       set_config.devices = sets[set];
       const std::array<uint8_t, 32> token = CacheToken(binding, set_config);
       try {
-        compiled = std::make_shared<const CompiledModel>(GetNnapi(), graph_, constants_, binding,
-                                                         set_config, &token, set);
+        compiled = std::make_shared<const CompiledModel>(GetNnapi(), graph_, constants_view_,
+                                                         binding, set_config, &token, set);
         break;
       } catch (const ffi::Error& error) {
         // A device name no device has is the caller's mistake, not a device's: no fallback.
@@ -1211,9 +1241,10 @@ class Reader {
 ffi::Bytes NnapiModuleObj::SaveToBytes() const {
   std::string out(kMagic, sizeof(kMagic));
   out.append(reinterpret_cast<const char*>(&kSerializationVersion), sizeof(uint32_t));
-  for (const std::string* part : {&symbol_, &graph_json_, &constants_}) {
-    WriteU64(&out, part->size());
-    out += *part;
+  for (const ConstantBytes part :
+       {ConstantBytes(symbol_), ConstantBytes(graph_json_), constants_view_}) {
+    WriteU64(&out, part.size);
+    out.append(part.data, part.size);
   }
   return ffi::Bytes(std::move(out));
 }
@@ -1242,11 +1273,21 @@ ffi::Module NnapiModuleObj::LoadFromBytes(const ffi::Bytes& bytes) {
                                                       std::move(constants)));
 }
 
+// `constants`: bytes (copied into the module) or a contiguous CPU tensor (referenced in place).
 ffi::Module CreateNnapiModule(const ffi::String& symbol, const ffi::String& graph_json,
-                              const ffi::Bytes& constants) {
-  return ffi::Module(
-      ffi::make_object<NnapiModuleObj>(std::string(symbol), std::string(graph_json),
-                                       std::string(constants.data(), constants.size())));
+                              const ffi::Any& constants) {
+  if (auto tensor = constants.as<ffi::Tensor>()) {
+    return ffi::Module(
+        ffi::make_object<NnapiModuleObj>(std::string(symbol), std::string(graph_json), *tensor));
+  }
+  auto bytes = constants.try_cast<ffi::Bytes>();
+  if (!bytes.has_value()) {
+    TVM_FFI_THROW(TypeError) << "tvm_nnapi.runtime.create: the constants must be bytes or a "
+                                "tensor, not "
+                             << constants.GetTypeKey();
+  }
+  return ffi::Module(ffi::make_object<NnapiModuleObj>(std::string(symbol), std::string(graph_json),
+                                                      std::string(bytes->data(), bytes->size())));
 }
 
 namespace {

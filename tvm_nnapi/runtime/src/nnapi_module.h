@@ -15,6 +15,7 @@
 #ifndef TVM_NNAPI_RUNTIME_NNAPI_MODULE_H_
 #define TVM_NNAPI_RUNTIME_NNAPI_MODULE_H_
 
+#include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/extra/module.h>
 
 #include <array>
@@ -48,13 +49,24 @@ struct ExecutionTiming {
   int64_t in_driver_ns = -1;
 };
 
+// A constant blob as models are built from it: `size` bytes at `data`. Whoever builds a model
+// keeps the bytes alive as long as the model (NNAPI references large values, not copies).
+struct ConstantBytes {
+  ConstantBytes() = default;
+  ConstantBytes(const char* bytes, size_t count) : data(bytes), size(count) {}
+  ConstantBytes(const std::string& bytes)  // NOLINT(runtime/explicit): a string is a blob
+      : data(bytes.data()), size(bytes.size()) {}
+  const char* data = nullptr;
+  size_t size = 0;
+};
+
 // An NNAPI model and compilation for one concrete shape signature.
 class CompiledModel {
  public:
   // `cache_token` (32 bytes) enables NNAPI compilation caching in config.compilation_cache_dir.
   // `config.devices` is one device set (comma-separated names; see DeviceSets); `device_set` is
   // its position among the configured sets, kept for the caller.
-  CompiledModel(const Nnapi& nnapi, const Graph& graph, const std::string& constants,
+  CompiledModel(const Nnapi& nnapi, const Graph& graph, ConstantBytes constants,
                 const std::vector<int64_t>& binding, const RuntimeConfig& config,
                 const std::array<uint8_t, 32>* cache_token, size_t device_set = 0);
   ~CompiledModel();
@@ -64,7 +76,7 @@ class CompiledModel {
   // The model of `graph` for `binding`, finished but not compiled (for asking NNAPI which
   // operations each device supports); Execute must not be called on it.
   static std::unique_ptr<CompiledModel> ModelOnly(const Nnapi& nnapi, const Graph& graph,
-                                                  const std::string& constants,
+                                                  ConstantBytes constants,
                                                   const std::vector<int64_t>& binding);
   // Which of the model's operations `device` supports
   // (ANeuralNetworksModel_getSupportedOperationsForDevices, feature level 3).
@@ -92,12 +104,12 @@ class CompiledModel {
 
  private:
   CompiledModel(const Nnapi& nnapi, const Graph& graph);
-  void Build(const std::string& constants, const std::vector<int64_t>& binding,
+  void Build(ConstantBytes constants, const std::vector<int64_t>& binding,
              const RuntimeConfig& config, const std::array<uint8_t, 32>* cache_token);
-  void BuildModel(const std::string& constants, const std::vector<int64_t>& binding);
+  void BuildModel(ConstantBytes constants, const std::vector<int64_t>& binding);
   // The steps of Build: each operand with its value, the operations and the model's inputs and
   // outputs, then the compilation (with caching and a burst where configured).
-  void AddOperand(uint32_t id, const std::string& constants, const std::vector<int64_t>& binding);
+  void AddOperand(uint32_t id, ConstantBytes constants, const std::vector<int64_t>& binding);
   void AddOperationsAndInterface();
   void Compile(const RuntimeConfig& config, const std::array<uint8_t, 32>* cache_token);
   void Check(int code, const char* function, const std::string& what) const;
@@ -141,6 +153,9 @@ class CompiledModel {
 class NnapiModuleObj : public tvm::ffi::ModuleObj {
  public:
   NnapiModuleObj(std::string symbol, std::string graph_json, std::string constants);
+  // The constants are `tensor`'s memory (a contiguous CPU tensor of bytes), referenced in
+  // place for the module's life: a model's weights are not copied to create its module.
+  NnapiModuleObj(std::string symbol, std::string graph_json, tvm::ffi::Tensor constants);
 
   const char* kind() const final { return "nnapi"; }
   int GetPropertyMask() const final {
@@ -184,7 +199,11 @@ class NnapiModuleObj : public tvm::ffi::ModuleObj {
 
   std::string symbol_;
   std::string graph_json_;
+  // The constant blob: the bytes of constants_ (a loaded module) or of constants_tensor_ (a
+  // module created from a tensor), as constants_view_.
   std::string constants_;
+  tvm::ffi::Optional<tvm::ffi::Tensor> constants_tensor_;
+  ConstantBytes constants_view_;
   Graph graph_;
   // Guards the cache, the LRU order, compiling_ and the placement decisions; never held while
   // compiling.
