@@ -58,6 +58,9 @@ def _load(args: argparse.Namespace, progress: Progress):
 
 
 def _explain_document(args: argparse.Namespace, source, progress: Progress, profile):
+    """The explanation (its JSON document) and the operator graph. The partition itself is not
+    returned: it holds the model's folded constants (a transposed weight), which the command's
+    own stage would otherwise keep alive while it builds and runs."""
     import tvm_nnapi
     from tvm_nnapi.tools.explain import explain
     from tvm_nnapi.tools.graph_view import operator_graph
@@ -76,7 +79,7 @@ def _explain_document(args: argparse.Namespace, source, progress: Progress, prof
     data["feature_level"] = options.feature_level
     data["relax_fp32_to_fp16"] = options.relax_fp32_to_fp16
     data["graph"] = graph.to_dict()
-    return data, graph, partition
+    return data, graph
 
 
 def _document(command: str, source, profile: str | None) -> dict[str, Any]:
@@ -257,7 +260,7 @@ def run_model_command(args: argparse.Namespace, command: ModelCommand) -> int:
             document["device_choice"] = device_choice
             if device_choice is not None and getattr(args, "target", "mock") == "mock":
                 _check_device_names(device_choice)
-            explanation, graph, _ = _explain_document(args, source, progress, profile)
+            explanation, graph = _explain_document(args, source, progress, profile)
             document["explain"] = explanation
             command.stage(args, source, document, graph, progress)
     except (ModelLoadError, NnapiError, ValueError, FileNotFoundError) as failure:

@@ -547,6 +547,9 @@ def _run_module(
     result.subgraphs = len(tvm_nnapi.nnapi_subgraphs(partitioned))
     say("building with NNAPI offload...")
     nnapi_vm = relax.VirtualMachine(tvm_nnapi.build(partitioned), tvm.cpu())
+    # The NNAPI modules hold the subgraphs' constants now; the partitioned module's own (a weight
+    # that preparation folded) need not live on while both builds run.
+    del partitioned
     say("building the host-only llvm reference...")
     host_vm = relax.VirtualMachine(relax.build(source.module, target="llvm"), tvm.cpu())
     arguments = [tvm.runtime.tensor(a) for a in inputs]
