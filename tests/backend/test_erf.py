@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """erf on NNAPI (the series at 0 below |x| = 1, a fit of erfc above, tvm_nnapi/compiler/
 lowerings/elementwise.py) to float32 accuracy, and the GELU torch's ONNX exporter writes with it
-(x * 0.5 * (1 + erf(x / sqrt(2)))) offloaded with the rest of a block as one subgraph."""
+(x * 0.5 * (1 + erf(x / sqrt(2)))) offloaded with the rest of a block as one subgraph (the chain
+is lowered as GELU: tests/backend/test_gelu_chains.py)."""
 
 from __future__ import annotations
 

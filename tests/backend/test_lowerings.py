@@ -200,6 +200,36 @@ def _hard_activation_functions() -> list[Function]:
     ]
 
 
+def _gelu_chain(function: str, halved: bool) -> Build:
+    """GELU written out (lowerings/gelu_chains.py): the erf form with a divide by sqrt(2), the
+    tanh form with x^3 a power (the halved form: two multiplies), then the 1/2."""
+
+    def build(p: list[relax.Var]) -> relax.Expr:
+        x = p[0]
+        if function == "erf":
+            argument = op.erf(op.divide(x, scalar(2**0.5)))
+        else:
+            cube = op.multiply(op.multiply(x, x), x) if halved else op.power(x, scalar(3.0))
+            inner = op.add(x, op.multiply(cube, scalar(0.044715)))
+            argument = op.tanh(op.multiply(inner, scalar((2 / np.pi) ** 0.5)))
+        product = op.multiply(x, op.add(argument, scalar(1.0)))
+        return op.divide(product, scalar(2.0)) if halved else op.multiply(product, scalar(0.5))
+
+    return build
+
+
+def _gelu_chain_functions() -> list[Function]:
+    return [
+        Function(
+            f"gelu_{function}_chain{'_halved' if halved else ''}",
+            [(2, 8)],
+            _gelu_chain(function, halved),
+        )
+        for function in ("erf", "tanh")
+        for halved in (False, True)
+    ]
+
+
 def _single_operator_functions() -> list[Function]:
     """The cases of single-operator records the differential tests do not reach (test_ops.py
     has the clip to relu6 and to other bounds, split into sections, pad and resize)."""
@@ -237,6 +267,7 @@ FUNCTIONS = [
     *_conv_functions(),
     *_matmul_functions(),
     *_hard_activation_functions(),
+    *_gelu_chain_functions(),
     *_single_operator_functions(),
 ]
 

@@ -24,6 +24,7 @@ from . import (
     batch_norm_runtime,
     conv,
     elementwise,
+    gelu_chains,
     hard_activations,
     matmul,
     norm,
@@ -41,6 +42,7 @@ LOWERINGS: tuple[Lowering, ...] = (
     *quantized.BOUNDARIES,
     # Patterns of several operators.
     *hard_activations.LOWERINGS,  # add, clip, divide / multiply (and multiply)
+    *gelu_chains.LOWERINGS,  # GELU written out: erf or tanh, add, multiplies
     *conv.FUSED,  # conv2d / conv2d_transpose with a bias add and an activation
     *matmul.FUSED,  # matmul with a permute_dims of the weight, a bias add, an activation
     *search.LOWERINGS,  # argmax / argmin with the cast of their indices to int32

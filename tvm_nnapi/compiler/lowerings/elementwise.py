@@ -146,9 +146,13 @@ def convert_silu(ctx: ConvertContext, call: relax.Call) -> int:
 
 def convert_gelu_tanh(ctx: ConvertContext, call: relax.Call) -> int:
     """gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
-    source = "relax.nn.gelu_tanh"
+    return gelu_tanh_operations(ctx, ctx.operand(call.args[0]), call, "relax.nn.gelu_tanh")
+
+
+def gelu_tanh_operations(ctx: ConvertContext, x: int, like: relax.Expr, source: str) -> int:
+    """The MUL, ADD and TANH operations of gelu_tanh of operand ``x``, shaped like ``like``."""
+    call = like
     dtype = ctx.dtype(call)
-    x = ctx.operand(call.args[0])
 
     def const(value: float) -> int:
         return ctx.constant(np.array([value], dtype=dtype))
@@ -178,9 +182,13 @@ def convert_gelu(ctx: ConvertContext, call: relax.Call) -> int:
     is needed, and the negative side is the small product itself, not a difference of nearly
     equal values. The absolute error is at most 0.5 |x| 1.5e-7 plus float32 rounding.
     """
-    source = "relax.nn.gelu"
+    return gelu_operations(ctx, ctx.operand(call.args[0]), call, "relax.nn.gelu")
+
+
+def gelu_operations(ctx: ConvertContext, x: int, like: relax.Expr, source: str) -> int:
+    """The operations of :func:`convert_gelu` on operand ``x``, shaped like ``like``."""
+    call = like
     dtype = ctx.dtype(call)
-    x = ctx.operand(call.args[0])
 
     def const(value: float) -> int:
         return ctx.constant(np.array([value], dtype=dtype))
