@@ -67,9 +67,10 @@ def quantize_static(
     activation_type: quantization.QuantType = quantization.QuantType.QUInt8,
     weight_type: quantization.QuantType = quantization.QuantType.QInt8,
     extra_options: dict | None = None,
+    nodes_to_exclude: Sequence[str] = (),
 ) -> Any:
     """onnxruntime's ``quantize_static`` (QDQ format) of a float model, calibrated on
-    ``samples`` standard-normal inputs."""
+    ``samples`` standard-normal inputs; the nodes named in ``nodes_to_exclude`` stay float."""
     with tempfile.TemporaryDirectory() as tmp:
         source, target = os.path.join(tmp, "float.onnx"), os.path.join(tmp, "qdq.onnx")
         onnx.save(model, source)
@@ -82,6 +83,7 @@ def quantize_static(
             activation_type=activation_type,
             weight_type=weight_type,
             extra_options=extra_options or {},
+            nodes_to_exclude=list(nodes_to_exclude),
         )
         return onnx.load(target)
 

@@ -719,3 +719,41 @@ def test_layerwise_compares_quantized_results_in_steps(tmp_path) -> None:
     with control.OperationFaultInjection("DEQUANTIZE", 3 * scale):
         lenient = layerwise(source, partitioned, arrays, "quant8", rtol=3.5)
     assert lenient.first_divergence is None
+
+
+# ---- a QDQ attention head: the rank-0 scale of the scores is a quant8 [1] operand --------------
+
+
+def test_qdq_attention_scales_its_scores_by_a_rank0_constant_in_quant8() -> None:
+    """onnxruntime quantizes attention's 1/sqrt(d) as a rank-0 int8 constant: the multiply
+    of the scores is a quant8 MUL whose scale is a one-element operand NNAPI broadcasts, so the
+    whole head is one quantized subgraph with no refusal."""
+    from tvm.relax.frontend.onnx import from_onnx
+
+    from .quantized_models import attention
+
+    float_attention, inputs = attention()
+    model = quantize_static(float_attention, inputs)
+    mod = from_onnx(model, keep_params_in_input=False)
+    result = tvm_nnapi.partition_with_report(mod)
+    assert result.refusals == [], [str(r) for r in result.refusals]
+    assert len(result.subgraphs) == 1
+    _check_records(result.module)
+    (name,) = tvm_nnapi.nnapi_subgraphs(result.module)
+    graph = codegen.lower_function(result.module[name]).to_dict()
+    (mul,) = [o for o in graph["operations"] if o["op"] == "MUL"]
+    lhs, rhs = (graph["operands"][i] for i in mul["inputs"][:2])
+    assert lhs["type"].startswith("TENSOR_QUANT8") and rhs["type"] == lhs["type"]
+    assert rhs["shape"] == [1]
+    summary = offload_summary(result.module)
+    assert summary.host_operators == 0
+    assert summary.quantized_flops >= 0.98 * summary.offloaded_flops
+    rng = np.random.default_rng(4)
+    feeds = {"x": rng.standard_normal(inputs["x"]).astype(np.float32)}
+    got, executions = run_nnapi(mod, "main", [feeds["x"]])
+    assert executions == 1
+    (reference,) = run_onnxruntime(model, feeds)
+    (scale,) = output_scales(model)
+    # Rounding differences of one step may propagate through the head's six quantized steps.
+    assert _steps(got, run_host(mod, "main", [feeds["x"]]), scale) <= 3
+    assert _steps(got, reference, scale) <= 3

@@ -321,7 +321,7 @@ def _softmax_last_axis(call: relax.Call) -> CheckResult:
 
 _GROUPS: list[_Group] = [
     *(
-        _Group(op, (nnapi,), _dtype_check(dtypes), convert_arithmetic, 2)
+        _Group(op, (nnapi,), _dtype_check(dtypes, scalars=True), convert_arithmetic, 2)
         for op, (nnapi, dtypes) in _ARITHMETIC.items()
         if op in ("relax.add", "relax.subtract", "relax.multiply")
     ),
