@@ -48,8 +48,10 @@ def test_experiments_on_a_tiny_model(script, tmp_path, monkeypatch, capsys):
     results = json.loads((tmp_path / "out" / "experiments.json").read_text())
     assert results["modelled"] is True
     records = results["records"]
-    # 2 prompt lengths + decode, x 2 host models x 2 weights options.
-    assert len(records) == 3 * 2 * 2
+    # 2 prompt lengths + decode, x 3 host models x 2 weights options, in MLC's q4f16_1.
+    assert results["quantization"] == "q4f16_1" and results["dtype"] == "float16"
+    assert results["host_models"] == ["profile-cpu", "tvm-dlight", "tvm-default"]
+    assert len(records) == 3 * 3 * 2
     for record in records:
         assert record["modelled_nnapi_program_us"] > 0 and record["modelled_host_program_us"] > 0
         assert record["modelled_speedup"] == pytest.approx(
@@ -58,6 +60,8 @@ def test_experiments_on_a_tiny_model(script, tmp_path, monkeypatch, capsys):
     text = page.read_text()
     assert text.startswith("intro\n") and text.endswith("outro\n") and "old" not in text
     assert "| tiny-llama |" in text and "Band check" in text and "MODELLED" in text
+    assert "Band check: host model `tvm-dlight`, weights `input`" in text
+    assert "(q4f16_1; decode costed after 8 tokens)" in text
     if plots:
         images = sorted(p.name for p in (tmp_path / "out" / "img").glob("*.png"))
         assert "llm-speedup-profile-cpu-input.png" in images
@@ -78,3 +82,22 @@ def test_experiments_on_a_tiny_model(script, tmp_path, monkeypatch, capsys):
     )
     marker = "#### Band check"
     assert page.read_text().split(marker, 1)[1] == text.split(marker, 1)[1]
+
+
+def test_a_second_section_in_another_weight_format(script, tmp_path, monkeypatch):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    page = docs / "experiments.md"
+    begin = f"{script.BEGIN[:-4]} --section float32 -->"
+    page.write_text(
+        f"{script.BEGIN}\nmain\n{script.END}\n{begin}\nold\n<!-- END GENERATED float32 -->\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setattr(script, "ROOT", tmp_path)
+    argv = ["--models", "tiny-llama", "--profiles", "snapdragon-8-gen-2", "--lengths", "16"]
+    argv += ["--decode-context", "8", "--out-dir", str(tmp_path / "out"), "--no-plots"]
+    assert script.main([*argv, "--quantization", "q0f32", "--section", "float32"]) == 0
+    results = json.loads((tmp_path / "out" / "experiments-float32.json").read_text())
+    assert results["quantization"] == "q0f32" and results["dtype"] == "float32"
+    text = page.read_text()
+    assert "main" in text and "old" not in text and "(q0f32; decode costed after 8 tokens)" in text

@@ -110,9 +110,12 @@ def _modelled(model: str, profile: str, strategy: str, shapes=None) -> tuple[flo
 
 @pytest.mark.parametrize("profile", PHONES)
 def test_the_cost_placement_is_never_slower_than_offloading_everything(profile):
-    """Modelled on each phone: MobileNetV2-small, MobileNetV2 (224x224) and the residual
-    network."""
-    models = (("mobilenet_v2_small", None), ("mobilenet_v2", None), ("residual", {"batch": 1}))
+    """Modelled on each phone: MobileNetV2-small and the residual network; full-size
+    MobileNetV2 (224x224) on the calibrated phone and the low-end one (the two ends of the
+    range, where the placement differs most)."""
+    models = [("mobilenet_v2_small", None), ("residual", {"batch": 1})]
+    if profile in ("snapdragon-8-gen-2", "snapdragon-660"):
+        models.append(("mobilenet_v2", None))
     for model, shapes in models:
         everything, _ = _modelled(model, profile, "all", shapes)
         placed, _ = _modelled(model, profile, "cost", shapes)

@@ -235,9 +235,11 @@ def register(commands: Any) -> None:
     )
     estimate.add_argument(
         "--host-model",
-        choices=["profile-cpu", "tvm-default"],
+        choices=["profile-cpu", "tvm-default", "tvm-dlight"],
         default="profile-cpu",
-        help="how TVM's host code is modelled (docs/cost-model.md; default profile-cpu)",
+        help="how TVM's host code is modelled: an optimised CPU implementation (profile-cpu, "
+        "the default), TVM's unscheduled code (tvm-default) or TVM with MLC-LLM's CPU "
+        "schedules (tvm-dlight); docs/cost-model.md, 'Host code'",
     )
     estimate.add_argument(
         "--weights",

@@ -489,19 +489,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         decode_estimate = estimator.estimate("decode", args.prompt_length, args.profile)
         resident_estimates = {}
         if args.resident_weights:
-            # A group-quantized format is dequantized once, at load: the resident build is the
-            # float model of those values.
-            quantized = args.quantization not in ("q0f32", "q0f16")
-            resident_estimator = (
-                LlmEstimator(estimate_config, args.dtype, _partition_options(args))
-                if quantized
-                else estimator
-            )
+            # A group-quantized format is dequantized once, at load: the estimator models the
+            # float model of those values on NNAPI against the quantized model on the host.
             for phase in ("prefill", "decode"):
-                resident_estimates[phase] = resident_estimator.estimate(
+                resident_estimates[phase] = estimator.estimate(
                     phase, args.prompt_length, args.profile, weights="resident"
                 )
-            del resident_estimator
         del estimator
         int8_estimates = {}
         if args.int8_weights:

@@ -27,11 +27,17 @@ from ..tools.llm_work import attention_work
 from .memory import UNFIT_MARK, annotate, memory_table
 
 MODELS = ("llama-2-7b", "mistral-7b", "qwen2-7b", "tinyllama-1.1b")
-PHONE_PROFILES = ("dimensity-9000", "tensor-g2", "snapdragon-8-gen-2")
+PHONE_PROFILES = (
+    "dimensity-9000",
+    "tensor-g2",
+    "snapdragon-8-gen-2",
+    "snapdragon-8-gen-3",
+    "snapdragon-8-elite",
+)
 PROMPT_LENGTHS = (32, 64, 128, 256, 512, 1024)
 #: Tokens already in the KV cache when a decode step is costed.
 DECODE_CONTEXT = 256
-HOST_MODELS = ("profile-cpu", "tvm-default")
+HOST_MODELS = ("profile-cpu", "tvm-dlight", "tvm-default")
 #: The published band of the thesis: prefill speedup over TVM's CPU backend.
 THESIS_BAND = (3.5, 12.4)
 
@@ -57,6 +63,8 @@ class LlmEstimator:
         self.graph_transform = graph_transform
         self.module, _, _ = export_model(self.config, self.dtype, self.quantization)
         self._prepared: dict[tuple[str, int], PreparedEstimate] = {}
+        #: The float model of the quantized values (the resident build), made when first asked.
+        self._resident: LlmEstimator | None = None
 
     def prepared(self, phase: str, length: int) -> PreparedEstimate:
         """``phase`` ``prefill`` (``length`` = prompt tokens) or ``decode`` (``length`` = tokens
@@ -90,6 +98,16 @@ class LlmEstimator:
         host_model: str = "profile-cpu",
         weights: str = "input",
     ) -> Estimate:
+        """``weights="resident"`` of a group-quantized format is the build that dequantizes
+        once, at load: its NNAPI program is the float model's with resident weights, its
+        all-host program still TVM's CPU code of the quantized model (dequantization fused)."""
+        if weights == "resident" and self.quantization and self.quantization.quantized:
+            if self._resident is None:
+                self._resident = LlmEstimator(self.config, self.dtype, self.options)
+            resident = self._resident.estimate(phase, length, profile, host_model, weights)
+            quantized = self.prepared(phase, length).run(profile, host_model, "input")
+            resident.all_host_us = quantized.modelled_host_program_us
+            return resident
         return self.prepared(phase, length).run(profile, host_model, weights)
 
 
@@ -118,10 +136,12 @@ def run_experiments(
     weights: Sequence[str] = ("input", "resident"),
     dtype: str = "float32",
     progress: Callable[[str], None] | None = print,
+    quantization: str | None = None,
 ) -> dict[str, Any]:
     """Every combination, as a JSON-able dictionary: ``records`` (one per model, phase, length,
     profile, host model and weights option) and ``details`` (the full estimate of each model's
-    prefill at 128 tokens and its decode, on every profile, with the primary options)."""
+    prefill at 128 tokens and its decode, on every profile, with the primary options).
+    ``quantization``: the models' MLC weight format (its float type replaces ``dtype``)."""
     say = progress or (lambda _message: None)
     records: list[dict[str, Any]] = []
     details: list[dict[str, Any]] = []
@@ -130,7 +150,7 @@ def run_experiments(
     start = time.perf_counter()
     for name in models:
         say(f"[{name}] exporting the model (shapes only, no weights)")
-        estimator = LlmEstimator(name, dtype)
+        estimator = LlmEstimator(name, dtype, quantization=quantization)
         jobs = [("prefill", n) for n in prompt_lengths] + [("decode", decode_context)]
         for phase, length in jobs:
             for profile in profiles:
@@ -149,7 +169,8 @@ def run_experiments(
                 )
     return {
         "modelled": True,
-        "dtype": dtype,
+        "dtype": estimator.dtype if models else dtype,
+        "quantization": quantization,
         "models": list(models),
         "profiles": list(profiles),
         "prompt_lengths": list(prompt_lengths),
@@ -305,14 +326,15 @@ def format_tables(results: dict[str, Any]) -> str:
                 f"#### Band check: host model `{host}`, weights `{weights}`\n\n"
                 + band_summary(results, host, weights)
             )
+    host = results["host_models"][0]
     for profile in results["profiles"]:
-        for host in results["host_models"]:
-            for weights in results["weights"]:
-                parts.append(
-                    f"#### {profile}: host model `{host}`, weights `{weights}`\n\n"
-                    "Modelled NNAPI-offloaded / all-host latency and speedup.\n\n"
-                    + speedup_table(results, profile, host, weights)
-                )
+        for weights in results["weights"]:
+            parts.append(
+                f"#### {profile}: host model `{host}`, weights `{weights}`\n\n"
+                "Modelled NNAPI-offloaded / all-host latency and speedup (the other host "
+                "models: the band checks above and experiments.json).\n\n"
+                + speedup_table(results, profile, host, weights)
+            )
     for model in results["models"]:
         for profile in results["profiles"]:
             parts.append(

@@ -40,6 +40,7 @@ from ..compiler.ir_utils import bindings
 from ..compiler.partition import CODEGEN_NAME, nnapi_subgraphs, partition_with_report
 from ..compiler.patterns import PartitionOptions, Refusal
 from .config import LlamaConfig
+from .host_pipeline import host_pipeline as pipeline_for
 from .weights import WeightError
 
 DEFAULT_ENTRY_FUNCTIONS = ("prefill",)
@@ -122,6 +123,7 @@ def build_llm(
     target: str = "llvm",
     resident_weights: Sequence[WeightArray] | None = None,
     weight_names: Sequence[str] | None = None,
+    host_pipeline: str = "default",
 ) -> relax.VMExecutable:
     """Offload ``entry_functions`` with :class:`NNAPIDispatch` and build the whole module for
     the host ``target``. An empty ``entry_functions`` gives the pure host build.
@@ -132,6 +134,8 @@ def build_llm(
     their constant blobs and those entries no longer take the weight argument
     (:class:`~tvm_nnapi.llm.LlamaEngine` notices). Entry functions not offloaded keep it.
     ``weight_names`` (e.g. the names of ``param_specs``) only improve error messages.
+    ``host_pipeline`` compiles the host code with TVM's default pipeline (``default``) or with
+    MLC-LLM's CPU schedules (``dlight``; :mod:`tvm_nnapi.llm.host_pipeline`).
     """
     if resident_weights is not None:
         if not entry_functions:
@@ -142,7 +146,7 @@ def build_llm(
             entry_functions, options, host_fallback=host_fallback, host_target=target
         )
         mod = dispatch(mod)
-    return relax.build(mod, target=target)
+    return relax.build(mod, target=target, relax_pipeline=pipeline_for(host_pipeline, target))
 
 
 # ---- weights bound as constants ------------------------------------------------------------------

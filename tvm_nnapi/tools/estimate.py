@@ -47,7 +47,7 @@ from ..compiler.partition import CODEGEN_NAME, partition_with_report
 from ..compiler.patterns import PartitionOptions
 from .host_model import HOST_MODELS, TVM_DEFAULT_CODE_EFFICIENCY, HostModel, HostWork
 from .program_work import (
-    _absorbed_transposes,
+    Fusion,
     _extern_name,
     _operator_calls,
     _weight_vars,
@@ -174,9 +174,16 @@ class Estimate:
         overlap of started subgraph calls with host code hides."""
         return self.modelled_serial_nnapi_program_us - self.modelled_overlap_us
 
+    #: The all-host program costed from the entry function before partitioning, where TVM's
+    #: fusion sees across what the partition splits (e.g. a weight's dequantization fused into
+    #: its matmul); None: the sum of the subgraphs' host time and the host rows.
+    all_host_us: float | None = None
+
     @property
     def modelled_host_program_us(self) -> float:
         """The same program with every operator on the host (TVM's CPU backend)."""
+        if self.all_host_us is not None:
+            return self.all_host_us
         return (
             sum(s.modelled_host_us * s.calls for s in self.subgraphs) + self.modelled_host_only_us
         )
@@ -337,6 +344,7 @@ class PreparedEstimate:
         self._subgraphs: dict[tuple[str, tuple[int, ...]], _Subgraph] = {}
         self._host: dict[str, list[Any]] = {}
         self._analyse(self.module[self.entry])
+        self._all_host = self._host_works(specialised[self.entry])
         self._traces: dict[str, dict[tuple[str, tuple[int, ...]], dict[str, Any]]] = {}
         self._graphs: dict[str, tuple[str, str, bytes]] = {}
         for sub in self._subgraphs.values():
@@ -360,7 +368,7 @@ class PreparedEstimate:
     def _analyse(self, func: relax.Function) -> None:
         func_bindings = bindings(func)
         weights = _weight_vars(func, func_bindings)
-        absorbed = _absorbed_transposes(func_bindings)
+        fusion = Fusion.of(func_bindings)
         self._steps = timeline_steps(func, self._is_subgraph_call)
         step_of = {step.var: step for steps in self._steps for step in steps}
         for binding in func_bindings:
@@ -392,11 +400,35 @@ class PreparedEstimate:
             elif isinstance(value.op, tvm.ir.Op):
                 name = str(value.op.name)
                 if name == "relax.call_tir":
-                    self._add_host(name, "operator", tir_call_work(value), step)
+                    self._add_host(name, "operator", tir_call_work(value, fusion), step)
                 elif name == "relax.call_dps_packed":
                     self._add_host(name, "extern", None, step)
                 else:
-                    self._add_host(name, "operator", operator_work(value, absorbed), step)
+                    self._add_host(name, "operator", operator_work(value, fusion), step)
+
+    def _host_works(self, func: relax.Function) -> list[HostWork | None]:
+        """The work of every operator, kernel and extern call of the unpartitioned ``func``, as
+        TVM's CPU backend runs it (with :class:`Fusion`); None for an extern not modelled."""
+        func_bindings = bindings(func)
+        fusion = Fusion.of(func_bindings)
+        works: list[HostWork | None] = []
+        for binding in func_bindings:
+            value = binding.value
+            if not isinstance(value, relax.Call):
+                continue
+            extern = _extern_name(value)
+            if extern is not None:
+                work = self.extern_work.get(extern)
+                works.append(work(value) if work is not None else None)
+            elif isinstance(value.op, tvm.ir.Op):
+                name = str(value.op.name)
+                if name == "relax.call_tir":
+                    works.append(tir_call_work(value, fusion))
+                elif name == "relax.call_dps_packed":
+                    works.append(None)
+                else:
+                    works.append(operator_work(value, fusion))
+        return works
 
     def _add_host(
         self, name: str, kind: str, work: HostWork | None, step: Step | None = None
@@ -473,6 +505,11 @@ class PreparedEstimate:
             result.subgraphs.append(row)
             per_call[key] = row.modelled_nnapi_us
         result.host_rows = self.host_rows(host)
+        result.all_host_us = sum(
+            host.time_us(w.flops, w.bytes, w.data_class, w.operation_class)
+            for w in self._all_host
+            if w is not None
+        )
         result.modelled_overlap_us = self.overlap_us(per_call, host)
         return result
 
@@ -563,9 +600,9 @@ class PreparedEstimate:
             weight_setup = 0.0
         relax_ops: Counter = Counter()
         host_us = flops = 0.0
-        for call, absorbed in _operator_calls(sub.func):
+        for call, fusion in _operator_calls(sub.func):
             relax_ops[str(call.op.name)] += 1
-            work = operator_work(call, absorbed)
+            work = operator_work(call, fusion)
             flops += work.flops
             host_us += host.time_us(work.flops, work.bytes, work.data_class, work.operation_class)
         return SubgraphRow(

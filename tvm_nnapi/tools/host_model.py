@@ -16,7 +16,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["HOST_MODELS", "TVM_DEFAULT_CODE_EFFICIENCY", "HostModel", "HostWork"]
+__all__ = [
+    "HOST_MODELS",
+    "TVM_DEFAULT_CODE_EFFICIENCY",
+    "TVM_DLIGHT_PROJECTION_EFFICIENCY",
+    "HostModel",
+    "HostWork",
+]
 
 #: The efficiency of TVM's *unscheduled* CPU code (``relax.build(mod, "llvm")`` with the default
 #: pipeline, no dlight or MetaSchedule tuning), measured by ``bench/bench_host_efficiency.py``:
@@ -24,7 +30,18 @@ __all__ = ["HOST_MODELS", "TVM_DEFAULT_CODE_EFFICIENCY", "HostModel", "HostWork"
 #: with OpenBLAS near 80% of peak, that is about 1% of peak. See docs/cost-model.md.
 TVM_DEFAULT_CODE_EFFICIENCY = 0.01
 
-HOST_MODELS = ("profile-cpu", "tvm-default")
+#: The efficiencies (fractions of peak compute and of memory bandwidth) of an LLM projection's
+#: TVM code compiled with MLC-LLM's CPU schedules (dlight, :mod:`tvm_nnapi.llm.host_pipeline`),
+#: measured by ``bench/bench_host_efficiency.py`` (docs/cost-model.md, "Host code"):
+#: ``compute``, prefill's matrix-matrix product (about 1.2%-2.4% of OpenBLAS's sgemm, taken at
+#: 80% of peak); ``memory``, decode's matrix-vector product over a weight larger than the
+#: caches (0.05-0.09 of the bandwidth OpenBLAS's sgemv and numpy's add reach).
+TVM_DLIGHT_PROJECTION_EFFICIENCY = {"compute": 0.015, "memory": 0.06}
+
+#: The classes of the projections (and attention's products) dlight schedules.
+_PROJECTION_CLASSES = ("matmul", "fully_connected")
+
+HOST_MODELS = ("profile-cpu", "tvm-default", "tvm-dlight")
 
 
 @dataclass
@@ -57,6 +74,10 @@ class HostModel:
       (the NNAPI CPU driver). This favours the host.
     - ``tvm-default``: :data:`TVM_DEFAULT_CODE_EFFICIENCY` for every class, TVM's unscheduled
       code as measured.
+    - ``tvm-dlight``: TVM's code with MLC-LLM's CPU schedules: ``tvm-default``, except that
+      the projection classes (``matmul``, ``fully_connected``) take the compute and memory
+      efficiencies of :data:`TVM_DLIGHT_PROJECTION_EFFICIENCY`, as measured (dlight schedules
+      nothing else on a CPU).
 
     Made by :meth:`from_profile`; the other fields describe the model in reports.
     """
@@ -98,6 +119,14 @@ class HostModel:
             host["efficiency"] = dict(efficiency)
             host.pop("compute_efficiency", None)
             host.pop("memory_efficiency", None)
+            if preset == "tvm-dlight":
+                split = {
+                    f"{side}_efficiency": dict.fromkeys(
+                        _PROJECTION_CLASSES, TVM_DLIGHT_PROJECTION_EFFICIENCY[side]
+                    )
+                    for side in ("compute", "memory")
+                }
+                host.update(copy.deepcopy(split))
         return cls(
             name=preset,
             profile=str(data["name"]),

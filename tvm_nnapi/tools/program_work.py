@@ -5,7 +5,8 @@
 FLOPs (:func:`tvm_nnapi.compiler.flops.call_flops`), the bytes of its tensor arguments and
 result, its data class (float32, float16, quant8, int32) and its cost-model operation class
 (:func:`operation_class`, docs/device-profiles.md). Views (:data:`VIEW_OPERATORS`) cost
-nothing, nor does a transpose that its matmul reads in place (``_absorbed_transposes``).
+nothing, nor does a transpose that its matmul reads in place, and a dequantization kernel fused
+into its matmul moves only the stored weights (:class:`Fusion`).
 
 Reading a partitioned program: the operator calls of an NNAPI subgraph (``_operator_calls``),
 the name of an extern call (``_extern_name``) and the variables that hold weights
@@ -16,7 +17,8 @@ the name of an extern call (``_extern_name``) and the variables that hold weight
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence, Set
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import cast
 
 import tvm
@@ -26,7 +28,7 @@ from ..compiler.flops import call_flops
 from ..compiler.ir_utils import bindings, located_operator_calls
 from .host_model import HostWork
 
-__all__ = ["VIEW_OPERATORS", "operation_class", "operator_work"]
+__all__ = ["VIEW_OPERATORS", "Fusion", "operation_class", "operator_work", "tir_call_work"]
 
 #: Relax operators TVM lowers to views of their input (no kernel, no memory traffic).
 VIEW_OPERATORS = frozenset({"relax.reshape", "relax.expand_dims", "relax.squeeze", "relax.flatten"})
@@ -95,66 +97,126 @@ def operation_class(call: relax.Call) -> str:
     return "elementwise"
 
 
-def _absorbed_transposes(bindings: Sequence[relax.Binding]) -> set[relax.Var]:
-    """``permute_dims`` results read only by matmuls: TVM's matmul reads the untransposed
-    operand (as NNAPI's FULLY_CONNECTED reads ``[units, input]`` weights), so no copy is
-    costed."""
-    transposes = {
-        b.var
-        for b in bindings
-        if isinstance(b.value, relax.Call)
-        and isinstance(b.value.op, tvm.ir.Op)
-        and str(b.value.op.name) == "relax.permute_dims"
-    }
-    uses: dict[relax.Var, set[str]] = {}
+@dataclass(frozen=True)
+class Fusion:
+    """How TVM's fusion changes the memory traffic of one function's operators, as the host model
+    counts it (``relax.build`` fuses these; the model costs what the fused kernel reads):
 
-    def visit(node: object, user: str) -> None:
-        if isinstance(node, relax.Var) and node in transposes:
-            uses.setdefault(node, set()).add(user)
+    - a ``permute_dims`` read only by matmuls is read in place by them: the transpose costs
+      nothing and each matmul reads the untransposed tensor's bytes;
+    - a ``relax.call_tir`` kernel of the program's own (e.g. the dequantization of
+      group-quantized weights) read only by matmuls, directly or through such a transpose, is
+      fused into them (TVM's FuseOps puts such an injective producer into its reader's kernel):
+      each matmul reads the kernel's inputs (the 4-bit weights and their scales) in place of its
+      result and does the kernel's operations too; the kernel itself costs nothing.
 
-    for b in bindings:
-        value = b.value
-        user = (
-            str(value.op.name)
-            if isinstance(value, relax.Call) and isinstance(value.op, tvm.ir.Op)
-            else "other"
-        )
-        relax.analysis.post_order_visit(value, lambda n, u=user: visit(n, u))
-    return {v for v in transposes if uses.get(v) == {"relax.matmul"}}
+    ``free``: the calls that cost nothing of their own; ``operand_bytes``: the bytes a reader
+    reads for such a call's result; ``operand_flops``: the operations a reader does for it."""
+
+    free: frozenset[relax.Call] = frozenset()
+    operand_bytes: Mapping[relax.Var, float] = field(default_factory=dict)
+    operand_flops: Mapping[relax.Var, float] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, bindings: Sequence[relax.Binding]) -> Fusion:
+        """The fusion of one function's (or dataflow block's) ``bindings``."""
+        producers = {
+            b.var: b.value
+            for b in bindings
+            if isinstance(b.value, relax.Call)
+            and isinstance(b.value.op, tvm.ir.Op)
+            and str(b.value.op.name) in ("relax.permute_dims", "relax.call_tir")
+        }
+        # Who reads each producer: an operator's name, or the transpose variable that reads it.
+        readers: dict[relax.Var, set[str | relax.Var]] = {}
+
+        def visit(node: object, reader: str | relax.Var) -> None:
+            if isinstance(node, relax.Var) and node in producers:
+                readers.setdefault(node, set()).add(reader)
+
+        for b in bindings:
+            value = b.value
+            reader: str | relax.Var = (
+                str(value.op.name)
+                if isinstance(value, relax.Call) and isinstance(value.op, tvm.ir.Op)
+                else "other"
+            )
+            if reader == "relax.permute_dims":
+                reader = b.var
+            relax.analysis.post_order_visit(value, lambda n, r=reader: visit(n, r))
+
+        transposes = {
+            var
+            for var, call in producers.items()
+            if str(call.op.name) == "relax.permute_dims" and readers.get(var) == {"relax.matmul"}
+        }
+        operand_bytes: dict[relax.Var, float] = {}
+        operand_flops: dict[relax.Var, float] = {}
+        free: set[relax.Call] = set()
+        for var in transposes:
+            free.add(producers[var])
+            operand_bytes[var] = _tensor_bytes(producers[var].args[0].ty)
+        for var, call in producers.items():
+            users = readers.get(var)
+            if str(call.op.name) != "relax.call_tir" or not users:
+                continue
+            if not all(u == "relax.matmul" or u in transposes for u in users):
+                continue
+            stored, flops = _tir_argument_bytes(call), _tir_flops(call)
+            free.add(call)
+            operand_bytes[var], operand_flops[var] = stored, flops
+            for user in users:
+                if isinstance(user, relax.Var):
+                    operand_bytes[user], operand_flops[user] = stored, flops
+        return cls(frozenset(free), operand_bytes, operand_flops)
 
 
-def operator_work(call: relax.Call, absorbed: Set[relax.Var] = frozenset()) -> HostWork:
+def operator_work(call: relax.Call, fusion: Fusion | None = None) -> HostWork:
     """FLOPs (:func:`tvm_nnapi.compiler.flops.call_flops`) and bytes (every tensor argument and the
-    result) of one Relax operator; views cost nothing, a transpose absorbed by its matmul
-    nothing either."""
+    result) of one Relax operator; views cost nothing, and ``fusion`` (:class:`Fusion`) the
+    transposes a matmul reads in place and what a fused matmul reads."""
     name = str(call.op.name)
-    if name in VIEW_OPERATORS:
-        return HostWork(0.0, 0.0, _data_class(call.ty), "data_movement")
-    bytes_ = _tensor_bytes(call.ty)
-    for arg in call.args:
-        if isinstance(arg, relax.Var) and arg in absorbed:
-            continue
-        if isinstance(arg, relax.Expr) and hasattr(arg, "ty"):
-            bytes_ += _tensor_bytes(arg.ty)
     first = call.args[0].ty if call.args else call.ty
-    return HostWork(float(call_flops(call)), bytes_, _data_class(first), operation_class(call))
+    if name in VIEW_OPERATORS or (fusion is not None and call in fusion.free):
+        return HostWork(0.0, 0.0, _data_class(first), "data_movement")
+    operand_bytes = fusion.operand_bytes if fusion is not None else {}
+    operand_flops = fusion.operand_flops if fusion is not None else {}
+    bytes_ = _tensor_bytes(call.ty)
+    flops = float(call_flops(call))
+    for arg in call.args:
+        if isinstance(arg, relax.Var) and arg in operand_bytes:
+            bytes_ += operand_bytes[arg]
+            flops += operand_flops.get(arg, 0.0)
+        elif isinstance(arg, relax.Expr) and hasattr(arg, "ty"):
+            bytes_ += _tensor_bytes(arg.ty)
+    return HostWork(flops, bytes_, _data_class(first), operation_class(call))
 
 
-def tir_call_work(call: relax.Call) -> HostWork:
-    """Work of a ``relax.call_tir`` to a TVM kernel of the program's own (e.g. the
-    dequantization of group-quantized weights), costed as an elementwise kernel: every
-    argument read once, the result written once, four operations (a shift, a mask, a
-    subtraction and a multiplication) operations per result element."""
+def _tir_argument_bytes(call: relax.Call) -> float:
     args = call.args[1] if len(call.args) > 1 else None
     fields = list(args.fields) if isinstance(args, relax.Tuple) else []
-    bytes_ = _tensor_bytes(call.ty) + sum(_tensor_bytes(arg.ty) for arg in fields)
+    return sum(_tensor_bytes(arg.ty) for arg in fields)
+
+
+def _tir_flops(call: relax.Call) -> float:
     out = call.ty
-    elements = 0.0
     if isinstance(out, relax.TensorType) and out.shape is not None:
         dims = [getattr(d, "value", None) for d in out.shape.values]
         if all(isinstance(d, int) for d in dims):
-            elements = float(math.prod(cast(list[int], dims)))
-    return HostWork(_TIR_OPS_PER_ELEMENT * elements, bytes_, _data_class(out), "elementwise")
+            return _TIR_OPS_PER_ELEMENT * float(math.prod(cast(list[int], dims)))
+    return 0.0
+
+
+def tir_call_work(call: relax.Call, fusion: Fusion | None = None) -> HostWork:
+    """Work of a ``relax.call_tir`` to a TVM kernel of the program's own (e.g. the
+    dequantization of group-quantized weights), costed as an elementwise kernel: every
+    argument read once, the result written once, four operations (a shift, a mask, a
+    subtraction and a multiplication) per result element; nothing when ``fusion`` fuses it
+    into its readers (they carry its work)."""
+    if fusion is not None and call in fusion.free:
+        return HostWork(0.0, 0.0, _data_class(call.ty), "elementwise")
+    bytes_ = _tensor_bytes(call.ty) + _tir_argument_bytes(call)
+    return HostWork(_tir_flops(call), bytes_, _data_class(call.ty), "elementwise")
 
 
 _TIR_OPS_PER_ELEMENT = 4.0
@@ -163,15 +225,15 @@ _TIR_OPS_PER_ELEMENT = 4.0
 # ---- reading a partitioned program ---------------------------------------------------------------
 
 
-def _operator_calls(func: relax.Function) -> list[tuple[relax.Call, set[relax.Var]]]:
+def _operator_calls(func: relax.Function) -> list[tuple[relax.Call, Fusion]]:
     """Operator calls of a subgraph, once per execution (inlined composites once per call), each
-    with the transposes its function absorbs."""
-    absorbed: dict[relax.Function, set[relax.Var]] = {}
-    found: list[tuple[relax.Call, set[relax.Var]]] = []
+    with the :class:`Fusion` of the function that holds it."""
+    fusions: dict[relax.Function, Fusion] = {}
+    found: list[tuple[relax.Call, Fusion]] = []
     for call, owner in located_operator_calls(func):
-        if owner not in absorbed:
-            absorbed[owner] = _absorbed_transposes(bindings(owner))
-        found.append((call, absorbed[owner]))
+        if owner not in fusions:
+            fusions[owner] = Fusion.of(bindings(owner))
+        found.append((call, fusions[owner]))
     return found
 
 
