@@ -242,3 +242,16 @@ def test_generate_takes_the_int8_weight_path(capsys):
     with pytest.raises(SystemExit) as error:
         cli.main([*argv, "--int8-weights", "--resident-weights"])
     assert error.value.code == 2
+
+
+def test_estimate_costs_the_int8_path_of_an_llm(capsys):
+    argv = ["estimate", "llm:tiny-llama:q4f16_1", "--profile", "snapdragon-8-gen-2", "--json"]
+    assert cli.main([*argv, "--weights", "int8"]) == 0
+    estimate = json.loads(capsys.readouterr().out)["estimate"]
+    assert estimate["weights"] == "int8" and "nnapi-int8" in estimate["memory"]["plans"]
+    assert estimate["totals"]["modelled_weight_setup_us"] == 0
+    assert {row["path"] for row in estimate["projections"]} == {"int8"}
+    operations = {op for sub in estimate["subgraphs"] for op in sub["nnapi_operations"]}
+    assert "CONV_2D" in operations and "FULLY_CONNECTED" not in operations
+    assert cli.main(["estimate", "residual", "--weights", "int8"]) == 2
+    assert "int8 weight path of llm: models" in capsys.readouterr().err

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from ..errors import UsageError
 from .common import Progress, partition_options
 from .pipeline import ModelCommand, add_model_arguments, run_model_command
 
@@ -25,6 +26,14 @@ def estimate_document(args: argparse.Namespace, source, profile: str | None, pro
 
     # The engine binds the entry's symbols itself: hand it the module as loaded.
     module = source.symbolic_module
+    weights = getattr(args, "weights", "input")
+    if weights == "int8":
+        # The int8 weight path is costed from its own graphs (tvm_nnapi.tools.llm_int8).
+        if source.kind != "llm":
+            raise UsageError("--weights int8 is the int8 weight path of llm: models")
+        from tvm_nnapi.tools.llm_int8 import costing_module
+
+        module, _ = costing_module(source.llm_config, source.llm_dtype, [source.entry])
     defined = {str(v) for v in relax.analysis.defined_symbolic_vars(module[source.entry])}
     shapes = {name: value for name, value in source.shapes.items() if name in defined}
     extern_work = None
@@ -46,11 +55,22 @@ def estimate_document(args: argparse.Namespace, source, profile: str | None, pro
         shapes=shapes,
         entry=source.entry,
         host_model=getattr(args, "host_model", "profile-cpu"),
-        weights=getattr(args, "weights", "input"),
+        # The int8 weights are subgraph inputs of the costing module and constants in the
+        # engine's build: the resident mode leaves their copies out.
+        weights="resident" if weights == "int8" else weights,
         options=partition_options(args, profile),
         extern_work=extern_work,
     )
-    return result.to_dict()
+    result.weights = weights
+    document = result.to_dict()
+    if source.kind == "llm":
+        from tvm_nnapi.llm.int8 import projection_rows
+
+        document["projections"] = [
+            {"projection": label, "path": path, "why": why}
+            for label, path, why in projection_rows(source.llm_config, weights)
+        ]
+    return document
 
 
 def devices_from_estimate(
@@ -121,6 +141,10 @@ def print_estimate(console, estimate: dict[str, Any]) -> None:
     reason = why_nnapi_loses(estimate)
     if reason:
         console.print(escape(reason))
+    if estimate.get("projections"):
+        console.print(f"projections of {estimate['entry']}, weights {estimate['weights']}:")
+        for row in estimate["projections"]:
+            console.print(escape(f"  {row['projection']:<34} {row['path']:<9} {row['why']}"))
     if estimate.get("memory"):
         from tvm_nnapi.tools.memory import MemoryReport
 
@@ -179,7 +203,8 @@ def llm_memory(args: argparse.Namespace, source: Any, profile: str | None) -> Me
 
     seq_len = int(source.shapes.get("seq_len", 1))
     context, chunk = (seq_len, seq_len) if source.entry == "prefill" else (seq_len + 1, 1)
-    offloaded = "nnapi-resident" if getattr(args, "weights", "input") == "resident" else "nnapi"
+    plans = {"input": "nnapi", "resident": "nnapi-resident", "int8": "nnapi-int8"}
+    offloaded = plans[getattr(args, "weights", "input")]
     quantization = getattr(source, "llm_quantization", None) or source.llm_dtype
     where = getattr(args, "profile", None) or profile
     return memory_report(
@@ -243,8 +268,9 @@ def register(commands: Any) -> None:
     )
     estimate.add_argument(
         "--weights",
-        choices=["input", "resident"],
+        choices=["input", "resident", "int8"],
         default="input",
-        help="weights copied to the device at every call (input, as built) or resident",
+        help="weights copied to the device at every call (input, as built), resident, or (llm: "
+        "models) the int8 weight path, costed from its own graphs (docs/llm.md)",
     )
     estimate.set_defaults(handler=cmd_estimate)

@@ -148,7 +148,9 @@ class Estimate:
     entry: str
     shapes: dict[str, int]
     host_model: dict[str, Any]
-    weights: str  # "input" (passed at run time) or "resident" (bound as NNAPI constants)
+    # "input" (passed at run time), "resident" (bound as NNAPI constants) or "int8" (the int8
+    # path, tools.llm_int8: int8 weights bound as NNAPI constants)
+    weights: str
     subgraphs: list[SubgraphRow] = field(default_factory=list)
     host_rows: list[HostRow] = field(default_factory=list)
     # Time the overlapped build hides: subgraph calls started while independent bindings run
