@@ -221,6 +221,19 @@ def test_the_int8_plan_holds_a_quarter_of_the_float32_constants():
     assert int8_plan.host_weights_bytes < resident.host_weights_bytes
 
 
+def test_a_7b_int8_plan_is_refused_on_an_8_gb_phone_with_its_own_advice():
+    from tvm_nnapi.errors import UsageError
+    from tvm_nnapi.tools import memory
+
+    config = llm.get_config("llama-2-7b")
+    report = memory.bench_memory_report(config, "q4f16_1", "snapdragon-8-gen-2", 32, 8, int8=True)
+    assert [p.plan for p in report.unfit()] == ["nnapi-int8"]
+    with pytest.raises(UsageError) as refused:
+        report.refuse()
+    assert "plan nnapi-int8" in str(refused.value)
+    assert "use weights as inputs (the nnapi plan)" in str(refused.value)
+
+
 def test_the_report_names_each_projections_path():
     rows = int8.projection_rows(llm.TINY, "int8")
     assert [path for _, path, _ in rows] == ["int8"] * 5

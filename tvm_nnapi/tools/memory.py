@@ -407,12 +407,18 @@ class MemoryReport:
         need and the budget)."""
         assert self.phone is not None
         phone = self.phone
+        if plan.plan in ("nnapi-resident", "nnapi-int8"):
+            # Their NNAPI constants and the driver's copy are what a 4-bit format cannot shrink.
+            advice = "weights as inputs (the nnapi plan), a smaller model or a shorter context"
+        elif weight_format(plan.quantization).quantized:
+            advice = "a smaller model or a shorter context"
+        else:
+            advice = "a 4-bit weight format (q4f16_1), a smaller model or a shorter context"
         return (
             f"{plan.model} ({plan.quantization}, plan {plan.plan}, {plan.context_tokens}-token "
             f"context) needs {_gib(plan.peak_bytes)} GiB at its peak (modelled), more than the "
             f"{_gib(phone.app_budget_bytes)} GiB one app can use on {phone.profile} "
-            f"({_gib(phone.total_bytes)} GiB of RAM): it does not fit; use a 4-bit weight format "
-            "(q4f16_1), a smaller model or a shorter context"
+            f"({_gib(phone.total_bytes)} GiB of RAM): it does not fit; use {advice}"
         )
 
     def refuse(self) -> None:
