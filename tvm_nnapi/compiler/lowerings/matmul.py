@@ -23,6 +23,7 @@ from tvm.relax.transform import PatternCheckContext
 
 from ..converters import ConvertContext, composite_calls, constant_value, int_tuple
 from ..patterns import (
+    DECLINED,
     FEATURE_LEVEL_1,
     FEATURE_LEVEL_3,
     FEATURE_LEVEL_6,
@@ -78,7 +79,9 @@ def _check(call: relax.Call, options: PartitionOptions, ctx: PatternCheckContext
     if x_type is None or w_type is None:
         return RefusalKind.ATTRIBUTE, "operands must be tensors"
     if permute is not None and not _transposed_last_two(permute):
-        return RefusalKind.ATTRIBUTE, "the permutation is not a swap of the last two axes"
+        # Not this form: the plain matmul takes it, after the permute_dims's own TRANSPOSE
+        # (and reports its own refusal if it cannot).
+        return DECLINED
     if w_type.ndim <= 2:
         # A 1-D operand is a matrix of one row (left) or one output unit (right).
         result = check_tensors(call, _FC_DTYPES, options, inputs=[x, weight])
