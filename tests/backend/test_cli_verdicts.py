@@ -96,7 +96,7 @@ def test_residual_shapes_are_bound_the_same_way_in_explain_and_demo():
     assert explain.returncode == 0, explain.stderr
     assert "symbolic dimensions bound: batch=1" in explain.stdout
     assert "estimated FLOPs offloaded: 80.0%" in explain.stdout
-    demo = run_cli("demo", "--profile", "none")
+    demo = run_cli("demo", "--model", "residual", "--profile", "none")
     assert demo.returncode == 0, demo.stderr + demo.stdout
     assert "shapes bound: batch=1" in demo.stdout
     assert "estimated FLOPs offloaded: 80.0%" in demo.stdout and "n/a" not in demo.stdout

@@ -225,9 +225,9 @@ def test_explain_and_demo_accept_the_flag():
     assert explanation["relax_fp32_to_fp16"] is True
     # explain's devices come from the estimate, which costs the relaxed lowering.
     assert "qti-dsp" in json.dumps(explanation["subgraph_devices"])
-    completed = run_cli("demo", "--relax-fp16", "--profile", "none")
+    completed = run_cli("demo", "--model", "residual", "--relax-fp16", "--profile", "none")
     assert completed.returncode == 0, completed.stderr
-    assert "1e-02 (relaxed-float16)" in completed.stdout
+    assert "tolerance 1e-02, relaxed-float16" in completed.stdout
 
 
 def test_llm_commands_accept_the_flag():

@@ -129,7 +129,7 @@ def _configure_target_devices(target: Any, choice: dict[str, Any] | None) -> Non
 def _print_run(console, run: dict[str, Any]) -> None:
     from rich.table import Table
 
-    from tvm_nnapi.tools.report import _format_us
+    from tvm_nnapi.tools.report import _format_us, format_seconds
     from tvm_nnapi.tools.run import output_facts
 
     where = run.get("target", "mock")
@@ -179,7 +179,7 @@ def _print_run(console, run: dict[str, Any]) -> None:
     for what, value in output_facts(run):
         table.add_row(what, value)
     for name, seconds in run["measured_seconds"].items():
-        table.add_row(f"{name.replace('_', ' ')} (measured on this host)", f"{seconds:.4f} s")
+        table.add_row(f"{name.replace('_', ' ')} (measured on this host)", format_seconds(seconds))
     if not remote:
         table.add_row(
             "NNAPI executions (MODELLED on the profile)",

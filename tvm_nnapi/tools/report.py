@@ -10,8 +10,8 @@ execution traces.
 
 The page is built here, with the timeline and the tables; the graph's layout and SVG are in
 :mod:`.report_graph`, the stylesheet, script and shared text helpers in :mod:`.report_assets`.
-:func:`write_report` writes the page; :func:`timeline_from_traces`, :func:`format_speedup` and
-``_format_us`` are the helpers the CLI uses for its own output.
+:func:`write_report` writes the page; :func:`timeline_from_traces`, :func:`format_speedup`,
+:func:`format_seconds` and ``_format_us`` are the helpers the CLI uses for its own output.
 """
 
 from __future__ import annotations
@@ -49,6 +49,12 @@ def _format_us(micros: float | None) -> str:
     if micros >= 1e3:
         return f"{micros / 1e3:.3f} ms"
     return f"{micros:.1f} µs"
+
+
+def format_seconds(seconds: float) -> str:
+    """A measured duration in the unit that suits it (s, ms or µs, as ``_format_us``), never
+    rounded to ``0.000 s``."""
+    return _format_us(seconds * 1e6)
 
 
 def format_speedup(ratio: float | None) -> str:
@@ -435,7 +441,7 @@ def _run_section(run: dict[str, Any], timeline: dict[str, Any] | None, colours: 
             ),
         ],
         *[
-            [_e(f"{name.replace('_', ' ')} (measured on this host)"), _e(f"{value:.4f} s")]
+            [_e(f"{name.replace('_', ' ')} (measured on this host)"), _e(format_seconds(value))]
             for name, value in measured.items()
         ],
     ]
@@ -631,6 +637,8 @@ def write_report(path: str, document: dict[str, Any]) -> None:
 __all__ = [
     "NODE_HEIGHT",
     "NODE_WIDTH",
+    "format_seconds",
+    "format_speedup",
     "graph_svg",
     "layout",
     "render_html",
