@@ -243,6 +243,33 @@ def test_explain_names_the_host_dequantization(capsys):
     reasons = [r["reason"] for r in document["explain"]["refusals"]]
     assert any("dequantized by this TVM kernel on the host" in r for r in reasons)
     assert document["model"]["quantization"] == "q4f16_1"
+    projections = document["explain"]["projections"]
+    assert [p["path"] for p in projections] == ["input"] * len(projections)
+    assert any(p["projection"] == "lm_head" for p in projections)
+    assert all("dequantized on the host" in p["why"] for p in projections)
+
+
+def test_resident_estimate_of_a_4_bit_model_is_its_float_model_on_nnapi(capsys):
+    """Dequantized once at load, the resident build runs the float model of the values on
+    NNAPI; the all-host program stays the quantized model either way."""
+    argv = ["estimate", "llm:tiny-llama:q4f16_1", "--shapes", "seq_len=32", "--json"]
+    argv += ["--profile", "snapdragon-8-gen-2"]
+    totals = {}
+    for weights in ("input", "resident"):
+        document = _run_json(capsys, [*argv, "--weights", weights])
+        totals[weights] = document["estimate"]["totals"]
+    assert totals["resident"]["modelled_host_program_us"] == pytest.approx(
+        totals["input"]["modelled_host_program_us"]
+    )
+    # No dequantization on the host, no weight copies: the resident program is faster.
+    assert (
+        totals["resident"]["modelled_nnapi_program_us"]
+        < totals["input"]["modelled_nnapi_program_us"]
+    )
+    assert (
+        totals["resident"]["modelled_host_operators_us"]
+        < (totals["input"]["modelled_host_operators_us"])
+    )
 
 
 def test_quantization_flag_needs_an_llm(capsys):

@@ -49,18 +49,38 @@ def estimate_document(args: argparse.Namespace, source, profile: str | None, pro
         extern_work = {ATTENTION_BUILTIN: work}
     progress(f"costing the NNAPI subgraphs on {profile} (modelled)...")
     # The profile as the user gave it (a name or a .json path); `profile` is its name.
+    common = {
+        "shapes": shapes,
+        "entry": source.entry,
+        "host_model": getattr(args, "host_model", "profile-cpu"),
+        "options": partition_options(args, profile),
+        "extern_work": extern_work,
+    }
+    target_profile = getattr(args, "profile", None) or profile or "reference"
+    all_host_us = None
+    if weights == "resident" and source.kind == "llm":
+        from tvm_nnapi.llm.quantization import get_quantization
+
+        quantization = get_quantization(source.llm_quantization)
+        if quantization.quantized:
+            # A group-quantized format is dequantized once, at load: NNAPI runs the float model
+            # of those values with resident weights; the all-host program stays the quantized
+            # model (its dequantization fused into the projections).
+            from tvm_nnapi.llm.model import export_model
+
+            quantized = estimate(module, target_profile, weights="input", **common)
+            all_host_us = quantized.modelled_host_program_us
+            module, _, _ = export_model(source.llm_config, quantization.model_dtype)
     result = estimate(
         module,
-        getattr(args, "profile", None) or profile or "reference",
-        shapes=shapes,
-        entry=source.entry,
-        host_model=getattr(args, "host_model", "profile-cpu"),
+        target_profile,
         # The int8 weights are subgraph inputs of the costing module and constants in the
         # engine's build: the resident mode leaves their copies out.
         weights="resident" if weights == "int8" else weights,
-        options=partition_options(args, profile),
-        extern_work=extern_work,
+        **common,
     )
+    if all_host_us is not None:
+        result.all_host_us = all_host_us
     result.weights = weights
     document = result.to_dict()
     if source.kind == "llm":

@@ -19,9 +19,30 @@ def _stage(
         document["explain"]["subgraph_devices"] = devices_from_estimate(
             args, source, document["profile"], progress
         )
+    if source.kind == "llm":
+        # The build as explained passes each projection's weight at every call (the engine's
+        # other weight paths: docs/llm.md, "Quantized weights").
+        from tvm_nnapi.llm.int8 import projection_rows
+
+        document["explain"]["projections"] = [
+            {"projection": label, "path": path, "why": why}
+            for label, path, why in projection_rows(source.llm_config, "input")
+        ]
 
 
-EXPLAIN = ModelCommand("explain", _stage)
+def _render(console: Any, document: dict[str, Any]) -> None:
+    from rich.markup import escape
+
+    rows = document["explain"].get("projections")
+    if rows:
+        console.print(
+            "projections, weights input (as built; --resident/--int8 paths: docs/llm.md):"
+        )
+        for row in rows:
+            console.print(escape(f"  {row['projection']:<34} {row['path']:<9} {row['why']}"))
+
+
+EXPLAIN = ModelCommand("explain", _stage, _render)
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
