@@ -23,6 +23,14 @@ def constant_array(constant: tvm.ir.Constant) -> np.ndarray:
     return array
 
 
+def scalar_value(expr: relax.Expr) -> float | None:
+    """The value of a one-element constant (any rank), else None."""
+    if not isinstance(expr, tvm.ir.Constant):
+        return None
+    value = expr.value.numpy()
+    return float(value.reshape(-1)[0]) if value.size == 1 else None
+
+
 def make_constant(value: np.ndarray, dtype: str) -> relax.Expr:
     """A Relax constant of ``value`` in ``dtype`` (cast as ``astype`` would), written once into
     the constant's tensor: a transposed or reshaped view is laid out there, not first in a

@@ -27,13 +27,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import tvm
 import tvm_ffi
 from tvm import relax
 from tvm.relax.dpl import DFPattern, is_const, is_op, wildcard
 from tvm.relax.transform import PatternCheckContext
 
 from ..converters import ConvertContext, operator_calls
+from ..ir_utils import scalar_value
 from ..patterns import (
     DECLINED,
     CheckResult,
@@ -93,18 +93,10 @@ def _make_pattern(function: str, halved: bool):
     return make
 
 
-def _scalar(expr: relax.Expr) -> float | None:
-    """The value of a one-element constant, else None."""
-    if not isinstance(expr, tvm.ir.Constant):
-        return None
-    value = expr.value.numpy()
-    return float(value.reshape(-1)[0]) if value.size == 1 else None
-
-
 def _is(expr: relax.Expr, want: float) -> bool:
     """Whether ``expr`` is a one-element constant equal to ``want`` within :data:`_ULPS` of its
     dtype's precision."""
-    value = _scalar(expr)
+    value = scalar_value(expr)
     if value is None:
         return False
     dtype = dtype_of(expr)

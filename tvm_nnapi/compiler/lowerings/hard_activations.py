@@ -27,6 +27,7 @@ from tvm.relax.dpl import is_const, is_op, wildcard
 from tvm.relax.transform import PatternCheckContext
 
 from ..converters import FUSED_RELU6, ConvertContext, operator_calls
+from ..ir_utils import scalar_value
 from ..patterns import (
     FEATURE_LEVEL_2,
     FEATURE_LEVEL_3,
@@ -72,14 +73,6 @@ def _make_pattern(kind: str, clips: int, scale_op: str):
     return make
 
 
-def _scalar(expr: relax.Expr) -> float | None:
-    """The value of a one-element constant, else None."""
-    if not isinstance(expr, tvm.ir.Constant):
-        return None
-    value = expr.value.numpy()
-    return float(value.reshape(-1)[0]) if value.size == 1 else None
-
-
 def _relu6_bounds(annotated: dict) -> tuple[float, float] | None:
     """The interval of the clip, or of the two nested clips, when it is a single interval."""
     outer = _clip_bounds(annotated["clip"])
@@ -105,9 +98,9 @@ def _make_check(kind: str, scale_op: str):
             return result
         if not tvm_ffi.structural_equal(x.ty, call.ty):
             return RefusalKind.ATTRIBUTE, f"{name}: the constants broadcast x to another shape"
-        if _scalar(annotated["three"]) != 3.0:
+        if scalar_value(annotated["three"]) != 3.0:
             return RefusalKind.ATTRIBUTE, f"{name}: the offset added to x is not 3"
-        six = _scalar(annotated["six"])
+        six = scalar_value(annotated["six"])
         if six is None or not math.isclose(six, _SCALES[scale_op], rel_tol=1e-6):
             return RefusalKind.ATTRIBUTE, f"{name}: the scale is not 1/6"
         if _relu6_bounds(annotated) != (0.0, 6.0):
