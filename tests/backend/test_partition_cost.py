@@ -111,10 +111,9 @@ def _modelled(model: str, profile: str, strategy: str, shapes=None) -> tuple[flo
 @pytest.mark.parametrize("profile", PHONES)
 def test_the_cost_placement_is_never_slower_than_offloading_everything(profile):
     """Modelled on each phone: MobileNetV2-small and the residual network; full-size
-    MobileNetV2 (224x224) on the calibrated phone and the low-end one (the two ends of the
-    range, where the placement differs most)."""
+    MobileNetV2 (224x224) on the calibrated phone (costing it takes seconds per profile)."""
     models = [("mobilenet_v2_small", None), ("residual", {"batch": 1})]
-    if profile in ("snapdragon-8-gen-2", "snapdragon-660"):
+    if profile == "snapdragon-8-gen-2":
         models.append(("mobilenet_v2", None))
     for model, shapes in models:
         everything, _ = _modelled(model, profile, "all", shapes)
@@ -205,9 +204,10 @@ def _tiny_llm(entry: str, seq_len: int):
     return module, shapes, {ATTENTION_BUILTIN: work}
 
 
-@pytest.mark.parametrize("profile", PHONES)
+@pytest.mark.parametrize("profile", ["snapdragon-8-gen-2", "snapdragon-660"])
 def test_the_cost_placement_of_the_tiny_llm_is_never_slower(profile):
-    """Prefill (32 tokens) and decode (32 tokens in the cache) of the tiny Llama."""
+    """Prefill (32 tokens) and decode (32 tokens in the cache) of the tiny Llama, on the
+    calibrated phone and the low-end one (the two ends of the range)."""
     for entry in ("prefill", "decode"):
         module, shapes, work = _tiny_llm(entry, 32)
         everything, _ = _modelled_module(module, profile, "all", entry, shapes, work)
