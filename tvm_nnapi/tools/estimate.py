@@ -394,43 +394,40 @@ class PreparedEstimate:
                 if not sub.call_args:
                     sub.call_args = list(value.args)
                 continue
-            extern = _extern_name(value)
-            if extern is not None:
-                work = self.extern_work.get(extern)
-                found = work(value) if work is not None else None
-                self._add_host(extern, "extern", found, step)
-            elif isinstance(value.op, tvm.ir.Op):
-                name = str(value.op.name)
-                if name == "relax.call_tir":
-                    self._add_host(name, "operator", tir_call_work(value, fusion), step)
-                elif name == "relax.call_dps_packed":
-                    self._add_host(name, "extern", None, step)
-                else:
-                    self._add_host(name, "operator", operator_work(value, fusion), step)
+            found = self._host_call(value, fusion)
+            if found is not None:
+                self._add_host(*found, step)
+
+    def _host_call(
+        self, value: relax.Call, fusion: Fusion
+    ) -> tuple[str, str, HostWork | None] | None:
+        """``(name, kind, work)`` of a host call: an extern (its work from ``extern_work``,
+        None when not modelled) or an operator or kernel (with ``fusion``); None for a call
+        that is neither (a call of a function of the module)."""
+        extern = _extern_name(value)
+        if extern is not None:
+            work = self.extern_work.get(extern)
+            return extern, "extern", work(value) if work is not None else None
+        if not isinstance(value.op, tvm.ir.Op):
+            return None
+        name = str(value.op.name)
+        if name == "relax.call_tir":
+            return name, "operator", tir_call_work(value, fusion)
+        if name == "relax.call_dps_packed":
+            return name, "extern", None
+        return name, "operator", operator_work(value, fusion)
 
     def _host_works(self, func: relax.Function) -> list[HostWork | None]:
         """The work of every operator, kernel and extern call of the unpartitioned ``func``, as
         TVM's CPU backend runs it (with :class:`Fusion`); None for an extern not modelled."""
         func_bindings = bindings(func)
         fusion = Fusion.of(func_bindings)
-        works: list[HostWork | None] = []
-        for binding in func_bindings:
-            value = binding.value
-            if not isinstance(value, relax.Call):
-                continue
-            extern = _extern_name(value)
-            if extern is not None:
-                work = self.extern_work.get(extern)
-                works.append(work(value) if work is not None else None)
-            elif isinstance(value.op, tvm.ir.Op):
-                name = str(value.op.name)
-                if name == "relax.call_tir":
-                    works.append(tir_call_work(value, fusion))
-                elif name == "relax.call_dps_packed":
-                    works.append(None)
-                else:
-                    works.append(operator_work(value, fusion))
-        return works
+        found = (
+            self._host_call(b.value, fusion)
+            for b in func_bindings
+            if isinstance(b.value, relax.Call)
+        )
+        return [work for _, _, work in filter(None, found)]
 
     def _add_host(
         self, name: str, kind: str, work: HostWork | None, step: Step | None = None
