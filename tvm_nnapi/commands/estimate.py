@@ -84,12 +84,9 @@ def estimate_document(args: argparse.Namespace, source, profile: str | None, pro
     result.weights = weights
     document = result.to_dict()
     if source.kind == "llm":
-        from tvm_nnapi.llm.int8 import projection_rows
+        from tvm_nnapi.llm.int8 import projection_report
 
-        document["projections"] = [
-            {"projection": label, "path": path, "why": why}
-            for label, path, why in projection_rows(source.llm_config, weights)
-        ]
+        document["projections"] = projection_report(source.llm_config, weights)
     return document
 
 
@@ -162,9 +159,11 @@ def print_estimate(console, estimate: dict[str, Any]) -> None:
     if reason:
         console.print(escape(reason))
     if estimate.get("projections"):
-        console.print(f"projections of {estimate['entry']}, weights {estimate['weights']}:")
-        for row in estimate["projections"]:
-            console.print(escape(f"  {row['projection']:<34} {row['path']:<9} {row['why']}"))
+        from tvm_nnapi.llm.int8 import projection_lines
+
+        heading = f"projections of {estimate['entry']}, weights {estimate['weights']}:"
+        for line in projection_lines(heading, estimate["projections"]):
+            console.print(escape(line))
     if estimate.get("memory"):
         from tvm_nnapi.tools.memory import MemoryReport
 

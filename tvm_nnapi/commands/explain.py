@@ -22,24 +22,21 @@ def _stage(
     if source.kind == "llm":
         # The build as explained passes each projection's weight at every call (the engine's
         # other weight paths: docs/llm.md, "Quantized weights").
-        from tvm_nnapi.llm.int8 import projection_rows
+        from tvm_nnapi.llm.int8 import projection_report
 
-        document["explain"]["projections"] = [
-            {"projection": label, "path": path, "why": why}
-            for label, path, why in projection_rows(source.llm_config, "input")
-        ]
+        document["explain"]["projections"] = projection_report(source.llm_config, "input")
 
 
 def _render(console: Any, document: dict[str, Any]) -> None:
     from rich.markup import escape
 
+    from tvm_nnapi.llm.int8 import projection_lines
+
     rows = document["explain"].get("projections")
     if rows:
-        console.print(
-            "projections, weights input (as built; --resident/--int8 paths: docs/llm.md):"
-        )
-        for row in rows:
-            console.print(escape(f"  {row['projection']:<34} {row['path']:<9} {row['why']}"))
+        heading = "projections, weights input (as built; --resident/--int8 paths: docs/llm.md):"
+        for line in projection_lines(heading, rows):
+            console.print(escape(line))
 
 
 EXPLAIN = ModelCommand("explain", _stage, _render)

@@ -325,7 +325,7 @@ def _generate(args, config, sampling, tokenizer, stops, where: str, target: Any)
     except WeightError as error:
         raise UsageError(f"{error}") from None
     _progress(f"built in {time.perf_counter() - start:.1f} s")
-    from ..llm.int8 import format_projection_rows, projection_rows
+    from ..llm.int8 import format_projection_rows, projection_report
 
     weight_path = _weight_path(args.resident_weights, args.int8_weights)
     if args.nnapi and not args.json:
@@ -371,12 +371,7 @@ def _generate(args, config, sampling, tokenizer, stops, where: str, target: Any)
                     "quantization": args.quantization,
                     "placement": "nnapi" if args.nnapi else "host",
                     "weights": weight_path,
-                    "projections": [
-                        {"projection": label, "path": path, "why": why}
-                        for label, path, why in projection_rows(config, weight_path)
-                    ]
-                    if args.nnapi
-                    else [],
+                    "projections": projection_report(config, weight_path) if args.nnapi else [],
                     "relax_fp16": args.relax_fp16,
                     "target": "mock" if target is None else target.describe(),
                     "prompt_tokens": result.prompt_tokens,
@@ -620,17 +615,11 @@ def _report_bench(
         result["modelled_resident"] = {
             phase: est.to_dict()["totals"] for phase, est in resident_estimates.items()
         }
-    from ..llm.int8 import format_projection_rows, projection_rows
+    from ..llm.int8 import projection_lines, projection_report
 
     paths = ["input", *(["resident"] if args.resident_weights else [])]
     paths += ["int8"] if args.int8_weights else []
-    result["projections"] = {
-        path: [
-            {"projection": label, "path": taken, "why": why}
-            for label, taken, why in projection_rows(estimate_config, path)
-        ]
-        for path in paths
-    }
+    result["projections"] = {path: projection_report(estimate_config, path) for path in paths}
     if args.int8_weights:
         result["measured_prefill_ratio_nnapi_over_nnapi_int8"] = (
             measured["nnapi"]["prefill_seconds"] / measured["nnapi-int8"]["prefill_seconds"]
@@ -688,7 +677,7 @@ def _report_bench(
         )
     for line in memory.format_lines():
         print(line)
-    for path in paths:
-        for line in format_projection_rows(estimate_config, path):
+    for path, rows in result["projections"].items():
+        for line in projection_lines(f"projections of prefill, weights {path}:", rows):
             print(line)
     return 0

@@ -357,9 +357,22 @@ def projection_rows(config: LlamaConfig, weight_path: str) -> list[tuple[str, st
     return rows
 
 
+def projection_report(config: LlamaConfig, weight_path: str) -> list[dict[str, str]]:
+    """:func:`projection_rows` as the commands' JSON rows (``projection``, ``path``, ``why``)."""
+    return [
+        {"projection": label, "path": path, "why": why}
+        for label, path, why in projection_rows(config, weight_path)
+    ]
+
+
+def projection_lines(heading: str, rows: Sequence[Mapping[str, str]]) -> list[str]:
+    """``heading`` and the rows of :func:`projection_report` as lines of text."""
+    return [heading] + [f"  {row['projection']:<34} {row['path']:<9} {row['why']}" for row in rows]
+
+
 def format_projection_rows(config: LlamaConfig, weight_path: str) -> list[str]:
     """:func:`projection_rows` as lines of text."""
-    lines = [f"projections of prefill, weights {weight_path}:"]
-    for label, path, why in projection_rows(config, weight_path):
-        lines.append(f"  {label:<34} {path:<9} {why}")
-    return lines
+    return projection_lines(
+        f"projections of prefill, weights {weight_path}:",
+        projection_report(config, weight_path),
+    )
