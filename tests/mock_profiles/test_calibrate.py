@@ -174,6 +174,51 @@ def test_workload_weight_bytes_match_the_published_shapes():
     )
 
 
+def _traced_bytes(name: str, precision: str) -> float:
+    """The bytes a workload's operations read and write on the NPU of snapdragon-8-elite."""
+    from mock_nnapi import api
+
+    with control.Profile("snapdragon-8-elite"):
+        workload = workloads.build(name, precision)
+        npu = next(device for device in api.devices() if device.name == "qti-dsp")
+        compilation = api.Compilation(workload.model, [npu]).finish()
+        with control.CostOnlyExecution():
+            compilation.execute(calibrate._zeros_like_inputs(workload.model))
+        return float(control.last_execution_trace()["bytes"])
+
+
+@pytest.mark.parametrize(
+    ("precision", "bits", "positions"),
+    [("float16", 0, 400), ("float16", 4, 1600), ("quant8", 4, 800), ("quant8", 8, 400)],
+)
+def test_a_decode_with_a_context_reads_its_kv_cache_once_per_layer(precision, bits, positions):
+    """Each layer reads the whole cache (keys and values, 16-bit) once; with the phone's weight
+    width given, the cache is scaled to stay as large against the workload's weights."""
+    shape = workloads.LLM_SHAPES["smollm2-1.7b"]
+    name = "smollm2-1.7b-decode-ctx400" + (f"-w{bits}" if bits else "")
+    assert workloads.known(name)
+    plain = _traced_bytes("smollm2-1.7b-decode", precision)
+    cache = 2 * shape.layers * shape.kv * positions * 2  # keys and values, float16
+    # Beyond the cache: the scores and their softmax (3% of it here) and q's copies.
+    assert cache <= _traced_bytes(name, precision) - plain <= cache * 1.05
+    assert workloads.build(name, precision).weight_bytes == pytest.approx(
+        workloads.build("smollm2-1.7b-decode", precision).weight_bytes
+    )
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["smollm2-1.7b-decode-ctx0", "smollm2-1.7b-decode-ctx64-w3", "gpt-9-decode-ctx64",
+     "smollm2-1.7b-prefill256-ctx64"],
+)  # fmt: skip
+def test_unknown_contexts_are_named(name):
+    assert not workloads.known(name)
+    with pytest.raises(ValueError, match=r"unknown workload .*MODEL-decode-ctxC"):
+        workloads.build(name, "float16")
+    with pytest.raises(CalibrationError, match=f"unknown workload '{name}'"):
+        Measurement("r", name, "float16", "qti-dsp", 1.0, "GB/s")
+
+
 def test_the_calibrated_profile_reproduces_the_cpu_gpu_and_npu_rows_within_1_5x():
     """The first seven rows (one or two per device and phase; every row's error of fit is in
     mock_nnapi/profiles/measurements/summaries, checked by test_calibration_sets.py)."""

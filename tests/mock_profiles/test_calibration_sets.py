@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 from mock_nnapi.device_profiles import load_profile
 
-from tvm_nnapi.tools import calibrate
-from tvm_nnapi.tools.workloads import WORKLOADS
+from tvm_nnapi.tools import calibrate, workloads
 
 ROOT = Path(__file__).resolve().parents[2]
 MEASUREMENTS = ROOT / "mock_nnapi" / "profiles" / "measurements"
@@ -45,7 +44,7 @@ def test_rows_parse_and_name_known_workloads_and_the_profiles_devices(name):
     fitted, held = _rows(MEASUREMENTS / f"{name}.csv"), _rows(HELD_OUT / f"{name}.csv")
     assert len(fitted) >= 20
     for row in [*fitted, *held]:
-        assert row.workload in WORKLOADS and row.device in devices, row.id
+        assert workloads.known(row.workload) and row.device in devices, row.id
         assert row.source and row.configuration, row.id
     ids = [row.id for row in [*fitted, *held]]
     assert len(ids) == len(set(ids))

@@ -70,13 +70,14 @@ class Measurement:
     source: str = ""
 
     def __post_init__(self) -> None:
-        from .workloads import PRECISIONS, WORKLOADS
+        from . import workloads
 
         where = f"measurement {self.id!r}"
-        if self.workload not in WORKLOADS:
-            known = ", ".join(sorted(WORKLOADS))
-            raise CalibrationError(f"{where}: unknown workload {self.workload!r} (known: {known})")
-        if self.precision not in PRECISIONS:
+        if not workloads.known(self.workload):
+            raise CalibrationError(
+                f"{where}: unknown workload {self.workload!r} (known: {workloads.names()})"
+            )
+        if self.precision not in workloads.PRECISIONS:
             raise CalibrationError(f"{where}: unknown precision {self.precision!r}")
         if self.unit not in UNITS:
             raise CalibrationError(f"{where}: unit {self.unit!r} is not one of {UNITS}")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -44,6 +45,7 @@ class LlmShape:
     layers: int
     vocab: int
     kv_hidden: int = 0
+    head_dim: int = 128
 
     @property
     def kv(self) -> int:
@@ -59,7 +61,7 @@ class LlmShape:
 
 #: LLM shapes of the published rows (Hugging Face configs).
 LLM_SHAPES = {
-    "smollm2-1.7b": LlmShape(hidden=2048, intermediate=8192, layers=24, vocab=49152),
+    "smollm2-1.7b": LlmShape(hidden=2048, intermediate=8192, layers=24, vocab=49152, head_dim=64),
     "llama-2-7b": LlmShape(hidden=4096, intermediate=11008, layers=32, vocab=32000),
     "llama-3.2-3b": LlmShape(
         hidden=3072, intermediate=8192, layers=28, vocab=128256, kv_hidden=1024
@@ -563,15 +565,45 @@ def vit_b_16(precision: str = "float16", size: int = 224) -> Workload:
     return b.finish("vit_b_16", [x], [y])
 
 
-def llm_projections(shape: LlmShape, tokens: int, precision: str, name: str) -> Workload:
+def llm_projections(
+    shape: LlmShape,
+    tokens: int,
+    precision: str,
+    name: str,
+    context: int = 0,
+    weight_bits: int = 0,
+) -> Workload:
     """The projections of every decoder layer and the LM head for ``tokens`` new tokens, as
     FULLY_CONNECTED operations (each layer: q, k, v, o, gate, up, down), with the element-wise
-    MUL of the gated MLP and the residual ADD (with grouped-query attention the narrower k and v
-    are model outputs, as a decoder writes them to its KV cache, and the o projection reads q).
-    The layers share one set of weight constants (their shapes are equal), so the model is one
-    layer's weights in memory while every operation reads its weights from memory as a real
-    decoder does. Attention over the KV cache is left out (about 1.5% of the bytes at a
-    256-token context for the 1.7B shape)."""
+    MUL of the gated MLP and the residual ADD. The layers share one set of weight constants
+    (their shapes are equal), so the model is one layer's weights in memory while every
+    operation reads its weights from memory as a real decoder does.
+
+    With ``context`` = 0, attention is left out (about 1.5% of the bytes at a 256-token context
+    for the 1.7B shape): with grouped-query attention the narrower k and v are model outputs, as
+    a decoder writes them to its KV cache, and the o projection reads q. With ``context`` = C
+    (one token only), each layer attends over a KV cache of C positions as a decoder with a
+    fixed-size cache does: q as [kv heads, group, head size] times the cached keys
+    [kv heads, C, head size] (BATCH_MATMUL), SOFTMAX over the C positions, times the cached
+    values, into the o projection; k and v are outputs. The cache is 16-bit (32-bit in a float32
+    workload), as llama.cpp's and Qualcomm's decoders keep it, so a quant8 decoder dequantizes
+    q and quantizes the attention's output (two small operations per layer). The layers read
+    one pair of cache inputs (the bytes every layer reads are counted per operation).
+
+    ``weight_bits``: the width of the weights of the decoder being modelled, when it differs
+    from the workload's (a phone's 4-bit weights modelled by a float16 workload, whose rate row
+    is weights streamed per second whatever their width). The cache then holds ``context`` x
+    (workload width / ``weight_bits``) positions, so that it is as large against the
+    workload's weights as the phone's cache is against the phone's weights."""
+    if context and tokens != 1:
+        raise ValueError(f"a KV cache context is modelled for decode (1 token), not {tokens}")
+    width = {"float32": 32, "float16": 16, "quant8": 8}[precision]
+    if weight_bits:
+        if weight_bits not in (4, 8, 16, 32) or not context:
+            raise ValueError(
+                f"weight_bits {weight_bits} needs a context and is one of 4, 8, 16, 32"
+            )
+        context = max(1, round(context * width / weight_bits))
     b = _Builder(precision)
     h, m = shape.hidden, shape.intermediate
     kv = shape.kv
@@ -598,13 +630,21 @@ def llm_projections(shape: LlmShape, tokens: int, precision: str, name: str) -> 
         return y
 
     x = b.tensor([tokens, h])
+    inputs = [x]
+    attend: Callable[[int], int] | None = None
+    if context:
+        attend, caches = _kv_attention(b, shape, context)
+        inputs += caches
     y = x
     cache: list[int] = []
     for _ in range(shape.layers):
         q = project(y, "q", h, h)
         k, v = (project(y, name_, h, kv) for name_ in ("k", "v"))
         mixed = q
-        if kv != h:
+        if attend is not None:
+            cache += [k, v]
+            mixed = attend(q)
+        elif kv != h:
             cache += [k, v]
         else:
             mixed = b.binary(
@@ -619,17 +659,65 @@ def llm_projections(shape: LlmShape, tokens: int, precision: str, name: str) -> 
         )
         y = b.binary(OperationCode.ADD, project(gated, "down", m, h), attended, [tokens, h])
     logits = project(y, head, h, shape.vocab)
-    return b.finish(name, [x], [logits, *cache])
+    return b.finish(name, inputs, [logits, *cache])
 
 
-def _llm(phase: str, model: str) -> Callable[[str], Workload]:
+def _kv_attention(
+    b: _Builder, shape: LlmShape, context: int
+) -> tuple[Callable[[int], int], list[int]]:
+    """One token's attention over a KV cache of ``context`` positions (llm_projections): the
+    function from a layer's q [1, hidden] (the workload's precision) to the attention's output
+    (the same), and the two cache inputs it reads."""
+    h, d = shape.hidden, shape.head_dim
+    heads = shape.kv // d
+    group = h // shape.kv
+    code = OperandCode.TENSOR_FLOAT32 if b.precision == "float32" else OperandCode.TENSOR_FLOAT16
+    beta = OperandCode.FLOAT32 if b.precision == "float32" else OperandCode.FLOAT16
+    keys = b.model.add_tensor(code, [heads, context, d])
+    values = b.model.add_tensor(code, [heads, context, d])
+    flags = [b.model.add_scalar(OperandCode.BOOL, flag) for flag in (False, True, False)]
+
+    def op(operation: int, inputs: list[int], out: list[int], scale: float = 0.0) -> int:
+        y = b.model.add_tensor(code if scale == 0.0 else b.code, out, scale)
+        b.model.add_operation(operation, inputs, [y])
+        return y
+
+    def shaped(x: int, out: list[int]) -> int:
+        target = b.int_vector(out)
+        return op(OperationCode.RESHAPE, [x, target], out)
+
+    def attend(q: int) -> int:
+        if b.precision == "quant8":
+            q = op(OperationCode.DEQUANTIZE, [q], [1, h])
+        q3 = shaped(q, [heads, group, d])
+        scores = op(
+            OperationCode.BATCH_MATMUL, [q3, keys, flags[0], flags[1]], [heads, group, context]
+        )
+        p = op(
+            OperationCode.SOFTMAX, [scores, b.model.add_scalar(beta, 1.0)], [heads, group, context]
+        )
+        out = op(OperationCode.BATCH_MATMUL, [p, values, flags[0], flags[2]], [heads, group, d])
+        y = shaped(out, [1, h])
+        if b.precision == "quant8":
+            y = op(OperationCode.QUANTIZE, [y], [1, h], scale=0.5)
+        return y
+
+    return attend, [keys, values]
+
+
+def _llm(phase: str, model: str, context: int = 0, bits: int = 0) -> Callable[[str], Workload]:
     tokens = 1 if phase == "decode" else int(phase[len("prefill") :])
+    name = (
+        f"{model}-{phase}" + (f"-ctx{context}" if context else "") + (f"-w{bits}" if bits else "")
+    )
     return lambda precision: llm_projections(
-        LLM_SHAPES[model], tokens, precision, f"{model}-{phase}"
+        LLM_SHAPES[model], tokens, precision, name, context=context, weight_bits=bits
     )
 
 
-#: Workload name -> builder(precision).
+#: Workload name -> builder(precision). An LLM's decode may also name the KV cache it attends
+#: over, ``MODEL-decode-ctxC`` (C positions), and the width of the modelled decoder's weights,
+#: ``MODEL-decode-ctxC-wB`` (B bits; :func:`llm_projections`): :func:`known`.
 WORKLOADS: dict[str, Callable[[str], Workload]] = {
     "mobilenet_v2": mobilenet_v2,
     "mobilenet_v3_large": mobilenet_v3_large,
@@ -642,9 +730,32 @@ WORKLOADS: dict[str, Callable[[str], Workload]] = {
     **{f"{m}-{p}": _llm(p, m) for m in LLM_SHAPES for p in ("decode", "prefill256", "prefill1024")},
 }
 
+_CONTEXT = re.compile(r"^(?P<model>.+)-decode-ctx(?P<context>[1-9][0-9]*)(-w(?P<bits>4|8|16|32))?$")
+
+
+def _builder(name: str) -> Callable[[str], Workload] | None:
+    if name in WORKLOADS:
+        return WORKLOADS[name]
+    match = _CONTEXT.match(name)
+    if match and match["model"] in LLM_SHAPES:
+        return _llm("decode", match["model"], int(match["context"]), int(match["bits"] or 0))
+    return None
+
+
+def known(name: str) -> bool:
+    """Whether ``name`` is a workload: a key of :data:`WORKLOADS` or an LLM's
+    ``MODEL-decode-ctxC[-wB]``."""
+    return _builder(name) is not None
+
+
+def names() -> str:
+    """The workload names for an error message."""
+    return ", ".join([*sorted(WORKLOADS), "MODEL-decode-ctxC[-wB] (an LLM above)"])
+
 
 def build(name: str, precision: str) -> Workload:
-    """The workload ``name`` (a key of :data:`WORKLOADS`) in ``precision``."""
-    if name not in WORKLOADS:
-        raise ValueError(f"unknown workload {name!r}; known: {', '.join(sorted(WORKLOADS))}")
-    return WORKLOADS[name](precision)
+    """The workload ``name`` (:func:`known`) in ``precision``."""
+    builder = _builder(name)
+    if builder is None:
+        raise ValueError(f"unknown workload {name!r}; known: {names()}")
+    return builder(precision)
