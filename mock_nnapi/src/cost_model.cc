@@ -105,13 +105,21 @@ OperationCost CostOfOperation(const DeviceTiming& timing, OperationClass operati
   const int class_index = static_cast<int>(operation_class);
   OperationCost cost;
   cost.compute_us = work.flops / (timing.peak_gops[data_index] * 1e3);
-  cost.memory_us = work.bytes / (timing.memory_bandwidth_gbps * 1e3);
+  // A device without on-chip memory moves every byte through DRAM.
+  const double on_chip_bytes = timing.on_chip_memory_bytes > 0 ? work.on_chip_bytes : 0;
+  cost.memory_us = (work.bytes - on_chip_bytes) / (timing.memory_bandwidth_gbps * 1e3);
   cost.compute_efficiency = timing.compute_efficiency[class_index][data_index];
   cost.memory_efficiency = timing.memory_efficiency[class_index][data_index];
   const double compute_busy = cost.compute_us / cost.compute_efficiency;
-  const double memory_busy = cost.memory_us / cost.memory_efficiency;
-  // With one efficiency the comparison is the roofline's (exactly as before the split).
-  cost.compute_bound = cost.compute_efficiency == cost.memory_efficiency
+  double memory_busy = cost.memory_us / cost.memory_efficiency;
+  if (on_chip_bytes > 0) {
+    // On-chip traffic runs at the on-chip rate, alongside (overlapping) the DRAM traffic: the
+    // memory side is the slower of the two.
+    cost.on_chip_us = on_chip_bytes / (timing.on_chip_bandwidth_gbps * 1e3);
+    memory_busy = std::max(memory_busy, cost.on_chip_us);
+  }
+  // With one efficiency and no on-chip traffic the comparison is the roofline's.
+  cost.compute_bound = cost.compute_efficiency == cost.memory_efficiency && cost.on_chip_us == 0
                            ? cost.compute_us >= cost.memory_us
                            : compute_busy >= memory_busy;
   cost.efficiency = cost.compute_bound ? cost.compute_efficiency : cost.memory_efficiency;
@@ -348,9 +356,18 @@ class TimelineBuilder {
     Add(std::move(event));
   }
 
-  void Operation(const Device& device, int32_t type, uint32_t index, const OperationWork& work,
-                 DataClass data_class, bool cpu_fallback, double fused_bytes) {
+  // `step_temporary_bytes`: TimelineEvent::step_temporary_bytes; those of at most the device's
+  // on-chip capacity are costed on chip.
+  void Operation(const Device& device, int32_t type, uint32_t index, OperationWork work,
+                 DataClass data_class, bool cpu_fallback, double fused_bytes,
+                 std::vector<double> step_temporary_bytes) {
     const DeviceTiming& timing = device.timing;
+    work.on_chip_bytes = 0;
+    if (timing.on_chip_memory_bytes > 0) {
+      for (double bytes : step_temporary_bytes) {
+        if (bytes <= timing.on_chip_memory_bytes) work.on_chip_bytes += bytes;
+      }
+    }
     TimelineEvent event;
     event.kind = TimelineEvent::Kind::kOperation;
     event.name = OperationTypeName(type);
@@ -364,6 +381,9 @@ class TimelineBuilder {
     const OperationCost cost = CostOfOperation(timing, type, work, data_class, device.speed);
     event.compute_us = cost.compute_us;
     event.memory_us = cost.memory_us;
+    event.on_chip_us = cost.on_chip_us;
+    event.on_chip_bytes = work.on_chip_bytes;
+    event.step_temporary_bytes = std::move(step_temporary_bytes);
     event.compute_efficiency = cost.compute_efficiency;
     event.memory_efficiency = cost.memory_efficiency;
     event.compute_bound = cost.compute_bound;
@@ -432,7 +452,7 @@ bool FusibleElementwise(int32_t type) {
 
 }  // namespace
 
-std::vector<double> CostRecorder::FusedBytes() const {
+std::vector<CostRecorder::Fused> CostRecorder::FusedInputs() const {
   // An element-wise operation on a fusing device runs in the kernel of the operation executed
   // just before it on the same device when one of its inputs is that operation's output, a
   // temporary no other operation reads: the tensor stays on chip (docs/cost-model.md).
@@ -443,7 +463,7 @@ std::vector<double> CostRecorder::FusedBytes() const {
       ++readers[input];
     }
   }
-  std::vector<double> fused(records_.size(), 0);
+  std::vector<Fused> fused(records_.size());
   for (size_t i = 1; i < records_.size(); ++i) {
     const Record& record = records_[i];
     const Record& producer = records_[i - 1];
@@ -459,7 +479,7 @@ std::vector<double> CostRecorder::FusedBytes() const {
                       [operand = operand](const auto& output) { return output.first == operand; });
       if (made_by_producer && model.operands()[operand].lifetime == OperandLifetime::kTemporary &&
           readers[operand] == 1) {
-        fused[i] = bytes;
+        fused[i] = Fused{operand, bytes};
         break;
       }
     }
@@ -467,11 +487,72 @@ std::vector<double> CostRecorder::FusedBytes() const {
   return fused;
 }
 
+namespace {
+
+bool IsLocal(const std::map<uint32_t, bool>& local, uint32_t operand) {
+  const auto found = local.find(operand);
+  return found != local.end() && found->second;
+}
+
+}  // namespace
+
+std::vector<std::vector<double>> CostRecorder::StepTemporaryBytes(
+    const std::vector<Fused>& fused) const {
+  // A temporary stays within an execution step when the record that produced it and every
+  // record that reads it belong to the same run of consecutive records on one device, and the
+  // model's operations read it at least once.
+  const Model& model = compilation_.model();
+  std::vector<size_t> step(records_.size(), 0);
+  const Device* previous = nullptr;
+  for (size_t i = 0; i < records_.size(); ++i) {
+    const Device* device = &ModelledDevice(compilation_, records_[i].operation_index);
+    step[i] = i == 0 ? 0 : step[i - 1] + (device != previous ? 1 : 0);
+    previous = device;
+  }
+  std::map<uint32_t, size_t> producer_step;
+  for (size_t i = 0; i < records_.size(); ++i) {
+    for (const auto& [operand, bytes] : records_[i].outputs) {
+      if (model.operands()[operand].lifetime == OperandLifetime::kTemporary) {
+        producer_step[operand] = step[i];
+      }
+    }
+  }
+  // Per temporary a record produced: true while every reader seen is in the producer's step.
+  std::map<uint32_t, bool> local;
+  for (size_t i = 0; i < records_.size(); ++i) {
+    for (const auto& [operand, bytes] : records_[i].inputs) {
+      const auto found = producer_step.find(operand);
+      if (found == producer_step.end()) continue;
+      bool& within_step = local.emplace(operand, true).first->second;
+      within_step = within_step && found->second == step[i];
+    }
+  }
+  std::vector<std::vector<double>> result(records_.size());
+  for (size_t i = 0; i < records_.size(); ++i) {
+    const Record& record = records_[i];
+    bool skipped_fused_input = false;
+    for (const auto& [operand, bytes] : record.inputs) {
+      if (!skipped_fused_input && static_cast<int64_t>(operand) == fused[i].operand) {
+        skipped_fused_input = true;  // read inside the producer's kernel
+        continue;
+      }
+      if (IsLocal(local, operand)) result[i].push_back(bytes);
+    }
+    const int64_t fused_into_next = i + 1 < records_.size() ? fused[i + 1].operand : -1;
+    for (const auto& [operand, bytes] : record.outputs) {
+      if (static_cast<int64_t>(operand) == fused_into_next) continue;  // never written
+      if (IsLocal(local, operand) && bytes > 0) result[i].push_back(bytes);
+    }
+  }
+  return result;
+}
+
 ModelledExecution CostRecorder::Finish() const {
   TimelineBuilder timeline;
   timeline.Runtime(RuntimeOverheadUs());
   std::map<uint32_t, double> produced_bytes;
-  const std::vector<double> fused = FusedBytes();
+  const std::vector<Fused> fused = FusedInputs();
+  std::vector<std::vector<double>> step_temporary_bytes = StepTemporaryBytes(fused);
   for (size_t i = 0; i < records_.size(); ++i) {
     const Record& record = records_[i];
     const Device& device = ModelledDevice(compilation_, record.operation_index);
@@ -484,10 +565,10 @@ ModelledExecution CostRecorder::Finish() const {
                               assignment[record.operation_index] == kRuntimeCpuFallback;
     // A fused input is neither written by the producer nor read back by this operation.
     OperationWork work = record.work;
-    work.bytes -= fused[i];
-    if (i + 1 < records_.size()) work.bytes -= fused[i + 1];
+    work.bytes -= fused[i].bytes;
+    if (i + 1 < records_.size()) work.bytes -= fused[i + 1].bytes;
     timeline.Operation(device, type, record.operation_index, work, record.data_class, cpu_fallback,
-                       fused[i]);
+                       fused[i].bytes, std::move(step_temporary_bytes[i]));
     for (const auto& [operand, bytes] : record.outputs) {
       timeline.Produced(operand, domain);
       produced_bytes[operand] = bytes;
@@ -526,6 +607,20 @@ class EventReader {
       return Fail(key, "expected a non-negative number");
     }
     *out = value->number_value();
+    return true;
+  }
+  // An optional array of non-negative numbers (empty when absent).
+  bool Numbers(const char* key, std::vector<double>* out) {
+    out->clear();
+    const JsonValue* value = event_.Find(key);
+    if (value == nullptr) return true;
+    if (!value->is_array()) return Fail(key, "expected an array of non-negative numbers");
+    for (const JsonValue& item : value->array_items()) {
+      if (!item.is_number() || !(item.number_value() >= 0)) {
+        return Fail(key, "expected an array of non-negative numbers");
+      }
+      out->push_back(item.number_value());
+    }
     return true;
   }
   bool Integer(const char* key, int64_t* out) {
@@ -604,7 +699,8 @@ bool ReadRecordedEvents(const JsonValue& trace, std::vector<RecordedEvent>* even
       if (!read.Integer("operation_type", &type) || !read.Integer("operation", &index) ||
           !read.String("data_class", &data_class) || !read.Number("flops", &event.work.flops) ||
           !read.Number("bytes", &event.work.bytes) ||
-          !read.Number("fused_bytes", &event.fused_bytes, /*required=*/false)) {
+          !read.Number("fused_bytes", &event.fused_bytes, /*required=*/false) ||
+          !read.Numbers("step_temporary_bytes", &event.step_temporary_bytes)) {
         return false;
       }
       if (type < 0 || type > std::numeric_limits<int32_t>::max() ||
@@ -683,7 +779,8 @@ bool RetimeExecution(const Profile& profile, const std::vector<RecordedEvent>& e
         // A device that had no step event (no step overhead when recorded) still pays one.
         timeline.Step(*devices[i]);
         timeline.Operation(*devices[i], event.operation_type, event.operation_index, event.work,
-                           event.data_class, event.cpu_fallback, event.fused_bytes);
+                           event.data_class, event.cpu_fallback, event.fused_bytes,
+                           event.step_temporary_bytes);
         ++(*operations_per_device)[devices[i]];
         break;
     }

@@ -27,6 +27,9 @@ struct Profile;
 struct OperationWork {
   double flops = 0;  // arithmetic operations (a multiply-add counts 2)
   double bytes = 0;  // tensor bytes read and written
+  // The part of `bytes` read or written in the device's on-chip memory (costed at its
+  // on_chip_bandwidth_gbps, not through DRAM); 0 unless the device has on-chip memory.
+  double on_chip_bytes = 0;
 };
 OperationWork CountOperationWork(int32_t operation_type,
                                  const std::vector<const OperandInfo*>& inputs,
@@ -44,13 +47,15 @@ void SetControlFlowWork(const OperationWork& work);
 // operation of `operation_type` in `data_class` on a device with `timing` running at `speed`.
 struct OperationCost {
   double compute_us = 0;  // flops / peak
-  double memory_us = 0;   // bytes / bandwidth
+  double memory_us = 0;   // (bytes - on_chip_bytes) / bandwidth
+  double on_chip_us = 0;  // on_chip_bytes / on_chip_bandwidth
   double compute_efficiency = 1;
   double memory_efficiency = 1;
   bool compute_bound = true;
   double efficiency = 1;  // that of the bound side
-  double busy_us = 0;     // max(compute / compute_eff, memory / memory_eff) / speed
-  double energy_uj = 0;   // flops x pJ/op + bytes x pJ/byte
+  // max(compute / compute_eff, memory / memory_eff, on_chip) / speed
+  double busy_us = 0;
+  double energy_uj = 0;  // flops x pJ/op + bytes x pJ/byte
 };
 OperationCost CostOfOperation(const DeviceTiming& timing, int32_t operation_type,
                               const OperationWork& work, DataClass data_class, double speed = 1.0);
@@ -87,8 +92,9 @@ struct TimelineEvent {
   double flops = 0;
   double bytes = 0;
   double compute_us = 0;   // flops / peak
-  double memory_us = 0;    // bytes / bandwidth
-  double busy_us = 0;      // max(compute / compute_eff, memory / memory_eff) / speed
+  double memory_us = 0;    // (bytes - on_chip_bytes) / bandwidth
+  double on_chip_us = 0;   // on_chip_bytes / on_chip_bandwidth
+  double busy_us = 0;      // max(compute / compute_eff, memory / memory_eff, on_chip) / speed
   double overhead_us = 0;  // per-operation driver overhead (0 when fused)
   double compute_efficiency = 1;
   double memory_efficiency = 1;
@@ -99,6 +105,12 @@ struct TimelineEvent {
   // input never went through memory (not counted in `bytes`, nor in the producer's).
   bool fused = false;
   double fused_bytes = 0;
+  // The bytes of each temporary tensor the operation reads or writes (one entry per operand it
+  // names, fused ones excepted) that is produced and read only within the operation's execution
+  // step on its device: candidates for on-chip memory, whatever its capacity. `on_chip_bytes`
+  // is the part of `bytes` costed on chip: the candidates of at most the device's capacity.
+  std::vector<double> step_temporary_bytes;
+  double on_chip_bytes = 0;
   double energy_uj = 0;
   DataClass data_class = DataClass::kFloat32;
   // Run by the runtime's CPU fallback (no device of the compilation supports it).
@@ -143,9 +155,14 @@ class CostRecorder : public ExecutionObserver {
     std::vector<std::pair<uint32_t, double>> inputs;
     std::vector<std::pair<uint32_t, double>> outputs;
   };
-  // Per record: the bytes of the input it reads on chip from the operation before it (0: not
-  // fused).
-  std::vector<double> FusedBytes() const;
+  // An input a record reads on chip from the operation before it (fuse_elementwise).
+  struct Fused {
+    int64_t operand = -1;  // -1: not fused
+    double bytes = 0;
+  };
+  std::vector<Fused> FusedInputs() const;
+  // Per record: TimelineEvent::step_temporary_bytes, given the fused inputs.
+  std::vector<std::vector<double>> StepTemporaryBytes(const std::vector<Fused>& fused) const;
   const Compilation& compilation_;
   ExecutionObserver* next_;
   std::vector<Record> records_;
@@ -175,6 +192,7 @@ struct RecordedEvent {
   DataClass data_class = DataClass::kFloat32;
   OperationWork work;
   double fused_bytes = 0;
+  std::vector<double> step_temporary_bytes;
   // kTransfer.
   bool to_device = false;
   uint32_t operand = 0;

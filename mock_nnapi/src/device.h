@@ -85,6 +85,11 @@ struct DeviceTiming {
   // Element-wise operations run inside the kernel of the operation that produced their input
   // (on chip): the intermediate tensor is neither written nor read back (`fuse_elementwise`).
   bool fuse_elementwise = false;
+  // On-chip memory of the device (the profile's `on_chip_memory`; 0: none). A temporary tensor
+  // produced and read within one execution step on the device, of at most this many bytes, is
+  // read and written at `on_chip_bandwidth_gbps` instead of through DRAM (docs/cost-model.md).
+  double on_chip_memory_bytes = 0;
+  double on_chip_bandwidth_gbps = 0;
   // Driver cost of each execution step on the device, and of each operation (us).
   double execution_overhead_us = 0;
   double operation_overhead_us = 0;

@@ -186,6 +186,14 @@ void MockNnapi_freeCostModel(MockNnapi_CostModel* model) { delete model; }
 int MockNnapi_costOfOperation(const MockNnapi_CostModel* model, const char* device,
                               const char* operationClass, const char* dataClass, double flops,
                               double bytes, MockNnapi_OperationCost* cost) {
+  return MockNnapi_costOfOperationOnChip(model, device, operationClass, dataClass, flops, bytes, 0,
+                                         cost);
+}
+
+int MockNnapi_costOfOperationOnChip(const MockNnapi_CostModel* model, const char* device,
+                                    const char* operationClass, const char* dataClass, double flops,
+                                    double bytes, double onChipBytes,
+                                    MockNnapi_OperationCost* cost) {
   NN_CHECK_NOT_NULL(model);
   NN_CHECK_NOT_NULL(device);
   NN_CHECK_NOT_NULL(operationClass);
@@ -202,8 +210,11 @@ int MockNnapi_costOfOperation(const MockNnapi_CostModel* model, const char* devi
       << "unknown data class '" << dataClass << "'";
   NN_CHECK(flops >= 0 && bytes >= 0, ANEURALNETWORKS_BAD_DATA)
       << "work must be non-negative (flops " << flops << ", bytes " << bytes << ")";
+  NN_CHECK(onChipBytes >= 0 && onChipBytes <= bytes, ANEURALNETWORKS_BAD_DATA)
+      << "on-chip bytes must be within the bytes (" << onChipBytes << " of " << bytes << ")";
   const mock_nnapi::OperationCost result = mock_nnapi::CostOfOperation(
-      found->timing, *operation_class, mock_nnapi::OperationWork{flops, bytes}, *data_class);
+      found->timing, *operation_class, mock_nnapi::OperationWork{flops, bytes, onChipBytes},
+      *data_class);
   cost->compute_us = result.compute_us;
   cost->memory_us = result.memory_us;
   cost->compute_efficiency = result.compute_efficiency;

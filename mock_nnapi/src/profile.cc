@@ -392,8 +392,8 @@ class ProfileReader {
     if (!CheckKeys(value, path,
                    {"name", "type", "version", "feature_level", "runtime_cpu", "notes", "support",
                     "throughput", "memory_bandwidth_gbps", "efficiency", "compute_efficiency",
-                    "memory_efficiency", "fuse_elementwise", "overhead_us", "transfer",
-                    "compilation_us", "energy", "driver_failures"})) {
+                    "memory_efficiency", "fuse_elementwise", "on_chip_memory", "overhead_us",
+                    "transfer", "compilation_us", "energy", "driver_failures"})) {
       return false;
     }
     if (!String(value, path, "name", &device->name)) return false;
@@ -456,6 +456,18 @@ class ProfileReader {
                          &timing.memory_efficiency) ||
         !Bool(value, path, "fuse_elementwise", &timing.fuse_elementwise)) {
       return false;
+    }
+    if (const JsonValue* on_chip = value.Find("on_chip_memory")) {
+      const std::string on_chip_path = Join(path, "on_chip_memory");
+      double kib = 0;
+      if (!ExpectKind(*on_chip, JsonValue::Kind::kObject, on_chip_path) ||
+          !CheckKeys(*on_chip, on_chip_path, {"kib", "bandwidth_gbps"}) ||
+          !Number(*on_chip, on_chip_path, "kib", Range::kPositive, &kib) ||
+          !Number(*on_chip, on_chip_path, "bandwidth_gbps", Range::kPositive,
+                  &timing.on_chip_bandwidth_gbps)) {
+        return false;
+      }
+      timing.on_chip_memory_bytes = kib * 1024;
     }
 
     const JsonValue* overhead = Required(value, path, "overhead_us");

@@ -82,6 +82,13 @@ void WriteEvent(const TimelineEvent& event, const std::vector<std::string>& lane
          << ",\"bound\":" << JsonQuote(event.compute_bound ? "compute" : "memory")
          << ",\"fused\":" << (event.fused ? "true" : "false")
          << ",\"fused_bytes\":" << JsonNumber(event.fused_bytes, 17)
+         << ",\"on_chip_us\":" << JsonNumber(event.on_chip_us)
+         << ",\"on_chip_bytes\":" << JsonNumber(event.on_chip_bytes, 17)
+         << ",\"step_temporary_bytes\":[";
+    for (size_t i = 0; i < event.step_temporary_bytes.size(); ++i) {
+      *out << (i ? "," : "") << JsonNumber(event.step_temporary_bytes[i], 17);
+    }
+    *out << "]"
          << ",\"cpu_fallback\":" << (event.cpu_fallback ? "true" : "false")
          << ",\"energy_uj\":" << JsonNumber(event.energy_uj);
   } else if (event.kind == TimelineEvent::Kind::kTransfer) {

@@ -143,6 +143,7 @@ def test_each_operation_costs_what_the_trace_says(profile):
                 event["data_class"],
                 event["flops"],
                 event["bytes"],
+                event["on_chip_bytes"],
             )
             assert _close(cost.busy_us, event["busy_us"]), event
             assert _close(cost.compute_us, event["compute_us"])

@@ -102,6 +102,11 @@ TIES = {"matmul": "fully_connected"}
 SHARED_MEMORY_CLASSES = ("fully_connected",)
 
 
+#: Upper bound of a fitted on-chip bandwidth (GB/s): far above any phone NPU's scratchpad, so a
+#: fit that ends there says on-chip traffic costs next to nothing.
+ON_CHIP_BANDWIDTH_LIMIT_GBPS = 1e5
+
+
 #: Data classes whose compute efficiency is fitted as one (the representative's): the float
 #: kernels of one device share their design, their peaks differ and are in `throughput`.
 DTYPE_FAMILIES = {"float32": "float16", "relaxed_float32": "float16", "quant16": "quant8"}
@@ -309,7 +314,9 @@ def _add_parameters(
     dtype family), memory efficiency (one for every device for :data:`SHARED_MEMORY_CLASSES`,
     path ``devices[*]...``; one per device, ``memory_efficiency.default``, for the classes a
     device's ``memory_efficiency`` does not list when it states a default), the device's
-    bandwidth (held at its value, not fitted) and per-operation overhead."""
+    bandwidth (held at its value, not fitted) and per-operation overhead, and the device's
+    on-chip bandwidth when the operation has traffic on chip (``on_chip_bytes``; at least the
+    device's DRAM bandwidth: on-chip memory is not slower than the DRAM behind it)."""
 
     def device_parameters(name: str) -> tuple[int, dict[str, Any]]:
         i = _device_index(data, name)
@@ -363,6 +370,14 @@ def _add_parameters(
                 0.0,
                 1e3,
             )
+            on_chip = device.get("on_chip_memory")
+            if on_chip is not None and float(event.get("on_chip_bytes", 0)) > 0:
+                parameters.add(
+                    f"{prefix}.on_chip_memory.bandwidth_gbps",
+                    float(on_chip["bandwidth_gbps"]),
+                    bandwidth,
+                    ON_CHIP_BANDWIDTH_LIMIT_GBPS,
+                )
 
 
 # ---- fitting -----------------------------------------------------------------------------------
@@ -1087,16 +1102,23 @@ def fit_summary(result: FitResult) -> dict[str, Any]:
 # ---- carrying a calibration over to another SoC ------------------------------------------------
 
 #: What :func:`derive` copies from a calibrated device to a device of the same type.
-DERIVED_FIELDS = ("compute_efficiency", "memory_efficiency", "fuse_elementwise", "overhead_us")
+DERIVED_FIELDS = (
+    "compute_efficiency",
+    "memory_efficiency",
+    "fuse_elementwise",
+    "on_chip_memory",
+    "overhead_us",
+)
 
 
 def derive(calibrated: Mapping[str, Any], target: Mapping[str, Any]) -> dict[str, Any]:
     """``target`` with the timing parameters of ``calibrated``'s device of the same type
     (ACCELERATOR, GPU, CPU), for a SoC with no published measurement: the compute and memory
-    efficiency tables, ``fuse_elementwise`` and the overheads are copied, ``memory_bandwidth_gbps``
-    is the same fraction of the target's ``soc.dram_peak_gbps`` as in the calibrated profile
-    (when both state it), and ``runtime.overhead_us`` (the same Android runtime) is copied. Each
-    changed field gets a ``sources`` entry saying it is an estimate carried over."""
+    efficiency tables, ``fuse_elementwise``, ``on_chip_memory`` and the overheads are copied,
+    ``memory_bandwidth_gbps`` is the same fraction of the target's ``soc.dram_peak_gbps`` as in
+    the calibrated profile (when both state it), and ``runtime.overhead_us`` (the same Android
+    runtime) is copied. Each changed field gets a ``sources`` entry saying it is an estimate
+    carried over."""
     result = copy.deepcopy(dict(target))
     by_type: dict[str, Mapping[str, Any]] = {}
     for device in calibrated["devices"]:

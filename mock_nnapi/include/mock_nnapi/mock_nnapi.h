@@ -192,10 +192,10 @@ MOCK_NNAPI_EXPORT void MockNnapi_freeCostModel(MockNnapi_CostModel* model);
 /* The modelled cost of one operation (docs/cost-model.md, "Time of an operation"). */
 typedef struct MockNnapi_OperationCost {
   double compute_us;         /* flops / peak of the data class */
-  double memory_us;          /* bytes / memory bandwidth */
+  double memory_us;          /* DRAM bytes / memory bandwidth */
   double compute_efficiency; /* fraction of peak the class reaches */
   double memory_efficiency;  /* fraction of bandwidth the class reaches */
-  double busy_us;            /* max(compute / compute_eff, memory / memory_eff) */
+  double busy_us;            /* max(compute / compute_eff, memory / memory_eff, on-chip) */
   double overhead_us;        /* the device's per-operation driver overhead (unfused) */
   double energy_uj;
   int32_t compute_bound; /* 1 when the compute side bounds the time */
@@ -207,6 +207,17 @@ MOCK_NNAPI_EXPORT int MockNnapi_costOfOperation(const MockNnapi_CostModel* model
                                                 const char* device, const char* operationClass,
                                                 const char* dataClass, double flops, double bytes,
                                                 MockNnapi_OperationCost* cost);
+/* The same with `onChipBytes` of the `bytes` read or written in the device's on-chip memory
+ * (a profile's `on_chip_memory`): those are costed at its on-chip bandwidth, the rest through
+ * DRAM (`memory_us` is then the DRAM part; the on-chip time overlaps it in `busy_us`). On a device
+ * without on-chip memory every byte goes through DRAM. BAD_DATA also when `onChipBytes` is
+ * negative or exceeds `bytes`. */
+MOCK_NNAPI_EXPORT int MockNnapi_costOfOperationOnChip(const MockNnapi_CostModel* model,
+                                                      const char* device,
+                                                      const char* operationClass,
+                                                      const char* dataClass, double flops,
+                                                      double bytes, double onChipBytes,
+                                                      MockNnapi_OperationCost* cost);
 
 /* The modelled time of copying `bytes` between host memory and the memory of the profile
  * device named `device` (its transfer latency + bytes / bandwidth; 0 for a CPU device, which

@@ -532,6 +532,19 @@ SIGNATURES: dict[str, tuple[object, list[object]]] = {
             ctypes.POINTER(MockNnapi_OperationCost),
         ],
     ),
+    "MockNnapi_costOfOperationOnChip": (
+        ctypes.c_int,
+        [
+            ctypes.c_void_p,
+            ctypes.c_char_p,
+            ctypes.c_char_p,
+            ctypes.c_char_p,
+            ctypes.c_double,
+            ctypes.c_double,
+            ctypes.c_double,
+            ctypes.POINTER(MockNnapi_OperationCost),
+        ],
+    ),
     "MockNnapi_costOfTransfer": (
         ctypes.c_int,
         [

@@ -55,8 +55,9 @@ _ModelledTimes = MockNnapi_ModelledTimes
 class OperationCost:
     """The modelled cost of one operation on one device (docs/cost-model.md, "Time of an
     operation"): ``busy_us = max(compute_us / compute_efficiency, memory_us /
-    memory_efficiency)``; ``overhead_us`` is the device's per-operation driver cost, paid by an
-    operation that is not fused into its producer."""
+    memory_efficiency, on-chip time)``, the on-chip time that of the bytes in the device's
+    on-chip memory (0 without them); ``overhead_us`` is the device's per-operation driver cost,
+    paid by an operation that is not fused into its producer."""
 
     compute_us: float
     memory_us: float
@@ -90,6 +91,7 @@ _FUNCTIONS = (
     "MockNnapi_createCostModel",
     "MockNnapi_freeCostModel",
     "MockNnapi_costOfOperation",
+    "MockNnapi_costOfOperationOnChip",
     "MockNnapi_costOfTransfer",
     "MockNnapi_createRecordedExecution",
     "MockNnapi_freeRecordedExecution",
@@ -169,18 +171,27 @@ class CostModel:
             self._handle = ctypes.c_void_p()
 
     def operation(
-        self, device: str, operation_class: str, data_class: str, flops: float, bytes: float
+        self,
+        device: str,
+        operation_class: str,
+        data_class: str,
+        flops: float,
+        bytes: float,
+        on_chip_bytes: float = 0.0,
     ) -> OperationCost:
         """The modelled cost of ``flops`` operations on ``bytes`` of tensors of one operation
-        of ``operation_class`` in ``data_class`` on the profile's ``device``."""
+        of ``operation_class`` in ``data_class`` on the profile's ``device``, ``on_chip_bytes``
+        of them in the device's on-chip memory (a trace event's ``on_chip_bytes``; through DRAM
+        on a device without one). ``memory_us`` is then the DRAM part of the traffic."""
         out = _OperationCost()
-        code = self._library.MockNnapi_costOfOperation(
+        code = self._library.MockNnapi_costOfOperationOnChip(
             self._handle,
             device.encode(),
             operation_class.encode(),
             data_class.encode(),
             float(flops),
             float(bytes),
+            float(on_chip_bytes),
             ctypes.byref(out),
         )
         if code != 0:
