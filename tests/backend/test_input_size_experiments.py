@@ -54,8 +54,10 @@ def test_fixed_costs_do_not_grow_with_the_resolution_and_compute_does(sweep):
         assert low["nnapi_operations"] == high["nnapi_operations"]
         assert hb["driver_overhead"] == pytest.approx(lb["driver_overhead"], rel=1e-9)
         assert high["modelled_compilation_ms"] == pytest.approx(low["modelled_compilation_ms"])
-        # Four times the pixels: more compute on NNAPI and on the host, a larger input copy.
-        assert hb["compute"] > 1.5 * lb["compute"]
+        # Four times the pixels: more compute on NNAPI and on the host, a larger input copy. On
+        # the NPU the activations stay on chip and the weights (the same at every resolution)
+        # are a large part of the traffic at 32x32, so NNAPI's compute grows less than the pixels.
+        assert hb["compute"] > 1.25 * lb["compute"]
         assert high["modelled_host_ms"] > 2 * low["modelled_host_ms"]
         assert hb["input_setup"] > lb["input_setup"]
         assert high["flops"] > 3.5 * low["flops"]
