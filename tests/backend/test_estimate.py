@@ -115,7 +115,9 @@ def test_host_model_presets(tiny):
     peak = model.peak_gflops["float32"]
     compute = model.side_efficiency("compute", "fully_connected", "float32")
     memory = model.side_efficiency("memory", "fully_connected", "float32")
-    assert compute == model.efficiency_of("fully_connected") != memory
+    cpu = model.split_efficiency
+    assert compute == cpu["compute_efficiency"]["fully_connected"]["float32"]
+    assert memory == cpu["memory_efficiency"]["fully_connected"] != compute
     assert _close(model.time_us(1e9, 0, "float32", "fully_connected"), 1e6 / peak / compute)
     assert _close(
         model.time_us(0, 1e9, "float32", "fully_connected"),

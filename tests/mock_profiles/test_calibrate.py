@@ -50,7 +50,7 @@ def test_csv_and_json_hold_the_same_rows(tmp_path):
 
 def test_the_published_rows_load_with_their_sources():
     rows = calibrate.read_measurements(PUBLISHED)
-    assert len(rows) == 20
+    assert len(rows) == 29
     assert all(row.source for row in rows)
     assert {row.device for row in rows} == {"qti-dsp", "qti-gpu", "nnapi-reference"}
 
@@ -184,7 +184,9 @@ def _traced_bytes(name: str, precision: str) -> float:
         compilation = api.Compilation(workload.model, [npu]).finish()
         with control.CostOnlyExecution():
             compilation.execute(calibrate._zeros_like_inputs(workload.model))
-        return float(control.last_execution_trace()["bytes"])
+        trace = control.last_execution_trace()
+        assert trace is not None
+        return float(trace["bytes"])
 
 
 @pytest.mark.parametrize(
@@ -256,6 +258,12 @@ def test_derive_is_what_the_cli_does(tmp_path):
     expected = calibrate.derive(load_profile("snapdragon-8-gen-2"), load_profile("tensor-g2"))
     assert derived == expected
     control.set_profile(str(out))  # passes the mock's strict reader
+
+
+def test_deriving_again_replaces_what_the_first_derivation_wrote():
+    calibrated = load_profile("snapdragon-8-gen-2")
+    once = calibrate.derive(calibrated, load_profile("dimensity-9000"))
+    assert calibrate.derive(calibrated, once) == once
 
 
 def test_calibration_imports_without_tvm():

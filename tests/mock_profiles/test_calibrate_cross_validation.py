@@ -98,7 +98,7 @@ def test_a_row_that_alone_informs_a_parameter_is_predicted_from_the_start():
     """Left out, a row whose device no other row runs on is modelled with that device's
     starting values, and the parameters it alone informs are named."""
     gpu_row = Measurement(
-        id="gpu", workload="mobilenet_v2", precision="float16", device="qti-gpu", measured=3.0
+        id="gpu", workload="mobilenet_v2", precision="float16", device="qti-gpu", measured=6.0
     )
     rows = [*_mobilenet_rows([1.0]), gpu_row]
     dsp, gpu = (f"devices[{_device(d)}].overhead_us.execution" for d in ("qti-dsp", "qti-gpu"))

@@ -1111,6 +1111,10 @@ DERIVED_FIELDS = (
 )
 
 
+#: How the ``sources`` entries :func:`derive` writes begin.
+_CARRIED_OVER = "Estimate carried over from the calibrated"
+
+
 def derive(calibrated: Mapping[str, Any], target: Mapping[str, Any]) -> dict[str, Any]:
     """``target`` with the timing parameters of ``calibrated``'s device of the same type
     (ACCELERATOR, GPU, CPU), for a SoC with no published measurement: the compute and memory
@@ -1118,8 +1122,14 @@ def derive(calibrated: Mapping[str, Any], target: Mapping[str, Any]) -> dict[str
     ``memory_bandwidth_gbps`` is the same fraction of the target's ``soc.dram_peak_gbps`` as in
     the calibrated profile (when both state it), and ``runtime.overhead_us`` (the same Android
     runtime) is copied. Each changed field gets a ``sources`` entry saying it is an estimate
-    carried over."""
+    carried over; the entries an earlier derivation wrote are replaced, so deriving again from a
+    refitted profile gives what deriving the first time would."""
     result = copy.deepcopy(dict(target))
+    result["sources"] = [
+        entry
+        for entry in result.get("sources", [])
+        if not str(entry.get("source", "")).startswith(_CARRIED_OVER)
+    ]
     by_type: dict[str, Mapping[str, Any]] = {}
     for device in calibrated["devices"]:
         by_type.setdefault(device["type"], device)
@@ -1149,12 +1159,11 @@ def derive(calibrated: Mapping[str, Any], target: Mapping[str, Any]) -> dict[str
             {
                 "fields": fields,
                 "source": (
-                    f"Estimate carried over from the calibrated {name} profile ({like_name}, the "
+                    f"{_CARRIED_OVER} {name} profile ({like_name}, the "
                     "same device kind): no latency or throughput of these workloads is published "
                     "for this SoC. Bandwidths keep the calibrated fraction of the DRAM peak."
                     if like_name != "the runtime"
-                    else f"Estimate carried over from the calibrated {name} profile (the same "
-                    "Android NNAPI runtime)."
+                    else f"{_CARRIED_OVER} {name} profile (the same Android NNAPI runtime)."
                 ),
                 "estimate": True,
             }

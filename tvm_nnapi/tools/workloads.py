@@ -69,6 +69,17 @@ LLM_SHAPES = {
     "llama-3-8b": LlmShape(
         hidden=4096, intermediate=14336, layers=32, vocab=128256, kv_hidden=1024
     ),
+    "llama-3.2-1b": LlmShape(
+        hidden=2048, intermediate=8192, layers=16, vocab=128256, kv_hidden=512, head_dim=64
+    ),
+    "qwen2.5-7b": LlmShape(hidden=3584, intermediate=18944, layers=28, vocab=152064, kv_hidden=512),
+    "mistral-7b": LlmShape(hidden=4096, intermediate=14336, layers=32, vocab=32768, kv_hidden=1024),
+    "qwen2.5-1.5b": LlmShape(
+        hidden=1536, intermediate=8960, layers=28, vocab=151936, kv_hidden=256
+    ),
+    "qwen3-1.7b": LlmShape(hidden=2048, intermediate=6144, layers=28, vocab=151936, kv_hidden=1024),
+    "phi-3.5-mini": LlmShape(hidden=3072, intermediate=8192, layers=32, vocab=32064, head_dim=96),
+    "phi-4-mini": LlmShape(hidden=3072, intermediate=8192, layers=32, vocab=200064, kv_hidden=1024),
 }
 
 
