@@ -108,6 +108,34 @@ def conv_model(height: int, channels_in: int, channels_out: int) -> Model:
     return model.finish()
 
 
+def conv_relu_add_chain(second_reader: bool = False, output_middle: bool = False) -> Model:
+    """x -> CONV_2D (1x1, 8 -> 8) -> t -> RELU -> u -> ADD(u, y) -> z, float32 [1, 4, 4, 8];
+    ``second_reader`` adds t -> RELU -> w (an output), ``output_middle`` makes u an output."""
+    f32 = OperandCode.TENSOR_FLOAT32
+    model = Model()
+    shape = [1, 4, 4, 8]
+    x = model.add_tensor(f32, shape)
+    y = model.add_tensor(f32, shape)
+    weights = model.add_constant(f32, np.full((8, 1, 1, 8), 0.1, np.float32))
+    bias = model.add_constant(f32, np.zeros(8, np.float32))
+    scalars = [model.add_scalar(OperandCode.INT32, v) for v in (1, 1, 1, 0)]
+    t = model.add_tensor(f32, shape)
+    model.add_operation(OperationCode.CONV_2D, [x, weights, bias, *scalars], [t])
+    u = model.add_tensor(f32, shape)
+    model.add_operation(OperationCode.RELU, [t], [u])
+    z = model.add_tensor(f32, shape)
+    model.add_operation(OperationCode.ADD, [u, y, model.add_scalar(OperandCode.INT32, 0)], [z])
+    outputs = [z]
+    if second_reader:
+        w = model.add_tensor(f32, shape)
+        model.add_operation(OperationCode.RELU, [t], [w])
+        outputs.append(w)
+    if output_middle:
+        outputs.append(u)
+    model.identify_inputs_and_outputs([x, y], outputs)
+    return model.finish()
+
+
 def inputs_for(model: Model) -> list[np.ndarray]:
     arrays = []
     for index in model.inputs:

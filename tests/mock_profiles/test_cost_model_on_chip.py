@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pytest
 from mock_nnapi.cost_model import CostModel, RecordedExecution
 
-from mock_nnapi import Model, OperandCode, OperationCode, control
+from mock_nnapi import Model, OperandCode, control
 
-from .helpers import device_entry, profile_with, run
+from .helpers import conv_relu_add_chain, device_entry, profile_with, run
 
 F32 = OperandCode.TENSOR_FLOAT32
 TENSOR = 4 * 4 * 8 * 4  # bytes of one [1, 4, 4, 8] float32 tensor
@@ -34,30 +33,6 @@ def _select(write_profile, profile) -> None:
     control.set_profile(write_profile(profile))
 
 
-def _chain(second_reader: bool = False) -> Model:
-    """x -> CONV_2D (1x1, 8 -> 8) -> t -> RELU -> u -> ADD(u, y) -> z [, t -> RELU -> w]."""
-    model = Model()
-    shape = [1, 4, 4, 8]
-    x = model.add_tensor(F32, shape)
-    y = model.add_tensor(F32, shape)
-    weights = model.add_constant(F32, np.full((8, 1, 1, 8), 0.1, np.float32))
-    bias = model.add_constant(F32, np.zeros(8, np.float32))
-    scalars = [model.add_scalar(OperandCode.INT32, v) for v in (1, 1, 1, 0)]
-    t = model.add_tensor(F32, shape)
-    model.add_operation(OperationCode.CONV_2D, [x, weights, bias, *scalars], [t])
-    u = model.add_tensor(F32, shape)
-    model.add_operation(OperationCode.RELU, [t], [u])
-    z = model.add_tensor(F32, shape)
-    model.add_operation(OperationCode.ADD, [u, y, model.add_scalar(OperandCode.INT32, 0)], [z])
-    outputs = [z]
-    if second_reader:
-        w = model.add_tensor(F32, shape)
-        model.add_operation(OperationCode.RELU, [t], [w])
-        outputs.append(w)
-    model.identify_inputs_and_outputs([x, y], outputs)
-    return model.finish()
-
-
 def _trace(model: Model, devices=None) -> tuple[list[dict], dict]:
     run(model, devices)
     trace = control.last_execution_trace()
@@ -67,9 +42,9 @@ def _trace(model: Model, devices=None) -> tuple[list[dict], dict]:
 
 def test_temporaries_under_the_capacity_are_costed_on_chip(write_profile):
     _select(write_profile, _profile())
-    dram, dram_trace = _trace(_chain())
+    dram, dram_trace = _trace(conv_relu_add_chain())
     _select(write_profile, _profile(kib=1))  # 1024 bytes: each [1, 4, 4, 8] tensor fits
-    (conv, relu, add), trace = _trace(_chain())
+    (conv, relu, add), trace = _trace(conv_relu_add_chain())
     # t (conv -> relu) and u (relu -> add) stay within the step; x, y, z and the weights do not.
     assert conv["step_temporary_bytes"] == [TENSOR]  # writes t
     assert relu["step_temporary_bytes"] == [TENSOR, TENSOR]  # reads t, writes u
@@ -97,7 +72,7 @@ def test_temporaries_under_the_capacity_are_costed_on_chip(write_profile):
 
 def test_constants_model_inputs_and_outputs_stay_in_dram(write_profile):
     _select(write_profile, _profile(kib=1e6))  # room for everything
-    (conv, _, add), _ = _trace(_chain())
+    (conv, _, add), _ = _trace(conv_relu_add_chain())
     assert conv["bytes"] == 2 * TENSOR + WEIGHTS
     assert conv["on_chip_bytes"] == TENSOR  # t only: not x, the filter or the bias
     assert add["bytes"] == 3 * TENSOR
@@ -106,12 +81,12 @@ def test_constants_model_inputs_and_outputs_stay_in_dram(write_profile):
 
 def test_temporaries_over_the_capacity_and_profiles_without_it_are_unchanged(write_profile):
     _select(write_profile, _profile())
-    dram, dram_trace = _trace(_chain())
+    dram, dram_trace = _trace(conv_relu_add_chain())
     for event in dram:
         assert event["on_chip_bytes"] == 0 and event["on_chip_us"] == 0
         assert event["memory_us"] == event["bytes"] / 1e3
     _select(write_profile, _profile(kib=0.25))  # 256 bytes: no tensor fits
-    small, small_trace = _trace(_chain())
+    small, small_trace = _trace(conv_relu_add_chain())
     assert [e["step_temporary_bytes"] for e in small] == [[TENSOR], [TENSOR, TENSOR], [TENSOR]]
     for event, before in zip(small, dram, strict=True):
         assert event["on_chip_bytes"] == 0
@@ -123,13 +98,13 @@ def test_temporaries_over_the_capacity_and_profiles_without_it_are_unchanged(wri
 
 def test_fused_tensors_are_neither_on_chip_nor_in_dram(write_profile):
     _select(write_profile, _profile(kib=1, fuse=True))
-    (conv, relu, add), _ = _trace(_chain())
+    (conv, relu, add), _ = _trace(conv_relu_add_chain())
     assert (relu["fused"], add["fused"]) == (True, True)
     # t and u never leave the fused kernel: no traffic of theirs is left to cost.
     assert [e["step_temporary_bytes"] for e in (conv, relu, add)] == [[], [], []]
     assert [e["on_chip_bytes"] for e in (conv, relu, add)] == [0, 0, 0]
     # With a second reader t cannot be fused; it still stays within the step, on chip.
-    operations, _ = _trace(_chain(second_reader=True))
+    operations, _ = _trace(conv_relu_add_chain(second_reader=True))
     by_index = {e["operation"]: e for e in operations}
     assert not by_index[1]["fused"] and not by_index[3]["fused"]
     assert by_index[0]["step_temporary_bytes"] == [TENSOR]  # t written
@@ -149,7 +124,7 @@ def test_a_tensor_read_in_another_step_goes_through_dram(write_profile):
     )
     cpu = device_entry("cpu", "CPU", on_chip_memory={"kib": 1e6, "bandwidth_gbps": ON_CHIP_GBPS})
     _select(write_profile, profile_with([npu, cpu]))
-    (conv, relu, add), _ = _trace(_chain())
+    (conv, relu, add), _ = _trace(conv_relu_add_chain())
     assert [e["device"] for e in (conv, relu, add)] == ["npu", "cpu", "cpu"]
     # t is written on the NPU and read on the CPU: it crosses steps (and memories).
     assert conv["step_temporary_bytes"] == [] and conv["on_chip_bytes"] == 0
@@ -161,13 +136,13 @@ def test_retiming_applies_the_capacity_and_rate_of_the_other_profile(write_profi
     """What calibration relies on: a trace recorded with one capacity re-timed with another
     capacity or on-chip rate gives exactly what a run with those gives."""
     _select(write_profile, _profile(kib=1))
-    _, recorded = _trace(_chain())
+    _, recorded = _trace(conv_relu_add_chain())
     for kib, rate in ((0.25, ON_CHIP_GBPS), (1, 3.0), (None, ON_CHIP_GBPS)):
         other = _profile(kib=kib)
         if kib is not None:
             other["devices"][0]["on_chip_memory"]["bandwidth_gbps"] = rate
         _select(write_profile, other)
-        _, again = _trace(_chain())
+        _, again = _trace(conv_relu_add_chain())
         times = CostModel(other).retime(RecordedExecution(recorded))
         for total, key in zip(
             (times.total_us, times.in_driver_us, times.on_hardware_us), TOTALS, strict=True

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from mock_nnapi.cost_model import CostModel
 
-from mock_nnapi import Model, OperandCode, OperationCode, control
+from mock_nnapi import OperandCode, OperationCode, control
 
-from .helpers import binary_model, conv_model, device_entry, profile_with, run
+from .helpers import binary_model, conv_model, conv_relu_add_chain, device_entry, profile_with, run
 
 F32 = OperandCode.TENSOR_FLOAT32
 
@@ -121,43 +121,15 @@ def test_executions_use_the_cost_models_efficiencies(write_profile):
             assert add[f"{side}_efficiency"] == expected, (side, data_class)
 
 
-def _chain(second_reader: bool = False, output_middle: bool = False) -> Model:
-    """x -> CONV_2D (1x1, 8 -> 8) -> t -> RELU -> u -> ADD(u, y) -> z."""
-    import numpy as np
-
-    model = Model()
-    shape = [1, 4, 4, 8]
-    x = model.add_tensor(F32, shape)
-    y = model.add_tensor(F32, shape)
-    weights = model.add_constant(F32, np.full((8, 1, 1, 8), 0.1, np.float32))
-    bias = model.add_constant(F32, np.zeros(8, np.float32))
-    scalars = [model.add_scalar(OperandCode.INT32, v) for v in (1, 1, 1, 0)]
-    t = model.add_tensor(F32, shape)
-    model.add_operation(OperationCode.CONV_2D, [x, weights, bias, *scalars], [t])
-    u = model.add_tensor(F32, shape)
-    model.add_operation(OperationCode.RELU, [t], [u])
-    z = model.add_tensor(F32, shape)
-    model.add_operation(OperationCode.ADD, [u, y, model.add_scalar(OperandCode.INT32, 0)], [z])
-    outputs = [z]
-    if second_reader:
-        w = model.add_tensor(F32, shape)
-        model.add_operation(OperationCode.RELU, [t], [w])
-        outputs.append(w)
-    if output_middle:
-        outputs.append(u)
-    model.identify_inputs_and_outputs([x, y], outputs)
-    return model.finish()
-
-
 TENSOR = 4 * 4 * 8 * 4  # bytes of one [1, 4, 4, 8] float32 tensor
 
 
 def test_elementwise_chain_fuses_into_its_producer(write_profile):
     _select(write_profile, fuse_elementwise=False)
-    run(_chain())
+    run(conv_relu_add_chain())
     unfused, unfused_trace = _operations()
     _select(write_profile, fuse_elementwise=True)
-    run(_chain())
+    run(conv_relu_add_chain())
     (conv, relu, add), trace = _operations()
     assert [e["fused"] for e in unfused] == [False, False, False]
     assert (relu["fused"], add["fused"], conv["fused"]) == (True, True, False)
@@ -182,11 +154,11 @@ def test_elementwise_chain_fuses_into_its_producer(write_profile):
 
 def test_a_tensor_with_another_reader_or_a_model_output_goes_to_memory(write_profile):
     _select(write_profile, fuse_elementwise=True)
-    run(_chain(second_reader=True))
+    run(conv_relu_add_chain(second_reader=True))
     operations, _ = _operations()
     fused = {e["operation"]: e["fused"] for e in operations}
     # Operations 1 and 3 read t (the convolution's output): neither runs on chip.
     assert fused[1] is False and fused[3] is False
-    run(_chain(output_middle=True))
+    run(conv_relu_add_chain(output_middle=True))
     operations, _ = _operations()
     assert [e["fused"] for e in operations] == [False, True, False]  # u is a model output
