@@ -71,6 +71,8 @@ def test_the_breakdown_of_group_quantized_weights_by_hand():
     assert nnapi.per_call_copy_bytes == 2 * LAST_SUBGRAPH * 2
     resident = memory.plan_memory(config, "q4f16_1", "nnapi-resident", 40, 32)
     assert resident.nnapi_constant_bytes == OFFLOADED * 2  # dequantized once, float16
+    # The engine then holds the float model of those values, not the 4-bit weights.
+    assert resident.host_weights_bytes == WEIGHTS * 2
     # The dtype names of an unquantized model are its formats.
     assert memory.plan_memory(config, "float16", "host", 40).host_weights_bytes == WEIGHTS * 2
 

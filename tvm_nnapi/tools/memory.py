@@ -20,7 +20,9 @@ The peak is the sum of these parts, every one **modelled** from the configuratio
 
 - *weights on the host*: the engine's weight tensors in the weight format (group-quantized
   matrices as ``q_weight`` + ``q_scale``, padding included; norms and biases in the float type).
-  The engine keeps them in every plan: ``embed`` and ``decode`` read them.
+  The engine keeps them in every plan: ``embed`` and ``decode`` read them. ``nnapi-resident`` of
+  a group-quantized format dequantizes the weights once, at load, and builds the float model of
+  those values: its engine holds the float weights.
 - *NNAPI constants* (``nnapi-resident``, ``nnapi-int8``): the runtime modules' constant
   blobs, every offloaded weight (all decoder layers, the final norm, the LM head) in the float
   type NNAPI receives (the format's float type: a quantized matrix is dequantized once, at
@@ -353,6 +355,8 @@ def plan_memory(
     host = host_weight_bytes(config, q)
     constants = device = per_call = 0
     if plan == "nnapi-resident":
+        if q.quantized:
+            host = host_weight_bytes(config, default_quantization(q.model_dtype))
         constants = device = offloaded_weight_elements(config) * float_bytes
     elif plan == "nnapi-int8":
         host, constants = int8_weight_bytes(config, float_bytes)
