@@ -2,12 +2,13 @@
 """Running the real ``tvm-nnapi`` command line in a fresh process, for the CLI tests: device
 profiles, injected faults and the NNAPI library are per process.
 
-A plain call (no ``env``, no ``setup``) runs in a process forked from a server that has already
-imported the command line (:mod:`multiprocessing`'s forkserver, one per test worker): a fresh
-process as far as the mock, the runtime and the command's state go, without paying for Python's
-start and TVM's import (about 3 s) at every call. A call that changes the environment or runs
-setup code first, and ``fresh=True`` (what a user's shell does, imports included: for the
-entry point and for what importing prints), start ``python -m tvm_nnapi`` itself.
+A plain call (no ``setup``; an ``env`` of the runtime's options only) runs in a process forked
+from a server that has already imported the command line (:mod:`multiprocessing`'s forkserver,
+one per test worker): a fresh process as far as the mock, the runtime and the command's state
+go, without paying for Python's start and TVM's import (about 3 s) at every call. A call that
+sets other environment variables or runs setup code first, and ``fresh=True`` (what a user's
+shell does, imports included: for the entry point and for what importing prints), start
+``python -m tvm_nnapi`` itself.
 """
 
 from __future__ import annotations
@@ -32,11 +33,14 @@ def _forkserver() -> multiprocessing.context.ForkServerContext:
     return _SERVER
 
 
-def _run_in_child(args: list[str], columns: int, stdout: str, stderr: str) -> None:
+def _run_in_child(
+    args: list[str], columns: int, stdout: str, stderr: str, env: dict[str, str]
+) -> None:
     """The forked process: the command with its output in the two files, exit with its code."""
     import traceback
 
     os.environ["COLUMNS"] = str(columns)
+    os.environ.update(env)
     for fd, path in ((1, stdout), (2, stderr)):
         handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         os.dup2(handle, fd)
@@ -58,11 +62,20 @@ def _run_in_child(args: list[str], columns: int, stdout: str, stderr: str) -> No
     os._exit(code)
 
 
-def _run_forked(args: list[str], columns: int) -> subprocess.CompletedProcess:
+def _forkable(env: dict[str, str] | None) -> bool:
+    """Whether the forked process can take ``env``: the runtime's options (``TVM_NNAPI_*``,
+    read when the runtime first needs its configuration, which the server never does), not
+    what is read when a library loads (``TVM_NNAPI_LIBRARY``, ``MOCK_NNAPI_*``, ...)."""
+    return all(key.startswith("TVM_NNAPI_") and key != "TVM_NNAPI_LIBRARY" for key in env or {})
+
+
+def _run_forked(
+    args: list[str], columns: int, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     with tempfile.TemporaryDirectory(prefix="tvm-nnapi-cli-") as directory:
         stdout, stderr = Path(directory, "stdout"), Path(directory, "stderr")
         process = _forkserver().Process(
-            target=_run_in_child, args=(args, columns, str(stdout), str(stderr))
+            target=_run_in_child, args=(args, columns, str(stdout), str(stderr), dict(env or {}))
         )
         process.start()
         process.join()
@@ -83,12 +96,13 @@ def run_cli(
     fresh: bool = False,
 ) -> subprocess.CompletedProcess:
     """``tvm-nnapi ARGS`` with output captured as text. ``setup`` is Python run in the same
-    process before the command (e.g. arming a mock fault); ``env`` adds variables; ``columns``
+    process before the command (e.g. arming a mock fault); ``env`` adds variables (the
+    runtime's options still in a forked process, others in a new interpreter); ``columns``
     is the terminal width the tables are laid out for; ``check`` asserts exit code 0 (the
     message shows stderr and stdout); ``fresh`` starts a new interpreter even for a plain call
     (see the module docstring)."""
-    if not (env or setup or fresh):
-        completed = _run_forked(list(args), columns)
+    if _forkable(env) and not (setup or fresh):
+        completed = _run_forked(list(args), columns, env)
     else:
         if setup:
             program = "import sys\n" + textwrap.dedent(setup)
