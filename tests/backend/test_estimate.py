@@ -18,7 +18,7 @@ from tvm import relax
 from mock_nnapi import control
 from tvm_nnapi import llm
 from tvm_nnapi.experiments.llm import LlmEstimator
-from tvm_nnapi.tools.estimate import HostModel, PreparedEstimate, estimate
+from tvm_nnapi.tools.estimate import HostModel, PreparedEstimate, all_host_us, estimate
 
 PHONE = "snapdragon-8-gen-2"
 
@@ -125,6 +125,19 @@ def test_host_model_presets(tiny):
     )
     with pytest.raises(ValueError, match="unknown host model"):
         HostModel.from_profile(PHONE, "fastest")
+
+
+@pytest.mark.parametrize("host_model", ["profile-cpu", "tvm-default"])
+def test_the_all_host_time_alone_is_the_estimates(tiny, host_model):
+    """all_host_us costs the unpartitioned program as the estimate does, without partitioning."""
+    prepared = tiny.prepared("prefill", 16)
+    expected = prepared.run(PHONE, host_model).modelled_host_program_us
+    alone = all_host_us(
+        tiny.module, PHONE, {"seq_len": 16}, "prefill", host_model, prepared.extern_work
+    )
+    assert alone == pytest.approx(expected, rel=1e-12) and alone > 0
+    with pytest.raises(ValueError, match="give a value for the symbolic dimensions"):
+        all_host_us(tiny.module, PHONE, entry="prefill")
 
 
 def test_cost_only_gives_the_modelled_times_of_a_real_execution(tiny):

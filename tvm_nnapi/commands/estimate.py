@@ -67,9 +67,16 @@ def estimate_document(args: argparse.Namespace, source, profile: str | None, pro
             # of those values with resident weights; the all-host program stays the quantized
             # model (its dequantization fused into the projections).
             from tvm_nnapi.llm.model import export_model
+            from tvm_nnapi.tools.estimate import all_host_us as host_program_us
 
-            quantized = estimate(module, target_profile, weights="input", **common)
-            all_host_us = quantized.modelled_host_program_us
+            all_host_us = host_program_us(
+                module,
+                target_profile,
+                shapes,
+                source.entry,
+                common["host_model"],
+                extern_work,
+            )
             module, _, _ = export_model(source.llm_config, quantization.model_dtype)
     result = estimate(
         module,

@@ -66,6 +66,7 @@ __all__ = [
     "HostModel",
     "HostWork",
     "PreparedEstimate",
+    "all_host_us",
     "estimate",
     "operation_class",
     "operator_work",
@@ -302,6 +303,91 @@ class _Subgraph:
 # ---- the estimate --------------------------------------------------------------------------------
 
 
+def _specialised(mod: IRModule, entry: str, shapes: Mapping[str, int]) -> IRModule:
+    """A module of ``entry`` alone with ``shapes`` bound to its symbolic dimensions (every one
+    must have a value; ``ValueError`` names the missing or unknown ones)."""
+    if not any(g.name_hint == entry for g in mod.get_global_vars()):
+        raise ValueError(f"the module has no function named {entry!r}")
+    func = mod[entry]
+    symbols = {str(v): v for v in relax.analysis.defined_symbolic_vars(func)}
+    unknown = sorted(set(shapes) - set(symbols))
+    if unknown:
+        raise ValueError(
+            f"{entry}: no symbolic dimension named {unknown}; it has {sorted(symbols)}"
+        )
+    missing = sorted(set(symbols) - set(shapes))
+    if missing:
+        raise ValueError(f"{entry}: give a value for the symbolic dimensions {missing}")
+    if shapes:
+        func = func.bind_symbolic_vars({symbols[k]: v for k, v in shapes.items()})
+    return IRModule({tvm.ir.GlobalVar(entry): func})
+
+
+def _host_call(
+    value: relax.Call, fusion: Fusion, extern_work: Mapping[str, ExternWork]
+) -> tuple[str, str, HostWork | None] | None:
+    """``(name, kind, work)`` of a host call: an extern (its work from ``extern_work``, None
+    when not modelled) or an operator or kernel (with ``fusion``); None for a call that is
+    neither (a call of a function of the module)."""
+    extern = _extern_name(value)
+    if extern is not None:
+        work = extern_work.get(extern)
+        return extern, "extern", work(value) if work is not None else None
+    if not isinstance(value.op, tvm.ir.Op):
+        return None
+    name = str(value.op.name)
+    if name == "relax.call_tir":
+        return name, "operator", tir_call_work(value, fusion)
+    if name == "relax.call_dps_packed":
+        return name, "extern", None
+    return name, "operator", operator_work(value, fusion)
+
+
+def _host_works(
+    func: relax.Function, extern_work: Mapping[str, ExternWork]
+) -> list[HostWork | None]:
+    """The work of every operator, kernel and extern call of the unpartitioned ``func``, as
+    TVM's CPU backend runs it (with :class:`Fusion`); None for an extern not modelled."""
+    func_bindings = bindings(func)
+    fusion = Fusion.of(func_bindings)
+    found = (
+        _host_call(b.value, fusion, extern_work)
+        for b in func_bindings
+        if isinstance(b.value, relax.Call)
+    )
+    return [work for _, _, work in filter(None, found)]
+
+
+def all_host_us(
+    mod: IRModule,
+    profile: str,
+    shapes: Mapping[str, int] | None = None,
+    entry: str | None = None,
+    host_model: str | HostModel = "profile-cpu",
+    extern_work: Mapping[str, ExternWork] | None = None,
+) -> float:
+    """The modelled time of ``entry`` of ``mod`` all on the host (what
+    :attr:`Estimate.modelled_host_program_us` is), without partitioning or costing NNAPI
+    subgraphs; the arguments are :func:`estimate`'s."""
+    entry = entry or _default_entry(mod)
+    host = (
+        host_model
+        if isinstance(host_model, HostModel)
+        else HostModel.from_profile(profile, host_model)
+    )
+    func = _specialised(mod, entry, dict(shapes or {}))[entry]
+    return _host_time_us(_host_works(func, dict(extern_work or {})), host)
+
+
+def _host_time_us(works: Sequence[HostWork | None], host: HostModel) -> float:
+    """The modelled time of ``works`` one after the other on the host (None: not modelled)."""
+    return sum(
+        host.time_us(w.flops, w.bytes, w.data_class, w.operation_class)
+        for w in works
+        if w is not None
+    )
+
+
 class PreparedEstimate:
     """A partitioned entry function ready to be estimated on any number of profiles.
 
@@ -322,23 +408,8 @@ class PreparedEstimate:
         from ..compiler.codegen import lower_function
 
         self.entry = entry or _default_entry(mod)
-        if not any(g.name_hint == self.entry for g in mod.get_global_vars()):
-            raise ValueError(f"the module has no function named {self.entry!r}")
-        func = mod[self.entry]
-        symbols = {str(v): v for v in relax.analysis.defined_symbolic_vars(func)}
-        shapes = dict(shapes or {})
-        unknown = sorted(set(shapes) - set(symbols))
-        if unknown:
-            raise ValueError(
-                f"{self.entry}: no symbolic dimension named {unknown}; it has {sorted(symbols)}"
-            )
-        missing = sorted(set(symbols) - set(shapes))
-        if missing:
-            raise ValueError(f"{self.entry}: give a value for the symbolic dimensions {missing}")
-        self.shapes = shapes
-        if shapes:
-            func = func.bind_symbolic_vars({symbols[k]: v for k, v in shapes.items()})
-        specialised = IRModule({tvm.ir.GlobalVar(self.entry): func})
+        self.shapes = dict(shapes or {})
+        specialised = _specialised(mod, self.entry, self.shapes)
         result = partition_with_report(specialised, options, entry_functions=[self.entry])
         self.module = result.module
         self.refusals = result.refusals
@@ -346,7 +417,7 @@ class PreparedEstimate:
         self._subgraphs: dict[tuple[str, tuple[int, ...]], _Subgraph] = {}
         self._host: dict[str, list[Any]] = {}
         self._analyse(self.module[self.entry])
-        self._all_host = self._host_works(specialised[self.entry])
+        self._all_host = _host_works(specialised[self.entry], self.extern_work)
         self._traces: dict[str, dict[tuple[str, tuple[int, ...]], dict[str, Any]]] = {}
         self._graphs: dict[str, tuple[str, str, bytes]] = {}
         for sub in self._subgraphs.values():
@@ -394,40 +465,9 @@ class PreparedEstimate:
                 if not sub.call_args:
                     sub.call_args = list(value.args)
                 continue
-            found = self._host_call(value, fusion)
+            found = _host_call(value, fusion, self.extern_work)
             if found is not None:
                 self._add_host(*found, step)
-
-    def _host_call(
-        self, value: relax.Call, fusion: Fusion
-    ) -> tuple[str, str, HostWork | None] | None:
-        """``(name, kind, work)`` of a host call: an extern (its work from ``extern_work``,
-        None when not modelled) or an operator or kernel (with ``fusion``); None for a call
-        that is neither (a call of a function of the module)."""
-        extern = _extern_name(value)
-        if extern is not None:
-            work = self.extern_work.get(extern)
-            return extern, "extern", work(value) if work is not None else None
-        if not isinstance(value.op, tvm.ir.Op):
-            return None
-        name = str(value.op.name)
-        if name == "relax.call_tir":
-            return name, "operator", tir_call_work(value, fusion)
-        if name == "relax.call_dps_packed":
-            return name, "extern", None
-        return name, "operator", operator_work(value, fusion)
-
-    def _host_works(self, func: relax.Function) -> list[HostWork | None]:
-        """The work of every operator, kernel and extern call of the unpartitioned ``func``, as
-        TVM's CPU backend runs it (with :class:`Fusion`); None for an extern not modelled."""
-        func_bindings = bindings(func)
-        fusion = Fusion.of(func_bindings)
-        found = (
-            self._host_call(b.value, fusion)
-            for b in func_bindings
-            if isinstance(b.value, relax.Call)
-        )
-        return [work for _, _, work in filter(None, found)]
 
     def _add_host(
         self, name: str, kind: str, work: HostWork | None, step: Step | None = None
@@ -504,11 +544,7 @@ class PreparedEstimate:
             result.subgraphs.append(row)
             per_call[key] = row.modelled_nnapi_us
         result.host_rows = self.host_rows(host)
-        result.all_host_us = sum(
-            host.time_us(w.flops, w.bytes, w.data_class, w.operation_class)
-            for w in self._all_host
-            if w is not None
-        )
+        result.all_host_us = _host_time_us(self._all_host, host)
         result.modelled_overlap_us = self.overlap_us(per_call, host)
         return result
 
