@@ -175,9 +175,12 @@ class _Builder:
     def _quant(self) -> bool:
         return self.precision == "quant8"
 
-    def tensor(self, shape: list[int], scale: float = 0.5) -> int:
+    def tensor(self, shape: list[int], scale: float = 0.5, code: int | None = None) -> int:
+        """A tensor of the workload's type, or of ``code`` (a float type inside a quant8
+        workload)."""
         del scale  # one scale for every quantized tensor keeps the bias scale valid
-        return self.model.add_tensor(self.code, shape, 0.5 if self._quant else 0.0)
+        code = self.code if code is None else code
+        return self.model.add_tensor(code, shape, 0.5 if code == PRECISIONS["quant8"] else 0.0)
 
     def int_scalar(self, value: int) -> int:
         if value not in self._scalars:
@@ -224,12 +227,12 @@ class _Builder:
         shape[:] = [n, -(-h // stride), -(-w // stride), c]
         return y
 
-    def unary(self, operation: int, x: int, shape: list[int]) -> int:
+    def unary(self, operation: int, x: int, shape: list[int], code: int | None = None) -> int:
         if operation == OperationCode.LOGISTIC and self._quant:
             # NNAPI fixes a quantized LOGISTIC's output at scale 1/256, zero point 0.
             y = self.model.add_tensor(self.code, list(shape), 1 / 256)
         else:
-            y = self.tensor(list(shape), 1.0)
+            y = self.tensor(list(shape), 1.0, code)
         self.model.add_operation(operation, [x], [y])
         return y
 
@@ -250,9 +253,10 @@ class _Builder:
         self.model.add_operation(OperationCode.MAX_POOL_2D, inputs, [y])
         return y
 
-    def float_scalar(self, value: float) -> int:
-        code = OperandCode.FLOAT16 if self.precision == "float16" else OperandCode.FLOAT32
-        return self.model.add_scalar(code, value)
+    def float_scalar(self, value: float, code: int | None = None) -> int:
+        """A scalar for an operation on tensors of the workload's type, or of ``code``."""
+        half = (self.code if code is None else code) == OperandCode.TENSOR_FLOAT16
+        return self.model.add_scalar(OperandCode.FLOAT16 if half else OperandCode.FLOAT32, value)
 
     def int_vector(self, values: list[int]) -> int:
         index = self.model.add_tensor(OperandCode.TENSOR_INT32, [len(values)])
@@ -264,15 +268,17 @@ class _Builder:
         self.model.add_operation(OperationCode.TRANSPOSE, [x, self.int_vector(permutation)], [y])
         return y
 
-    def batch_matmul(self, a: int, b: int, shape: list[int], adj_y: bool) -> int:
-        y = self.tensor(shape, 1.0)
+    def batch_matmul(
+        self, a: int, b: int, shape: list[int], adj_y: bool, code: int | None = None
+    ) -> int:
+        y = self.tensor(shape, 1.0, code)
         flags = [self.model.add_scalar(OperandCode.BOOL, flag) for flag in (False, adj_y)]
         self.model.add_operation(OperationCode.BATCH_MATMUL, [a, b, *flags], [y])
         return y
 
-    def softmax(self, x: int, shape: list[int]) -> int:
-        y = self.tensor(list(shape), 1.0)
-        self.model.add_operation(OperationCode.SOFTMAX, [x, self.float_scalar(1.0)], [y])
+    def softmax(self, x: int, shape: list[int], code: int | None = None) -> int:
+        y = self.tensor(list(shape), 1.0, code)
+        self.model.add_operation(OperationCode.SOFTMAX, [x, self.float_scalar(1.0, code)], [y])
         return y
 
     def mean(self, x: int, shape: list[int], axes: list[int]) -> int:
@@ -289,10 +295,9 @@ class _Builder:
         self.model.add_operation(OperationCode.MEAN, [x, axes, self.int_scalar(1)], [y])
         return y
 
-    def reshape(self, x: int, shape: list[int]) -> int:
-        target = self.model.add_tensor(OperandCode.TENSOR_INT32, [len(shape)])
-        self.model.set_value(target, np.array(shape, np.int32))
-        y = self.tensor(shape, 1.0)
+    def reshape(self, x: int, shape: list[int], code: int | None = None) -> int:
+        target = self.int_vector(shape)
+        y = self.tensor(shape, 1.0, code)
         self.model.add_operation(OperationCode.RESHAPE, [x, target], [y])
         return y
 
@@ -682,35 +687,20 @@ def _kv_attention(
     h, d = shape.hidden, shape.head_dim
     heads = shape.kv // d
     group = h // shape.kv
-    code = OperandCode.TENSOR_FLOAT32 if b.precision == "float32" else OperandCode.TENSOR_FLOAT16
-    beta = OperandCode.FLOAT32 if b.precision == "float32" else OperandCode.FLOAT16
-    keys = b.model.add_tensor(code, [heads, context, d])
-    values = b.model.add_tensor(code, [heads, context, d])
-    flags = [b.model.add_scalar(OperandCode.BOOL, flag) for flag in (False, True, False)]
-
-    def op(operation: int, inputs: list[int], out: list[int], scale: float = 0.0) -> int:
-        y = b.model.add_tensor(code if scale == 0.0 else b.code, out, scale)
-        b.model.add_operation(operation, inputs, [y])
-        return y
-
-    def shaped(x: int, out: list[int]) -> int:
-        target = b.int_vector(out)
-        return op(OperationCode.RESHAPE, [x, target], out)
+    f = PRECISIONS["float32" if b.precision == "float32" else "float16"]
+    keys = b.tensor([heads, context, d], code=f)
+    values = b.tensor([heads, context, d], code=f)
 
     def attend(q: int) -> int:
         if b.precision == "quant8":
-            q = op(OperationCode.DEQUANTIZE, [q], [1, h])
-        q3 = shaped(q, [heads, group, d])
-        scores = op(
-            OperationCode.BATCH_MATMUL, [q3, keys, flags[0], flags[1]], [heads, group, context]
-        )
-        p = op(
-            OperationCode.SOFTMAX, [scores, b.model.add_scalar(beta, 1.0)], [heads, group, context]
-        )
-        out = op(OperationCode.BATCH_MATMUL, [p, values, flags[0], flags[2]], [heads, group, d])
-        y = shaped(out, [1, h])
+            q = b.unary(OperationCode.DEQUANTIZE, q, [1, h], code=f)
+        q3 = b.reshape(q, [heads, group, d], code=f)
+        scores = b.batch_matmul(q3, keys, [heads, group, context], adj_y=True, code=f)
+        p = b.softmax(scores, [heads, group, context], code=f)
+        out = b.batch_matmul(p, values, [heads, group, d], adj_y=False, code=f)
+        y = b.reshape(out, [1, h], code=f)
         if b.precision == "quant8":
-            y = op(OperationCode.QUANTIZE, [y], [1, h], scale=0.5)
+            y = b.unary(OperationCode.QUANTIZE, y, [1, h])
         return y
 
     return attend, [keys, values]
