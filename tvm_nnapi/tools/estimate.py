@@ -370,13 +370,16 @@ def all_host_us(
     :attr:`Estimate.modelled_host_program_us` is), without partitioning or costing NNAPI
     subgraphs; the arguments are :func:`estimate`'s."""
     entry = entry or _default_entry(mod)
-    host = (
-        host_model
-        if isinstance(host_model, HostModel)
-        else HostModel.from_profile(profile, host_model)
-    )
     func = _specialised(mod, entry, dict(shapes or {}))[entry]
-    return _host_time_us(_host_works(func, dict(extern_work or {})), host)
+    works = _host_works(func, dict(extern_work or {}))
+    return _host_time_us(works, _host_model(profile, host_model))
+
+
+def _host_model(profile: str, host_model: str | HostModel) -> HostModel:
+    """``host_model`` itself, or the preset of that name on ``profile``."""
+    if isinstance(host_model, HostModel):
+        return host_model
+    return HostModel.from_profile(profile, host_model)
 
 
 def _host_time_us(works: Sequence[HostWork | None], host: HostModel) -> float:
@@ -528,11 +531,7 @@ class PreparedEstimate:
         """
         if weights not in ("input", "resident"):
             raise ValueError(f"weights must be 'input' or 'resident', got {weights!r}")
-        host = (
-            host_model
-            if isinstance(host_model, HostModel)
-            else HostModel.from_profile(profile, host_model)
-        )
+        host = _host_model(profile, host_model)
         from mock_nnapi.device_profiles import load_profile
 
         name = str(load_profile(profile).get("name", profile))
