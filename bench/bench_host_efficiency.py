@@ -37,21 +37,10 @@ import tvm
 from tvm import relax
 
 from tvm_nnapi.llm.host_pipeline import HOST_PIPELINES, host_pipeline
+from tvm_nnapi.testing.modules import projection
 
 #: OpenBLAS's sgemm as a fraction of a CPU's float32 peak (assumed; docs/cost-model.md).
 OPENBLAS_FRACTION_OF_PEAK = 0.8
-
-
-def projection(rows: int, out_features: int, in_features: int) -> tvm.IRModule:
-    """``main(x[rows, in], w[out, in]) = x @ w.T``."""
-    bb = relax.BlockBuilder()
-    x = relax.Var("x", relax.TensorType([rows, in_features], "float32"))
-    w = relax.Var("w", relax.TensorType([out_features, in_features], "float32"))
-    with bb.function("main", [x, w]):
-        with bb.dataflow():
-            out = bb.emit_output(relax.op.matmul(x, relax.op.permute_dims(w)))
-        bb.emit_func_output(out)
-    return bb.get()
 
 
 def residual_add(rows: int, features: int) -> tvm.IRModule:

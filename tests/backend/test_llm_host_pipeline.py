@@ -12,6 +12,7 @@ from tvm_nnapi.llm.config import get_config
 from tvm_nnapi.llm.dispatch import build_llm
 from tvm_nnapi.llm.host_pipeline import HOST_PIPELINES, host_pipeline, schedule_passes
 from tvm_nnapi.llm.model import export_model
+from tvm_nnapi.testing.modules import projection
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -55,14 +56,7 @@ def test_a_decode_projection_built_with_dlight_computes_the_product():
     pipelines, against numpy. (A whole tiny model is not built here: dlight's GEMV schedule
     fully unrolls reductions of at most 256 values across 128 vector lanes, which LLVM takes
     minutes to compile for the tiny model's 64- and 128-wide projections.)"""
-    bb = tvm.relax.BlockBuilder()
-    x = tvm.relax.Var("x", tvm.relax.TensorType([1, 1024], "float32"))
-    w = tvm.relax.Var("w", tvm.relax.TensorType([384, 1024], "float32"))
-    with bb.function("main", [x, w]):
-        with bb.dataflow():
-            out = bb.emit_output(tvm.relax.op.matmul(x, tvm.relax.op.permute_dims(w)))
-        bb.emit_func_output(out)
-    mod = bb.get()
+    mod = projection(1, 384, 1024)
     target = tvm.target.Target("llvm")
     rng = np.random.default_rng(0)
     xs = rng.standard_normal((1, 1024), dtype="float32")

@@ -10,22 +10,12 @@ from tvm import relax
 from tvm_nnapi.compiler.ir_utils import bindings
 from tvm_nnapi.llm.config import get_config
 from tvm_nnapi.llm.model import export_model
+from tvm_nnapi.testing.modules import projection
 from tvm_nnapi.tools.program_work import Fusion, operator_work, tir_call_work
 
 
-def _projection(rows: int, out_features: int, in_features: int) -> relax.Function:
-    bb = relax.BlockBuilder()
-    x = relax.Var("x", relax.TensorType([rows, in_features], "float32"))
-    w = relax.Var("w", relax.TensorType([out_features, in_features], "float32"))
-    with bb.function("main", [x, w]):
-        with bb.dataflow():
-            out = bb.emit_output(relax.op.matmul(x, relax.op.permute_dims(w)))
-        bb.emit_func_output(out)
-    return bb.get()["main"]
-
-
 def test_a_transpose_read_by_a_matmul_costs_nothing_and_the_matmul_reads_the_weight():
-    func_bindings = bindings(_projection(4, 64, 32))
+    func_bindings = bindings(projection(4, 64, 32)["main"])
     fusion = Fusion.of(func_bindings)
     transpose, matmul = (b.value for b in func_bindings)
     assert operator_work(transpose, fusion).bytes == 0

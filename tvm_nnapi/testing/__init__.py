@@ -3,4 +3,5 @@
 
 - :mod:`tvm_nnapi.testing.android`: which phone a test worker uses (TVM RPC tracker or adb),
   NDK cross-compilation settings, and bringing up a TVM RPC server on a phone over adb.
+- :mod:`tvm_nnapi.testing.modules`: small Relax modules the tests and the benchmarks build.
 """
