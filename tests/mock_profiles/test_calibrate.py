@@ -147,6 +147,14 @@ def test_measure_names_an_unknown_device(capsys):
     assert "no NNAPI device 'no-such-npu'" in capsys.readouterr().err
 
 
+def test_measure_names_a_workload_with_an_impossible_context(capsys):
+    argv = ["measure", "smollm2-1.7b-decode-ctx0:float16:qti-dsp", "-o", "/dev/null"]
+    assert main([*argv, "--profile", "snapdragon-8-gen-2"]) == 2
+    error = capsys.readouterr().err.splitlines()[-1]  # after the progress line
+    assert error.startswith("tvm-nnapi measure: unknown workload 'smollm2-1.7b-decode-ctx0'")
+    assert "MODEL-decode-ctxC" in error
+
+
 def test_calibrate_cli_errors_are_one_line(tmp_path, capsys):
     assert main(["calibrate", "snapdragon-8-gen-2", str(tmp_path / "none.csv"), "-o", "x"]) == 2
     err = capsys.readouterr().err
