@@ -22,7 +22,13 @@ from ..llm.config import LlamaConfig, get_config
 from ..llm.dispatch import ATTENTION_BUILTIN
 from ..llm.model import export_model
 from ..llm.quantization import get_quantization
-from ..tools.estimate import Estimate, GraphTransform, PreparedEstimate
+from ..tools.estimate import (
+    Estimate,
+    ExternWork,
+    GraphTransform,
+    PreparedEstimate,
+    all_host_us,
+)
 from ..tools.llm_work import attention_work
 from .memory import UNFIT_MARK, annotate, memory_table
 
@@ -71,24 +77,26 @@ class LlmEstimator:
         already in the KV cache)."""
         key = (phase, length)
         if key not in self._prepared:
-            if phase == "prefill":
-                shapes, work = (
-                    {"seq_len": length},
-                    attention_work(self.config, self.dtype, length, 0),
-                )
-            elif phase == "decode":
-                shapes, work = {}, attention_work(self.config, self.dtype, 1, length)
-            else:
-                raise ValueError(f"phase must be 'prefill' or 'decode', got {phase!r}")
+            shapes, extern_work = self._phase(phase, length)
             self._prepared[key] = PreparedEstimate(
                 self.module,
                 shapes,
                 phase,
                 self.options,
-                extern_work={ATTENTION_BUILTIN: work},
+                extern_work=extern_work,
                 graph_transform=self.graph_transform,
             )
         return self._prepared[key]
+
+    def _phase(self, phase: str, length: int) -> tuple[dict[str, int], dict[str, ExternWork]]:
+        """The symbolic dimensions and the host attention's work of ``phase`` at ``length``."""
+        if phase == "prefill":
+            shapes, work = {"seq_len": length}, attention_work(self.config, self.dtype, length, 0)
+        elif phase == "decode":
+            shapes, work = {}, attention_work(self.config, self.dtype, 1, length)
+        else:
+            raise ValueError(f"phase must be 'prefill' or 'decode', got {phase!r}")
+        return shapes, {ATTENTION_BUILTIN: work}
 
     def estimate(
         self,
@@ -105,8 +113,10 @@ class LlmEstimator:
             if self._resident is None:
                 self._resident = LlmEstimator(self.config, self.dtype, self.options)
             resident = self._resident.estimate(phase, length, profile, host_model, weights)
-            quantized = self.prepared(phase, length).run(profile, host_model, "input")
-            resident.all_host_us = quantized.modelled_host_program_us
+            shapes, extern_work = self._phase(phase, length)
+            resident.all_host_us = all_host_us(
+                self.module, profile, shapes, phase, host_model, extern_work
+            )
             return resident
         return self.prepared(phase, length).run(profile, host_model, weights)
 
